@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install everything nosqltune needs on a fresh Debian machine, idempotently:
+# Java 17 + Maven (apt-get, only if missing), the Python package with its test extras (pip),
+# Cassandra's jars (Maven, into ~/.cache/nosqltune) and the loadgen YCSB client (Maven build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+if ! command -v java >/dev/null 2>&1 || ! java -version 2>&1 | grep -Eq 'version "(1[7-9]|2[0-9])'; then
+  need_apt+=(openjdk-17-jdk-headless)
+fi
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+command -v taskset >/dev/null 2>&1 || need_apt+=(util-linux)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} with apt-get" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
+fi
+
+PYTHON=${PYTHON:-python3}
+"$PYTHON" -m pip install -q --disable-pip-version-check -e '.[test]'
+"$PYTHON" -m nosqltune setup

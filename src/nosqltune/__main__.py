@@ -1,0 +1,7 @@
+"""python -m nosqltune"""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

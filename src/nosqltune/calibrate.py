@@ -1,0 +1,84 @@
+"""Setup calibration (seed 001's "how reliable is one measurement"): CV and cost per setup, and a pick."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from typing import Any
+
+
+def _ints(text: str | None, fallback: int) -> list[int]:
+    from .errors import NosqltuneError
+
+    if not text:
+        return [fallback]
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise NosqltuneError(f"expected a comma-separated list of integers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise NosqltuneError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def recommend(cells: list[dict[str, Any]], max_cv: float) -> dict[str, Any] | None:
+    """The cheapest setup (mean trial seconds) whose throughput CV is at most `max_cv`."""
+    eligible = [c for c in cells if c["cv"] is not None and c["n"] >= 2 and c["cv"] <= max_cv]
+    return min(eligible, key=lambda c: c["trial_seconds"]) if eligible else None
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    from .cli import _build_workload, _progress, _settings, _stats, run_trials
+    from .knobs import load_space
+
+    space = load_space("cassandra")
+    settings = _settings(args)
+    grid = list(itertools.product(_ints(args.grid_records, args.records),
+                                  _ints(args.grid_operations, args.operations or 100_000),
+                                  _ints(args.grid_threads, args.threads or 16)))
+    say = _progress(args)
+    repeats = args.repeat
+    args.repeat = 1
+    per_cell: dict[tuple, list[dict]] = {cell: [] for cell in grid}
+    # round-robin over the grid so slow drift of the machine spreads over every setup alike
+    for rep in range(repeats):
+        for records, operations, threads in grid:
+            say(f"calibrate: round {rep + 1}/{repeats}, {records} records, {operations} ops, {threads} threads")
+            workload = _build_workload(args, records=records, operations=operations, threads=threads)
+            per_cell[(records, operations, threads)] += run_trials(
+                args, space, {}, workload, settings, tag=f"calibrate r{records} o{operations} t{threads}",
+                study_name=args.study_name or "calibrate")
+    cells = []
+    for (records, operations, threads), rows in per_cell.items():
+        ok = [r for r in rows if r["state"] == "COMPLETE"]
+        st = _stats([r["metrics"]["summary"]["throughput_ops_s"] for r in ok])
+        times = _stats([r["timings"]["total_s"] for r in ok])
+        cells.append({"records": records, "operations": operations, "threads": threads, "n": st["n"],
+                      "failed": len(rows) - len(ok), "mean_ops_s": st["mean"], "sd_ops_s": st["sd"], "cv": st["cv"],
+                      "trial_seconds": times["mean"],
+                      "measure_seconds": _stats([r["timings"]["measure_s"] for r in ok])["mean"]})
+    pick = recommend(cells, args.max_cv)
+    if args.json:
+        print(json.dumps({"max_cv": args.max_cv, "cells": cells, "recommended": pick}))
+    else:
+        print(f"{'records':>8} {'ops':>8} {'threads':>7} {'n':>3} {'mean ops/s':>10} {'sd':>8} {'cv %':>6} "
+              f"{'trial s':>7} {'measure s':>9}")
+        for c in cells:
+            print(f"{c['records']:>8} {c['operations']:>8} {c['threads']:>7} {c['n']:>3} "
+                  f"{_f(c['mean_ops_s'], 0):>10} {_f(c['sd_ops_s'], 0):>8} "
+                  f"{_f(c['cv'] * 100 if c['cv'] is not None else None, 2):>6} {_f(c['trial_seconds'], 1):>7} "
+                  f"{_f(c['measure_seconds'], 1):>9}")
+        if pick:
+            print(f"recommended: --records {pick['records']} --operations {pick['operations']} --threads "
+                  f"{pick['threads']} (CV {pick['cv'] * 100:.2f}% <= {args.max_cv * 100:.1f}%, "
+                  f"{pick['trial_seconds']:.1f} s per cold trial)")
+        else:
+            print(f"no setup reached CV <= {args.max_cv * 100:.1f}%; try more operations or a longer warm-up",
+                  file=sys.stderr)
+    return 0 if pick else 1
+
+
+def _f(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"

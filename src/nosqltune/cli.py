@@ -1,0 +1,351 @@
+"""The nosqltune command line: thin argument parsing over the harness (argparse: no extra dependency)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import NosqltuneError
+
+DEFAULT_STUDY = ".nosqltune/study.db"
+
+
+def _common(parser: argparse.ArgumentParser, *, repeat: int = 1) -> None:
+    """The flags every trial-running command spells the same way."""
+    w = parser.add_argument_group("workload")
+    w.add_argument("--workload", metavar="NAME", default=None,
+                   help="ycsb-a .. ycsb-f, readNN (e.g. read95: NN%% reads, rest updates), or a YCSB properties "
+                        "file (default: ycsb-a)")
+    w.add_argument("--read-ratio", type=float, metavar="R", help="custom mix: share of reads 0..1, rest updates")
+    w.add_argument("--distribution", choices=["zipfian", "uniform", "latest"],
+                   help="request distribution of the keys (default: the workload's, zipfian)")
+    w.add_argument("--records", type=int, metavar="N", default=100_000, help="records loaded (default 100000)")
+    w.add_argument("--operations", type=int, metavar="N", default=None,
+                   help="measured operations (default 100000)")
+    w.add_argument("--threads", type=int, metavar="N", default=None, help="client threads (default 16)")
+    w.add_argument("--target", type=int, metavar="OPS", help="throttle the client to OPS operations/s")
+    w.add_argument("--warmup-ops", type=int, metavar="N", default=None,
+                   help="operations run and discarded before measuring, in the same client (default 30000)")
+    w.add_argument("--warmup-max-seconds", type=int, metavar="S", default=60,
+                   help="upper bound of the warm-up (default 60)")
+    w.add_argument("--steady-window", type=int, metavar="S", default=0,
+                   help="after --warmup-ops, keep warming until the last S one-second throughputs vary by at "
+                        "most --steady-cv (default 0: off)")
+    w.add_argument("--steady-cv", type=float, default=0.05, metavar="CV", help="steady-state threshold (0.05)")
+    c = parser.add_argument_group("configuration")
+    c.add_argument("--config", metavar="FILE", help="YAML file of knob overrides (knob: value)")
+    c.add_argument("--set", metavar="KNOB=VALUE", action="append", default=[], dest="assignments",
+                   help="override one knob (repeatable); wins over --config")
+    h = parser.add_argument_group("harness")
+    h.add_argument("--repeat", type=int, metavar="N", default=repeat, help=f"cold trials per configuration "
+                                                                           f"(default {repeat})")
+    h.add_argument("--study", metavar="PATH_OR_URL", default=DEFAULT_STUDY,
+                   help=f"trial store: SQLite path or sqlite:///path (default {DEFAULT_STUDY})")
+    h.add_argument("--study-name", default=None, help="study within the store (default: the command's name)")
+    h.add_argument("--cassandra-version", default=None, help="Cassandra release from Maven (default 5.0.6)")
+    h.add_argument("--heap", default="2G", metavar="SIZE", help="Cassandra heap, e.g. 2G or 1536M (default 2G)")
+    h.add_argument("--server-cpus", metavar="LIST", help="pin Cassandra to these CPUs (taskset list, e.g. 0)")
+    h.add_argument("--client-cpus", metavar="LIST", help="pin the YCSB client to these CPUs (e.g. 1)")
+    h.add_argument("--restore", choices=["link", "copy", "reload"], default="link",
+                   help="how each cold trial gets its data: link (default; hard-link immutable SSTable files, "
+                        "copy the rest), copy, or reload (load afresh every trial)")
+    h.add_argument("--keep-nodes", action="store_true", help="keep each trial's node directory for inspection")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
+
+
+def _heap_mb(text: str) -> int:
+    value = text.strip().upper()
+    try:
+        if value.endswith("G"):
+            mb = int(float(value[:-1]) * 1024)
+        elif value.endswith("M"):
+            mb = int(value[:-1])
+        else:
+            mb = int(value)
+    except ValueError:
+        raise NosqltuneError(f"--heap expects a size like 2G or 1536M, got {text!r}") from None
+    if mb < 256:
+        raise NosqltuneError(f"--heap {text} is too small: Cassandra needs at least 256M (2G recommended)")
+    return mb
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value <= 0:
+        raise NosqltuneError(f"--{name} must be a positive integer, got {value}")
+
+
+def _build_workload(args: argparse.Namespace, **overrides: Any):
+    from .workloads.spec import make_workload
+
+    sizes = {"records": args.records, "operations": args.operations, "threads": args.threads,
+             "target": args.target, "warmup_operations": args.warmup_ops,
+             "warmup_max_seconds": args.warmup_max_seconds, "warmup_steady_window": args.steady_window,
+             "warmup_steady_cv": args.steady_cv}
+    sizes.update(overrides)
+    defaults = {"operations": 100_000, "threads": 16, "warmup_operations": 30_000}
+    workload = make_workload(args.workload, read_ratio=args.read_ratio, distribution=args.distribution,
+                             **{k: v for k, v in sizes.items() if v is not None})
+    for key, value in defaults.items():  # properties files may carry sizes; flags and then these fill the rest
+        if sizes.get(key) is None and getattr(workload, key) is None:
+            setattr(workload, key, value)
+    return workload
+
+
+def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
+    from .knobs import load_overrides_file, parse_assignments
+
+    raw: dict[str, Any] = {}
+    if args.config:
+        raw.update(load_overrides_file(args.config))
+    raw.update(parse_assignments(args.assignments))
+    return space.validate(raw)
+
+
+def _settings(args: argparse.Namespace):
+    from .systems.cassandra.provision import DEFAULT_VERSION
+    from .trial import TrialSettings
+
+    _positive("repeat", args.repeat)
+    return TrialSettings(cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=_heap_mb(args.heap),
+                         server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
+                         keep_node=args.keep_nodes)
+
+
+def _progress(args: argparse.Namespace):
+    quiet = args.json and not sys.stderr.isatty()
+
+    def say(message: str) -> None:
+        if not quiet:
+            print(f"  {message}", file=sys.stderr, flush=True)
+    return say
+
+
+def _stats(values: list[float]) -> dict[str, float | None]:
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"mean": None, "sd": None, "cv": None, "n": 0}
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    return {"mean": mean, "sd": sd, "cv": sd / mean if mean else None, "n": len(values)}
+
+
+def run_trials(args, space, overrides, workload, settings, *, tag: str, study_name: str) -> list[dict]:
+    """Run `args.repeat` cold trials of one configuration, storing each; returns the stored rows."""
+    from .environment import fingerprint
+    from .store import TrialState, open_store
+    from .trial import run_trial
+
+    say = _progress(args)
+    store = open_store(args.study)
+    study_id = store.study(study_name, "cassandra", {"harness": settings.to_dict()})
+    env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+    rows = []
+    try:
+        for i in range(args.repeat):
+            trial_id = store.start_trial(study_id, overrides, {**workload.to_dict(), "harness": settings.to_dict()},
+                                         tag=tag, environment_id=env_id)
+            say(f"[{tag}] trial {i + 1}/{args.repeat} (id {trial_id})")
+            try:
+                result = run_trial(space, overrides, workload, settings, progress=say)
+            except (KeyboardInterrupt, SystemExit):
+                store.finish_trial(trial_id, TrialState.FAIL, failure_kind="interrupted", error="interrupted")
+                raise
+            state = TrialState.COMPLETE if result.state == "COMPLETE" else TrialState.FAIL
+            store.finish_trial(trial_id, state, metrics={"summary": result.summary, **result.metrics},
+                               internals=result.internals, timings=result.timings,
+                               failure_kind=result.failure_kind, error=result.error,
+                               log_excerpt=result.log_excerpt)
+            row = store.trial(trial_id)
+            rows.append(row)
+            if state == TrialState.COMPLETE:
+                say(f"  -> {result.summary['throughput_ops_s']:.0f} ops/s, {result.timings['total_s']:.1f} s")
+            else:
+                say(f"  -> FAILED ({result.failure_kind}): {result.error}")
+    finally:
+        store.close()
+    return rows
+
+
+_TIMING_ROWS = [("restore s", "restore_s"), ("boot s", "boot_s"), ("warm-up s", "warmup_s"),
+                ("measure s", "measure_s"), ("stop s", "stop_s"), ("trial s", "total_s")]
+
+
+def format_table(rows: list[dict]) -> str:
+    """Metrics down, runs across, then mean / sd / CV: readable whatever the operation types are."""
+    ok = [r for r in rows if r["state"] == "COMPLETE"]
+    ops: list[str] = []
+    for r in ok:
+        for op in r["metrics"]["operations"]:
+            if op not in ops and op != "CLEANUP":
+                ops.append(op)
+    lines: list[tuple[str, list[float | None]]] = [
+        ("throughput ops/s", [r["metrics"]["summary"]["throughput_ops_s"] if r in ok else None for r in rows])]
+    for op in ops:
+        for stat in ("avg", "p95", "p99"):
+            lines.append((f"{op.lower()} {stat} ms",
+                          [r["metrics"]["summary"].get(f"{op.lower()}_{stat}_ms") if r in ok else None for r in rows]))
+    lines.append(("errors", [r["metrics"]["errors"] if r in ok else None for r in rows]))
+    for label, key in _TIMING_ROWS:
+        lines.append((label, [(r["timings"] or {}).get(key) for r in rows]))
+    header = ["metric"] + [f"run {i + 1}" for i in range(len(rows))] + (["mean", "sd", "cv %"] if len(rows) > 1 else [])
+    table = [header]
+    for label, values in lines:
+        cells = [label] + ["FAIL" if rows[i]["state"] != "COMPLETE" and v is None and not label.endswith(" s")
+                           else _fmt(v) for i, v in enumerate(values)]
+        if len(rows) > 1:
+            st = _stats([v for v in values if v is not None])
+            cells += [_fmt(st["mean"]), _fmt(st["sd"]), _fmt(st["cv"] * 100 if st["cv"] is not None else None)]
+        table.append(cells)
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    out = ["  ".join(cell.rjust(w) if j else cell.ljust(w) for j, (cell, w) in enumerate(zip(row, widths)))
+           for row in table]
+    for r in rows:
+        if r["state"] != "COMPLETE":
+            out.append(f"trial {r['id']} failed ({r['failure_kind']}): {r['error']}")
+    return "\n".join(out)
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.2f}"
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .knobs import load_space
+
+    space = load_space("cassandra")
+    overrides = _overrides(args, space)
+    workload = _build_workload(args)
+    settings = _settings(args)
+    rows = run_trials(args, space, overrides, workload, settings, tag="bench",
+                      study_name=args.study_name or "bench")
+    throughputs = [r["metrics"]["summary"]["throughput_ops_s"] for r in rows if r["state"] == "COMPLETE"]
+    if args.json:
+        print(json.dumps({"study": args.study, "workload": workload.to_dict(), "config": overrides,
+                          "throughput": _stats(throughputs), "trials": rows}, default=str))
+    else:
+        print(f"workload {workload.name}: {workload.records} records, {workload.operations} operations, "
+              f"{workload.threads} threads; config: {overrides or 'default'}; study {args.study}")
+        print(format_table(rows))
+    return 0 if all(r["state"] == "COMPLETE" for r in rows) else 1
+
+
+def cmd_knobs(args: argparse.Namespace) -> int:
+    from .knobs import load_space
+
+    space = load_space(args.system)
+    if args.set:
+        space = space.subset(args.set)
+    knobs = list(space)
+    if args.json:
+        print(json.dumps([{"name": k.name, "type": k.type, "range": k.range, "choices": k.choices,
+                           "default": k.default, "default_rule": k.default_rule, "unit": k.unit, "log": k.log,
+                           "applies": k.applies, "key": k.key, "reload": k.reload, "live": k.live,
+                           "condition": k.condition, "description": k.description} for k in knobs]))
+        return 0
+    print(f"{space.system} {space.version} knob space: {len(knobs)} knobs"
+          + (f" (set {args.set})" if args.set else f"; sets: {', '.join(space.knob_sets)}"))
+    table = [["knob", "type", "range / choices", "default", "applies", "live", "meaning"]]
+    for k in knobs:
+        rng = f"[{k.range[0]}, {k.range[1]}]" if k.range else "{" + ", ".join(map(str, k.choices or ())) + "}"
+        unit = f" {k.unit}" if k.unit else ""
+        table.append([k.name, k.type + (" log" if k.log else ""), rng + unit, str(k.default) + unit,
+                      k.applies + (" reload" if k.reload else ""), "yes" if k.live else "-", k.description])
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
+    for r in table:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .calibrate import calibrate
+
+    return calibrate(args)
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from .systems.cassandra.provision import DEFAULT_VERSION, cassandra_classpath
+    from .workloads.loadgen import loadgen_classpath
+
+    version = args.cassandra_version or DEFAULT_VERSION
+    print(f"Cassandra {version}: {len(cassandra_classpath(version))} jars", file=sys.stderr)
+    print(f"loadgen: {loadgen_classpath()[0]}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nosqltune",
+        description="Tune NoSQL datastores with real benchmark trials. Every trial is cold: the node boots "
+                    "on a restored copy of the loaded data, the client warms up, then the workload is measured.")
+    parser.add_argument("--version", action="version", version=f"nosqltune {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("bench", help="benchmark one configuration with repeated cold trials",
+                       description="Boot Cassandra on restored data, warm up, run a YCSB workload, and store each "
+                                   "trial. Example: nosqltune bench --workload ycsb-a --repeat 5")
+    _common(p)
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("knobs", help="list a datastore's knob space", description="List the knob space: name, "
+                       "type, range, default of the version in use, where it applies, meaning.")
+    p.add_argument("system", nargs="?", default="cassandra", help="datastore (default cassandra)")
+    p.add_argument("--set", help="only the knobs of a named set (e.g. irace23) or a YAML file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_knobs)
+
+    p = sub.add_parser("calibrate", help="how reliable is one measurement: CV per setup, and the cheapest "
+                       "setup under a CV threshold",
+                       description="Run the default configuration --repeat times for each combination of the "
+                                   "given operation counts, record counts and thread counts; report mean, sd, "
+                                   "CV and time per run, and recommend the cheapest setup whose CV is under "
+                                   "--max-cv.")
+    _common(p, repeat=5)
+    p.add_argument("--grid-operations", default="30000,100000", metavar="LIST",
+                   help="comma-separated operation counts (default 30000,100000)")
+    p.add_argument("--grid-records", default=None, metavar="LIST", help="comma-separated record counts "
+                   "(default: --records)")
+    p.add_argument("--grid-threads", default=None, metavar="LIST", help="comma-separated thread counts "
+                   "(default: --threads)")
+    p.add_argument("--max-cv", type=float, default=0.03, help="CV threshold of throughput (default 0.03)")
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("setup", help="resolve Cassandra with Maven and build the YCSB client (done on first use "
+                       "anyway)")
+    p.add_argument("--cassandra-version", default=None)
+    p.set_defaults(func=cmd_setup)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .systems.process import install_signal_handlers, reap_all
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    install_signal_handlers()
+    try:
+        return args.func(args)
+    except NosqltuneError as exc:
+        print(f"nosqltune: error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    except KeyboardInterrupt:
+        print("nosqltune: interrupted; nodes stopped", file=sys.stderr)
+        return 130
+    finally:
+        reap_all()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Environment fingerprint stored with every trial: what machine and software produced a figure."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+from . import __version__
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def fingerprint(system: str, system_version: str) -> dict:
+    from .systems.java import java_executable, java_version
+
+    try:
+        java = f"{java_version()} ({java_executable()})"
+    except Exception:  # a fingerprint never fails a run
+        java = "unknown"
+    return {
+        "cpu_model": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "java": java,
+        "system": system,
+        "system_version": system_version,
+        "nosqltune": __version__,
+    }

@@ -1,0 +1,1 @@
+"""Targets: the datastores nosqltune can run trials against."""

@@ -1,0 +1,86 @@
+"""Split a Cassandra configuration into where each knob applies: cassandra.yaml, CQL table/keyspace, JVM."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...knobs import KnobSpace
+
+# Cassandra's own defaults of the option maps a knob may set one key of; CQL replaces a whole map.
+MAP_DEFAULTS: dict[str, dict[str, str]] = {
+    "compaction": {"class": "SizeTieredCompactionStrategy"},
+    "compression": {"class": "LZ4Compressor"},
+    "caching": {"keys": "ALL", "rows_per_partition": "NONE"},
+    "replication": {"class": "SimpleStrategy", "replication_factor": "1"},
+}
+
+
+@dataclass
+class PlacedConfig:
+    yaml: dict[str, Any] = field(default_factory=dict)            # dotted yaml key -> rendered value
+    table: dict[str, dict[str, Any]] = field(default_factory=dict)  # option -> map (or scalar under "")
+    keyspace: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jvm: list[str] = field(default_factory=list)
+    reload: dict[str, Any] = field(default_factory=dict)          # knobs that shape the loaded data
+    reload_yaml: dict[str, Any] = field(default_factory=dict)     # their yaml part, set when loading
+
+    def table_statements(self, keyspace: str, table: str) -> list[str]:
+        return [f"ALTER TABLE {keyspace}.{table} WITH {_cql_options(self.table)}"] if self.table else []
+
+    def keyspace_statements(self, keyspace: str) -> list[str]:
+        return [f"ALTER KEYSPACE {keyspace} WITH {_cql_options(self.keyspace)}"] if self.keyspace else []
+
+
+def _cql_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _cql_options(options: dict[str, Any]) -> str:
+    parts = []
+    for name, value in options.items():
+        if isinstance(value, dict):
+            inner = ", ".join(f"'{k}': {_cql_value(str(v) if not isinstance(v, bool) else v)}" for k, v in value.items())
+            parts.append(f"{name} = {{{inner}}}")
+        else:
+            parts.append(f"{name} = {_cql_value(value)}")
+    return " AND ".join(parts)
+
+
+def place(space: KnobSpace, overrides: dict[str, Any]) -> PlacedConfig:
+    """Put each overridden knob (validated) where it applies; knobs whose condition is off are left out."""
+    full = space.with_defaults(overrides)
+    placed = PlacedConfig()
+    for name, value in overrides.items():
+        knob = space[name]
+        if not knob.is_active(full):
+            continue
+        rendered = knob.rendered(value)
+        if knob.reload:
+            placed.reload[name] = value
+        if knob.applies == "yaml":
+            placed.yaml[knob.key] = rendered
+            if knob.reload:
+                placed.reload_yaml[knob.key] = rendered
+        elif knob.applies == "jvm":
+            placed.jvm.append(knob.key.format(value=rendered))
+        else:
+            target = placed.table if knob.applies == "table" else placed.keyspace
+            option, _, sub = knob.key.partition(".")
+            if sub:
+                target.setdefault(option, dict(MAP_DEFAULTS.get(option, {})))[sub] = rendered
+            else:
+                target[option] = rendered
+    # a map option set by one knob must carry the other knobs' values of the same map, default or not
+    for target, kind in ((placed.table, "table"), (placed.keyspace, "keyspace")):
+        for knob in space:
+            if knob.applies != kind or not knob.is_active(full):
+                continue
+            option, _, sub = knob.key.partition(".")
+            if sub and option in target and sub not in target[option]:
+                target[option][sub] = knob.rendered(full[knob.name])
+    return placed

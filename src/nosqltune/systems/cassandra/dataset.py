@@ -1,0 +1,94 @@
+"""Datasets: load once per (data shape, load-affecting knobs), keep the data directory, restore it per trial.
+
+Restore links the large immutable SSTable components (Data, Index, and BTI's Partitions/Rows) and
+copies every other file. Cassandra never writes into a finished Data/Index file (its own snapshots
+are hard links for that reason), while small components such as Summary or Statistics may be
+rewritten; copying those keeps the dataset intact whatever a trial's node does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ...paths import work_dir
+
+KEYSPACE = "ycsb"
+TABLE = "usertable"
+_LINKED_SUFFIXES = ("-Data.db", "-Index.db", "-Partitions.db", "-Rows.db")
+
+
+def dataset_key(version: str, data_shape: dict[str, Any], reload_knobs: dict[str, Any], heap_mb: int) -> str:
+    text = json.dumps({"cassandra": version, "data": data_shape, "knobs": reload_knobs, "heap_mb": heap_mb},
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Dataset:
+    key: str
+    root: Path
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def meta_path(self) -> Path:
+        return self.root / "meta.json"
+
+    def exists(self) -> bool:
+        return self.meta_path.exists() and self.data_dir.is_dir()
+
+    def meta(self) -> dict[str, Any]:
+        return json.loads(self.meta_path.read_text())
+
+    def restore_into(self, data_dir: Path, mode: str = "link") -> float:
+        """Make `data_dir` a private copy of the dataset's data; returns seconds taken."""
+        started = time.monotonic()
+        if data_dir.exists():
+            shutil.rmtree(data_dir)
+        if mode == "copy":
+            shutil.copytree(self.data_dir, data_dir)
+        elif mode == "link":
+            for src_root, dirs, files in os.walk(self.data_dir):
+                dst_root = data_dir / Path(src_root).relative_to(self.data_dir)
+                dst_root.mkdir(parents=True, exist_ok=True)
+                for name in files:
+                    src, dst = Path(src_root) / name, dst_root / name
+                    if name.endswith(_LINKED_SUFFIXES):
+                        os.link(src, dst)
+                    else:
+                        shutil.copy2(src, dst)
+        else:
+            raise ValueError(f"unknown restore mode {mode!r}")
+        return time.monotonic() - started
+
+
+def dataset_for(key: str) -> Dataset:
+    return Dataset(key=key, root=work_dir() / "datasets" / key)
+
+
+def create_dataset(dataset: Dataset, build: Callable[[Path], dict[str, Any]]) -> Dataset:
+    """Build into a temporary directory with `build(node_home) -> meta`, then publish atomically."""
+    tmp = dataset.root.with_name(dataset.root.name + f".tmp{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    try:
+        meta = build(tmp / "node")
+        (tmp / "node" / "data").rename(tmp / "data")
+        shutil.rmtree(tmp / "node")
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
+        if dataset.root.exists():
+            shutil.rmtree(dataset.root)
+        tmp.rename(dataset.root)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dataset

@@ -1,0 +1,213 @@
+"""One local Cassandra node: render its yaml, launch CassandraDaemon on Java 17, wait for CQL, stop it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ...errors import TrialError
+from .. import process
+from ..java import require_java
+from .provision import DEFAULT_VERSION, cassandra_classpath, jar_named
+
+DATA_SUBDIRS = ("data", "commitlog", "saved_caches", "hints", "cdc_raw")
+
+
+def _package_file(name: str) -> Path:
+    return Path(str(resources.files(__package__) / name))
+
+
+def base_settings() -> dict[str, Any]:
+    return yaml.safe_load(_package_file("base.yaml").read_text())
+
+
+def jvm_options() -> list[str]:
+    lines = _package_file("jvm17.options").read_text().splitlines()
+    return [ln.strip() for ln in lines if ln.strip().startswith("-")]
+
+
+def set_dotted(settings: dict[str, Any], dotted: str, value: Any) -> None:
+    """settings['a']['b'] = value for 'a.b', creating the nested mappings."""
+    parts = dotted.split(".")
+    node = settings
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+@dataclass
+class NodePorts:
+    native: int
+    storage: int
+    jmx: int
+
+    @classmethod
+    def allocate(cls) -> "NodePorts":
+        native, storage, jmx = process.free_ports(3)
+        return cls(native=native, storage=storage, jmx=jmx)
+
+
+def render_yaml(home: Path, ports: NodePorts, yaml_overrides: dict[str, Any] | None = None,
+                address: str = "127.0.0.1") -> dict[str, Any]:
+    """The node's cassandra.yaml: 5.0 shipped defaults, the node's dirs/ports, then knob overrides."""
+    settings = base_settings()
+    settings.update({
+        "data_file_directories": [str(home / "data")],
+        "commitlog_directory": str(home / "commitlog"),
+        "saved_caches_directory": str(home / "saved_caches"),
+        "hints_directory": str(home / "hints"),
+        "cdc_raw_directory": str(home / "cdc_raw"),
+        "listen_address": address,
+        "rpc_address": address,
+        "storage_port": ports.storage,
+        "native_transport_port": ports.native,
+        "seed_provider": [{
+            "class_name": "org.apache.cassandra.locator.SimpleSeedProvider",
+            "parameters": [{"seeds": f"{address}:{ports.storage}"}],
+        }],
+    })
+    for key, value in (yaml_overrides or {}).items():
+        set_dotted(settings, key, value)
+    return settings
+
+
+@dataclass
+class CassandraNode:
+    """A node living in `home` (data, commitlog, conf, logs). Use as a context manager: it always stops."""
+
+    home: Path
+    version: str = DEFAULT_VERSION
+    heap_mb: int = 2048
+    yaml_overrides: dict[str, Any] = field(default_factory=dict)
+    jvm_flags: list[str] = field(default_factory=list)
+    cpus: str | None = None  # taskset CPU list, e.g. "0"
+    address: str = "127.0.0.1"
+    ports: NodePorts | None = None
+    proc: subprocess.Popen | None = None
+    boot_seconds: float | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / "logs" / "system.log"
+
+    def prepare(self) -> None:
+        for sub in DATA_SUBDIRS + ("conf", "logs"):
+            (self.home / sub).mkdir(parents=True, exist_ok=True)
+
+    def command(self) -> list[str]:
+        classpath = cassandra_classpath(self.version)
+        java = require_java(17)
+        conf = self.home / "conf"
+        logback = conf / "logback.xml"
+        shutil.copyfile(_package_file("logback.xml"), logback)
+        cmd = [java, f"-Xms{self.heap_mb}M", f"-Xmx{self.heap_mb}M", *jvm_options(),
+               f"-javaagent:{jar_named(classpath, 'jamm')}",
+               f"-Dcassandra.config=file://{conf / 'cassandra.yaml'}",
+               f"-Dcassandra.jmx.local.port={self.ports.jmx}",
+               f"-Dcassandra.logdir={self.home / 'logs'}",
+               f"-Dcassandra.storagedir={self.home}",
+               f"-Dlogback.configurationFile={logback}",
+               "-Dcassandra-foreground=yes",
+               f"-Dnosqltune.node={self.home}",  # marks our JVMs for leak checks
+               *self.jvm_flags,
+               "-cp", os.pathsep.join(classpath), "org.apache.cassandra.service.CassandraDaemon"]
+        if self.cpus:
+            cmd = ["taskset", "-c", self.cpus, *cmd]
+        return cmd
+
+    def start(self, timeout: float = 120.0) -> float:
+        """Launch and wait until a CQL query succeeds; returns seconds from launch to CQL-ready."""
+        self.prepare()
+        self.ports = self.ports or NodePorts.allocate()
+        settings = render_yaml(self.home, self.ports, self.yaml_overrides, self.address)
+        (self.home / "conf" / "cassandra.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
+        cmd = self.command()
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        out = open(self.home / "logs" / "stdout.log", "ab")
+        started = time.monotonic()
+        try:
+            # Cassandra's mlockall faults in the whole committed heap at boot (~6 s for 2 GiB here);
+            # without it (it logs a warning and goes on) pages fault in during the warm-up instead.
+            self.proc = process.spawn(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(self.home),
+                                      no_mlock=True)
+        finally:
+            out.close()
+        try:
+            self._wait_ready(started, timeout)
+        except BaseException:
+            self.stop(drain=False)
+            raise
+        self.boot_seconds = time.monotonic() - started
+        return self.boot_seconds
+
+    def _wait_ready(self, started: float, timeout: float) -> None:
+        from .cql import try_query
+
+        while True:
+            if self.proc.poll() is not None:
+                raise TrialError("refused", f"Cassandra exited during startup (code {self.proc.returncode}): "
+                                 f"{self.failure_cause()}", self.log_excerpt())
+            if try_query(self.address, self.ports.native):
+                return
+            if time.monotonic() - started > timeout:
+                raise TrialError("timeout", f"Cassandra was not CQL-ready after {timeout:.0f} s", self.log_excerpt())
+            time.sleep(0.25)
+
+    def log_excerpt(self, lines: int = 40) -> str:
+        """The ERROR/WARN lines (or the tail) of this run's node log and stdout."""
+        text = ""
+        if self.log_path.exists():
+            with open(self.log_path, "rb") as fh:
+                fh.seek(getattr(self, "_log_offset", 0))
+                text = fh.read().decode(errors="replace")
+        stdout_log = self.home / "logs" / "stdout.log"
+        if stdout_log.exists():
+            text += stdout_log.read_text(errors="replace")[-8000:]
+        all_lines = text.splitlines()
+        picked = [ln for ln in all_lines if ln.startswith(("ERROR", "WARN")) or "Exception" in ln
+                  or "Error" in ln or "Invalid" in ln]
+        return "\n".join((picked or all_lines)[-lines:])
+
+    def failure_cause(self) -> str:
+        """One line: the most telling error of the node log (config rejected, port in use, heap too small)."""
+        excerpt = self.log_excerpt(200).splitlines()
+        markers = ("Invalid yaml", "ConfigurationException", "Address already in use", "OutOfMemoryError",
+                   "Exception encountered during startup", "Error:", "Fatal", "Unrecognized", "Could not")
+        for marker in markers:
+            for line in excerpt:
+                if marker in line:
+                    return line.split(" - ", 1)[-1].strip()[:300]
+        for line in reversed(excerpt):
+            if line.startswith("ERROR"):
+                return line.split(" - ", 1)[-1].strip()[:300]
+        return excerpt[-1].strip()[:300] if excerpt else "no log output"
+
+    def is_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, drain: bool = True, timeout: float = 30.0) -> None:
+        """Drain (flush memtables, stop accepting writes), then SIGTERM, SIGKILL after `timeout`."""
+        if self.proc is None:
+            return
+        if drain and self.is_running():
+            from .internals import drain as jmx_drain
+            try:
+                jmx_drain(self.ports.jmx, timeout=timeout)
+            except Exception:  # a failed drain must not keep the JVM alive
+                pass
+        process.terminate(self.proc, timeout=timeout)
+        self.proc = None
+
+    def __enter__(self) -> "CassandraNode":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop(drain=False)

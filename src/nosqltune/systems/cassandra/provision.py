@@ -1,0 +1,53 @@
+"""Resolve Apache Cassandra (cassandra-all and its dependencies) from Maven into the per-user cache, once."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ...errors import SetupError
+from ...paths import cache_dir
+from ..java import read_classpath, run_maven
+
+DEFAULT_VERSION = "5.0.6"
+
+_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>nosqltune.runtime</groupId>
+  <artifactId>cassandra-{version}</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.cassandra</groupId>
+      <artifactId>cassandra-all</artifactId>
+      <version>{version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
+def cassandra_classpath(version: str = DEFAULT_VERSION) -> list[str]:
+    """The jars of Cassandra `version`; resolved with Maven on first use, read from the cache after."""
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?(-[A-Za-z0-9.]+)?", version):
+        raise SetupError(f"not a Cassandra version: {version!r} (expected e.g. {DEFAULT_VERSION})")
+    home = cache_dir() / "cassandra" / version
+    cp_file = home / "classpath.txt"
+    entries = read_classpath(cp_file)
+    if entries is None:
+        home.mkdir(parents=True, exist_ok=True)
+        pom = home / "pom.xml"
+        pom.write_text(_POM.format(version=version))
+        run_maven(pom, ["dependency:build-classpath", f"-Dmdep.outputFile={cp_file}"])
+        entries = read_classpath(cp_file)
+        if entries is None:
+            raise SetupError(f"Maven resolved no classpath for cassandra-all {version}")
+    return entries
+
+
+def jar_named(classpath: list[str], artifact: str) -> str:
+    for entry in classpath:
+        if Path(entry).name.startswith(artifact + "-"):
+            return entry
+    raise SetupError(f"{artifact} is not on Cassandra's classpath")

@@ -1,0 +1,106 @@
+"""Child processes that must never outlive nosqltune: spawn, track, and reap them on any exit."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import resource
+import signal
+import socket
+import subprocess
+import threading
+from typing import IO, Sequence
+
+_PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_DROP = 24
+_CAP_IPC_LOCK = 14
+_live: set[subprocess.Popen] = set()
+_lock = threading.Lock()
+
+
+def _child_setup(no_mlock: bool) -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if no_mlock:
+            # root ignores RLIMIT_MEMLOCK through CAP_IPC_LOCK: drop it from the bounding set so the
+            # exec'd program runs without it, then the zero limit makes mlockall fail
+            libc.prctl(_PR_CAPBSET_DROP, _CAP_IPC_LOCK)
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, (0, 0))
+    except OSError:
+        pass
+    os.setpgid(0, 0)  # own process group: a terminal's Ctrl-C reaches only us; we stop children ourselves
+
+
+def spawn(cmd: Sequence[str], *, stdout: IO | int | None = None, stderr: IO | int | None = None,
+          env: dict | None = None, cwd: str | None = None,
+          no_mlock: bool = False) -> subprocess.Popen:
+    """Start a tracked child that the kernel kills if we die (PR_SET_PDEATHSIG) and we kill at exit."""
+    proc = subprocess.Popen(list(cmd), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
+                            env=env, cwd=cwd, preexec_fn=lambda: _child_setup(no_mlock))
+    with _lock:
+        _live.add(proc)
+    return proc
+
+
+def terminate(proc: subprocess.Popen, timeout: float = 20.0) -> int | None:
+    """SIGTERM, then SIGKILL after `timeout`; always reaps and untracks the child."""
+    try:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+    finally:
+        with _lock:
+            _live.discard(proc)
+    return proc.returncode
+
+
+def untrack(proc: subprocess.Popen) -> None:
+    with _lock:
+        _live.discard(proc)
+
+
+def reap_all() -> None:
+    with _lock:
+        procs = list(_live)
+    for proc in procs:
+        terminate(proc, timeout=5)
+
+
+atexit.register(reap_all)
+
+
+def install_signal_handlers() -> None:
+    """Turn SIGTERM/SIGHUP into SystemExit so `finally` blocks stop nodes (Ctrl-C is KeyboardInterrupt)."""
+    def _exit(signum, _frame):
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit)
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """Ports nothing listens on right now, asked of the kernel (held open together so they differ)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False

@@ -1,0 +1,200 @@
+"""One cold trial of Cassandra: restore data -> boot -> apply table/keyspace knobs -> warm up + measure -> stop."""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import TrialError
+from .knobs import KnobSpace
+from .paths import work_dir
+from .systems.cassandra import cql, internals
+from .systems.cassandra.config import PlacedConfig, place
+from .systems.cassandra.dataset import KEYSPACE, TABLE, Dataset, create_dataset, dataset_for, dataset_key
+from .systems.cassandra.node import CassandraNode
+from .systems.cassandra.provision import DEFAULT_VERSION
+from .workloads.spec import Workload
+from .workloads.ycsb import run_client, summary
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass
+class TrialSettings:
+    """How trials run (the harness, not the datastore's knobs); stored with every trial."""
+
+    cassandra_version: str = DEFAULT_VERSION
+    heap_mb: int = 2048
+    server_cpus: str | None = None      # taskset list for Cassandra, e.g. "0"
+    client_cpus: str | None = None      # taskset list for the YCSB client, e.g. "1"
+    restore_mode: str = "link"          # link | copy | reload (load the data afresh every trial)
+    load_threads: int = 16
+    boot_timeout: float = 120.0
+    keep_node: bool = False             # keep the trial's node directory (logs, data) for inspection
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TrialResult:
+    state: str                                    # COMPLETE or FAIL
+    summary: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    internals: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    failure_kind: str | None = None
+    error: str | None = None
+    log_excerpt: str | None = None
+
+
+def _create_schema(address: str, port: int, fieldcount: int) -> None:
+    fields = ", ".join(f"field{i} varchar" for i in range(fieldcount))
+    with cql.session(address, port) as sess:
+        sess.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
+                     "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        sess.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (y_id varchar PRIMARY KEY, {fields})")
+
+
+def _client_timeout(workload: Workload, phase: str) -> float:
+    if phase == "load":
+        return 120 + workload.records / 200
+    measured = workload.max_seconds or workload.operations / 200
+    return 90 + workload.warmup_max_seconds + measured
+
+
+def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, settings: TrialSettings,
+                  progress: Progress = _quiet) -> Dataset:
+    """Boot a fresh node (with the load-affecting knobs), create the schema, load, drain: the dataset."""
+
+    def build(home: Path) -> dict[str, Any]:
+        # only the knobs that shape the loaded data (e.g. num_tokens) are set while loading
+        node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
+                             yaml_overrides=placed.reload_yaml, cpus=settings.server_cpus)
+        with node:
+            progress(f"loading {workload.records} records (dataset {dataset.key})")
+            boot = node.start(settings.boot_timeout)
+            _create_schema(node.address, node.ports.native, workload.fieldcount)
+            loader = Workload.from_dict({**workload.to_dict(), "threads": settings.load_threads})
+            load = run_client("load", loader, host=node.address, port=node.ports.native,
+                              trial_dir=home / "load", timeout=_client_timeout(workload, "load"),
+                              cpus=settings.client_cpus)
+            started = time.monotonic()
+            node.stop(drain=True)
+            drain_s = time.monotonic() - started
+        if load["errors"]:
+            raise TrialError("workload", f"loading the dataset had {load['errors']} failed inserts")
+        for sub in ("commitlog", "saved_caches", "hints", "cdc_raw", "conf", "logs", "load"):
+            shutil.rmtree(home / sub, ignore_errors=True)
+        return {"key": dataset.key, "records": workload.records, "data": workload.dataset_properties(),
+                "reload_knobs": placed.reload, "cassandra_version": settings.cassandra_version,
+                "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
+                "drain_s": drain_s, "created_at": time.time()}
+
+    return create_dataset(dataset, build)
+
+
+def ensure_dataset(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
+                   progress: Progress = _quiet) -> tuple[Dataset, float]:
+    """The dataset this trial restores, built first if missing; returns it and the seconds spent building."""
+    placed = place(space, overrides)
+    key = dataset_key(settings.cassandra_version, workload.dataset_properties(), placed.reload, settings.heap_mb)
+    dataset = dataset_for(key)
+    if dataset.exists():
+        return dataset, 0.0
+    started = time.monotonic()
+    build_dataset(dataset, workload, placed, settings, progress)
+    return dataset, time.monotonic() - started
+
+
+def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
+              progress: Progress = _quiet) -> TrialResult:
+    """Run one cold trial; never raises for a trial failure (the result says FAIL and why)."""
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    home = work_dir() / "nodes" / uuid.uuid4().hex[:12]
+    node: CassandraNode | None = None
+    result = TrialResult(state="FAIL")
+    try:
+        placed = place(space, overrides)
+        if settings.restore_mode == "reload":
+            dataset = dataset_for("reload-" + home.name)
+            t0 = time.monotonic()
+            build_dataset(dataset, workload, placed, settings, progress)
+            timings["load_s"] = time.monotonic() - t0
+        else:
+            dataset, built = ensure_dataset(space, overrides, workload, settings, progress)
+            if built:
+                timings["dataset_build_s"] = built
+        progress("restoring data")
+        timings["restore_s"] = dataset.restore_into(home / "data", "copy" if settings.restore_mode == "copy"
+                                                    else "link")
+        node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
+                             yaml_overrides=placed.yaml, jvm_flags=placed.jvm, cpus=settings.server_cpus)
+        progress("booting Cassandra")
+        timings["boot_s"] = node.start(settings.boot_timeout)
+        t0 = time.monotonic()
+        statements = placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)
+        if statements:
+            progress("applying table/keyspace knobs")
+            with cql.session(node.address, node.ports.native) as sess:
+                for statement in statements:
+                    try:
+                        sess.execute(statement)
+                    except Exception as exc:
+                        raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
+        timings["apply_s"] = time.monotonic() - t0
+        before = internals.node_stats(node.ports.jmx)
+        progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
+                 f"{workload.threads} threads")
+        metrics = run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=home / "run",
+                             timeout=_client_timeout(workload, "run"), cpus=settings.client_cpus)
+        if not node.is_running():
+            raise TrialError("crashed", f"Cassandra died during the run: {node.failure_cause()}",
+                             node.log_excerpt())
+        after = internals.node_stats(node.ports.jmx)
+        timings["client_s"] = metrics.pop("wall_seconds")
+        timings["warmup_s"] = metrics["warmup"].get("runtime_ms", 0) / 1000.0
+        timings["measure_s"] = (metrics["runtime_ms"] or 0) / 1000.0
+        result.metrics = metrics
+        result.summary = summary(metrics)
+        result.internals = {**after,
+                            "gc_time_ms_run": _delta(before, after, "gc_total_time_ms"),
+                            "gc_count_run": _delta(before, after, "gc_total_count"),
+                            "compactions_completed_run": _delta(before, after, "completed_compactions")}
+        result.state = "COMPLETE"
+        if metrics["errors"]:
+            result.error = f"{metrics['errors']} operations failed"
+    except TrialError as exc:
+        result.failure_kind, result.error = exc.kind, str(exc)
+        result.log_excerpt = exc.log_excerpt or (node.log_excerpt() if node else "")
+    except (KeyboardInterrupt, SystemExit):
+        result.failure_kind, result.error = "interrupted", "interrupted by the user"
+        raise
+    finally:
+        t0 = time.monotonic()
+        if node is not None:
+            # the trial's data is thrown away, so no drain: SIGTERM (SIGKILL after the timeout)
+            node.stop(drain=False)
+        timings["stop_s"] = time.monotonic() - t0
+        timings["total_s"] = time.monotonic() - started
+        result.timings = timings
+        if not settings.keep_node:
+            shutil.rmtree(home, ignore_errors=True)
+        if settings.restore_mode == "reload":
+            shutil.rmtree(work_dir() / "datasets" / ("reload-" + home.name), ignore_errors=True)
+    return result
+
+
+def _delta(before: dict, after: dict, key: str) -> float | None:
+    if before.get(key) is None or after.get(key) is None:
+        return None
+    return after[key] - before[key]

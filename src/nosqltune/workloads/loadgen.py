@@ -1,0 +1,43 @@
+"""Build and locate the project's loadgen Maven module (YCSB client with our bindings and JMX tools)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from ..errors import SetupError
+from ..paths import repo_root
+from ..systems.java import read_classpath, require_java, run_maven
+
+
+def loadgen_dir() -> Path:
+    path = Path(os.environ.get("NOSQLTUNE_LOADGEN", repo_root() / "loadgen"))
+    if not (path / "pom.xml").exists():
+        raise SetupError(f"loadgen module not found at {path} (set NOSQLTUNE_LOADGEN to the checkout's loadgen/)")
+    return path
+
+
+def _newest_source_mtime(root: Path) -> float:
+    files = [root / "pom.xml", *root.rglob("src/**/*")]
+    return max(f.stat().st_mtime for f in files if f.is_file())
+
+
+@functools.lru_cache(maxsize=None)
+def loadgen_classpath() -> tuple[str, ...]:
+    """Jar + dependencies of loadgen; rebuilt with Maven when a source is newer than the jar."""
+    root = loadgen_dir()
+    jar = root / "target" / "nosqltune-loadgen.jar"
+    cp_file = root / "target" / "classpath.txt"
+    deps = read_classpath(cp_file)
+    if deps is None or not jar.exists() or jar.stat().st_mtime < _newest_source_mtime(root):
+        run_maven(root / "pom.xml", ["package", "dependency:build-classpath",
+                                     f"-Dmdep.outputFile={cp_file}", "-DskipTests"])
+        deps = read_classpath(cp_file)
+        if deps is None or not jar.exists():
+            raise SetupError("building loadgen produced no jar/classpath")
+    return (str(jar), *deps)
+
+
+def loadgen_java_command(main_class: str, args: list[str], jvm_flags: list[str] | None = None) -> list[str]:
+    return [require_java(17), *(jvm_flags or []), "-cp", os.pathsep.join(loadgen_classpath()), main_class, *args]

@@ -1,0 +1,161 @@
+"""Workload specifications: YCSB core workloads A-F, read-ratio mixes, or a user's YCSB properties file."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import NosqltuneError
+
+DISTRIBUTIONS = ("zipfian", "uniform", "latest", "hotspot", "sequential", "exponential")
+
+
+class WorkloadError(NosqltuneError):
+    exit_code = 2
+
+
+@functools.lru_cache(maxsize=None)
+def _catalog() -> dict[str, Any]:
+    return yaml.safe_load((resources.files(__package__) / "ycsb.yaml").read_text())
+
+
+def standard_workloads() -> dict[str, str]:
+    """name -> description of the built-in workloads."""
+    return {name: w["description"] for name, w in _catalog()["workloads"].items()}
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, sep, value = re.split(r"\s*([=:])\s*", line, maxsplit=1) if re.search(r"[=:]", line) else (line, "", "")
+        props[key.strip()] = value.strip()
+    return props
+
+
+@dataclass
+class Workload:
+    """What the client does: the operation mix (YCSB properties) plus sizes and client settings."""
+
+    name: str
+    mix: dict[str, Any]
+    records: int = 100_000
+    operations: int = 100_000
+    threads: int = 16
+    target: int | None = None           # ops/s cap; None = unthrottled
+    fieldcount: int = 10
+    fieldlength: int = 100
+    warmup_operations: int = 0
+    warmup_max_seconds: int = 60
+    warmup_steady_window: int = 0       # seconds; 0 = no steady-state detection
+    warmup_steady_cv: float = 0.05
+    max_seconds: int | None = None      # cap of the measured phase
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def dataset_properties(self) -> dict[str, Any]:
+        """What determines the loaded data (the snapshot key)."""
+        return {"records": self.records, "fieldcount": self.fieldcount, "fieldlength": self.fieldlength,
+                "insertorder": self.mix.get("insertorder", _catalog()["common"]["insertorder"])}
+
+    def properties(self, phase: str) -> dict[str, Any]:
+        """The YCSB properties of the `load` or `run` phase."""
+        props = dict(_catalog()["common"])
+        props.update(self.mix)
+        props.update(self.extra)
+        props.update({"recordcount": self.records, "fieldcount": self.fieldcount,
+                      "fieldlength": self.fieldlength, "threadcount": self.threads})
+        if phase == "load":
+            props["operationcount"] = self.records
+        else:
+            props["operationcount"] = self.operations
+            props["warmup.operations"] = self.warmup_operations
+            props["warmup.maxseconds"] = self.warmup_max_seconds
+            props["warmup.steady.window"] = self.warmup_steady_window
+            props["warmup.steady.cv"] = self.warmup_steady_cv
+            if self.max_seconds:
+                props["maxexecutiontime"] = self.max_seconds
+            if self.target:
+                props["target"] = self.target
+        props.setdefault("hdrhistogram.percentiles", "50,95,99")
+        return props
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Workload":
+        return cls(**data)
+
+
+def _mix_for(name: str) -> tuple[str, dict[str, Any]]:
+    catalog = _catalog()["workloads"]
+    key = name.lower()
+    if key in catalog:
+        return key, dict(catalog[key]["properties"])
+    short = re.fullmatch(r"(?:ycsb-?)?([a-f])", key)
+    if short:
+        return f"ycsb-{short.group(1)}", dict(catalog[f"ycsb-{short.group(1)}"]["properties"])
+    ratio = re.fullmatch(r"read(?:=|-)?(\d+(?:\.\d+)?)", key)
+    if ratio:  # read90 / read=0.9: that share of reads, the rest updates (RAFIKI's workload axis)
+        value = float(ratio.group(1))
+        value = value / 100 if value > 1 else value
+        if not 0 <= value <= 1:
+            raise WorkloadError(f"read ratio in {name!r} must be within 0..1 (or 0..100%)")
+        return f"read{round(value * 100):g}", read_ratio_mix(value, "zipfian")
+    path = Path(name)
+    if path.exists():
+        props = _read_properties(path)
+        return path.stem, props
+    raise WorkloadError(f"unknown workload {name!r}: use ycsb-a..ycsb-f, readNN (e.g. read95), "
+                        f"or the path of a YCSB properties file")
+
+
+def read_ratio_mix(read_ratio: float, distribution: str) -> dict[str, Any]:
+    if not 0 <= read_ratio <= 1:
+        raise WorkloadError(f"--read-ratio must be within 0..1, got {read_ratio}")
+    if distribution not in DISTRIBUTIONS:
+        raise WorkloadError(f"--distribution must be one of {', '.join(DISTRIBUTIONS)}, got {distribution!r}")
+    return {"readproportion": round(read_ratio, 6), "updateproportion": round(1 - read_ratio, 6),
+            "scanproportion": 0, "insertproportion": 0, "requestdistribution": distribution}
+
+
+def make_workload(name: str | None = None, *, read_ratio: float | None = None, distribution: str | None = None,
+                  **sizes: Any) -> Workload:
+    """A workload from a name (or properties file), or from --read-ratio/--distribution; sizes override."""
+    if read_ratio is not None:
+        if name and name not in ("custom",):
+            raise WorkloadError("give either --workload or --read-ratio, not both")
+        label = f"read{round(read_ratio * 100):g}-{distribution or 'zipfian'}"
+        resolved, mix = label, read_ratio_mix(read_ratio, distribution or "zipfian")
+    else:
+        resolved, mix = _mix_for(name or "ycsb-a")
+        if distribution:
+            if distribution not in DISTRIBUTIONS:
+                raise WorkloadError(f"--distribution must be one of {', '.join(DISTRIBUTIONS)}, got {distribution!r}")
+            mix["requestdistribution"] = distribution
+            resolved = f"{resolved}-{distribution}"
+    # sizes given in a properties file are defaults that command-line flags override
+    for key, prop in (("records", "recordcount"), ("operations", "operationcount"), ("threads", "threadcount"),
+                      ("fieldcount", "fieldcount"), ("fieldlength", "fieldlength")):
+        if prop in mix:
+            sizes.setdefault(key, int(mix.pop(prop)))
+    for key in ("workload", "table"):
+        if key in mix and key == "table" and mix[key] != "usertable":
+            raise WorkloadError("only table=usertable is supported")
+    for key, value in sizes.items():
+        if value is not None and key in ("records", "operations", "threads", "fieldcount", "fieldlength") \
+                and int(value) <= 0:
+            raise WorkloadError(f"--{key} must be a positive integer, got {value}")
+    proportions = [p for p in ("readproportion", "updateproportion", "scanproportion", "insertproportion",
+                               "readmodifywriteproportion") if p in mix]
+    if proportions and sum(float(mix[p]) for p in proportions) <= 0:
+        raise WorkloadError(f"workload {resolved!r} has no operations (all proportions are 0)")
+    return Workload(name=resolved, mix=mix, **{k: v for k, v in sizes.items() if v is not None})

@@ -1,0 +1,154 @@
+"""Run the YCSB client (loadgen's PhasedClient) and parse its text output into structured metrics."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import TrialError
+from ..systems import process
+from .loadgen import loadgen_java_command
+from .spec import Workload
+
+CLIENT_CLASS = "nosqltune.loadgen.PhasedClient"
+CLIENT_JVM_FLAGS = ["-Xms512M", "-Xmx1G", "-XX:+UseG1GC"]
+
+_LINE = re.compile(r"^\[([^\]]+)\],\s*([^,]+),\s*(.*)$")
+_METRIC_KEYS = {
+    "Operations": "count", "AverageLatency(us)": "avg_us", "MinLatency(us)": "min_us",
+    "MaxLatency(us)": "max_us", "50thPercentileLatency(us)": "p50_us", "95thPercentileLatency(us)": "p95_us",
+    "99thPercentileLatency(us)": "p99_us", "99.9PercentileLatency(us)": "p999_us",
+}
+_NON_OPERATIONS = {"CLEANUP", "THREAD_COUNT"}  # plus every TOTAL_GC* section (client JVM's GC)
+
+
+def _number(text: str) -> float | int:
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+def parse_output(text: str) -> dict[str, Any]:
+    """YCSB's text exporter output (plus PhasedClient's WARMUP/INTERVALS lines) -> metrics.
+
+    Returns {"runtime_ms", "throughput_ops_s", "operations": {OP: {count, avg_us, p95_us, ..., returns}},
+    "failed": {OP: {...}} for OP-FAILED sections, "errors": non-OK returns + failed ops,
+    "warmup": {...}, "intervals_ops_s": [...]}.
+    """
+    result: dict[str, Any] = {"runtime_ms": None, "throughput_ops_s": None, "operations": {}, "failed": {},
+                              "errors": 0, "warmup": {}, "intervals_ops_s": []}
+    for raw in text.splitlines():
+        match = _LINE.match(raw.strip())
+        if not match:
+            continue
+        section, metric, value = match.group(1), match.group(2).strip(), match.group(3).strip()
+        if section == "OVERALL":
+            if metric == "RunTime(ms)":
+                result["runtime_ms"] = float(value)
+            elif metric == "Throughput(ops/sec)":
+                result["throughput_ops_s"] = float(value)
+        elif section == "WARMUP":
+            key = {"Operations": "operations", "RunTime(ms)": "runtime_ms", "Steady": "steady",
+                   "Errors": "errors"}.get(metric, metric)
+            result["warmup"][key] = (value == "true") if key == "steady" else _number(value)
+        elif section == "INTERVALS":
+            result["intervals_ops_s"] = [float(v) for v in value.split()]
+        elif section in _NON_OPERATIONS or section.startswith("TOTAL_GC"):
+            continue
+        else:
+            failed = section.endswith("-FAILED")
+            op = section[:-len("-FAILED")] if failed else section
+            bucket = (result["failed"] if failed else result["operations"]).setdefault(op, {"returns": {}})
+            if metric.startswith("Return="):
+                bucket["returns"][metric[len("Return="):]] = int(float(value))
+            elif metric in _METRIC_KEYS:
+                bucket[_METRIC_KEYS[metric]] = _number(value)
+    errors = 0
+    for stats in result["operations"].values():
+        errors += sum(n for status, n in stats["returns"].items() if status != "OK")
+    # failed operations also appear as OP-FAILED latency sections; their count is already in Return= lines
+    result["errors"] = errors
+    if result["throughput_ops_s"] is None:
+        raise ValueError("no [OVERALL], Throughput(ops/sec) line in the YCSB output")
+    return result
+
+
+def summary(metrics: dict[str, Any]) -> dict[str, float | None]:
+    """Flat headline figures in milliseconds: throughput, and avg/p95/p99 per operation type and overall."""
+    flat: dict[str, float | None] = {"throughput_ops_s": metrics["throughput_ops_s"], "errors": metrics["errors"]}
+    intervals = metrics.get("intervals_ops_s") or []
+    if intervals:
+        ordered = sorted(intervals)
+        mid = len(ordered) // 2
+        flat["throughput_median_interval_ops_s"] = (ordered[mid] if len(ordered) % 2
+                                                    else (ordered[mid - 1] + ordered[mid]) / 2)
+    total_count = 0
+    weighted_avg = 0.0
+    for op, stats in metrics["operations"].items():
+        name = op.lower()
+        count = stats.get("count", 0)
+        for key in ("avg", "p50", "p95", "p99", "max"):
+            us = stats.get(f"{key}_us")
+            flat[f"{name}_{key}_ms"] = None if us is None else us / 1000.0
+        flat[f"{name}_count"] = count
+        if stats.get("avg_us") is not None:
+            total_count += count
+            weighted_avg += count * stats["avg_us"]
+    flat["all_avg_ms"] = weighted_avg / total_count / 1000.0 if total_count else None
+    return flat
+
+
+def write_properties(path: Path, props: dict[str, Any]) -> None:
+    lines = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in props.items()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def run_client(phase: str, workload: Workload, *, host: str, port: int, trial_dir: Path,
+               timeout: float, cpus: str | None = None) -> dict[str, Any]:
+    """Run PhasedClient for `phase` ('load' or 'run'); returns parsed metrics plus 'wall_seconds'.
+
+    TrialError('workload') when the client fails, prints no result or exceeds `timeout` (a hang)."""
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    props_file = trial_dir / f"{phase}.properties"
+    props = workload.properties(phase)
+    props.update({"hosts": host, "port": port})
+    write_properties(props_file, props)
+    args = ["-load" if phase == "load" else "-t", "-P", str(props_file), "-s"]
+    cmd = loadgen_java_command(CLIENT_CLASS, args, CLIENT_JVM_FLAGS)
+    if cpus:
+        cmd = ["taskset", "-c", cpus, *cmd]
+    out_path, err_path = trial_dir / f"{phase}.out", trial_dir / f"{phase}.err"
+    started = time.monotonic()
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = process.spawn(cmd, stdout=out, stderr=err)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.terminate(proc, timeout=5)
+            raise TrialError("timeout", f"YCSB {phase} did not finish within {timeout:.0f} s",
+                             _tail(err_path)) from None
+        finally:
+            process.terminate(proc, timeout=5)
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        raise TrialError("workload", f"YCSB {phase} failed (exit {proc.returncode}): {_last_line(err_path)}",
+                         _tail(err_path))
+    try:
+        metrics = parse_output(out_path.read_text(errors="replace"))
+    except ValueError as exc:
+        raise TrialError("workload", f"YCSB {phase} printed no result: {exc}", _tail(err_path)) from None
+    metrics["wall_seconds"] = wall
+    return metrics
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    if not path.exists():
+        return ""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _last_line(path: Path) -> str:
+    tail = [ln for ln in _tail(path, 50).splitlines() if ln.strip() and not ln.startswith(("WARNING", "SLF4J"))]
+    return tail[-1].strip()[:300] if tail else "no output"

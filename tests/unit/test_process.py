@@ -1,0 +1,66 @@
+"""Children never outlive nosqltune: not when it exits, not when it is killed outright."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from nosqltune.systems import process
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as fh:  # a zombie is dead for our purpose
+        return fh.read().split()[2] != "Z"
+
+
+def test_terminate_escalates_to_kill():
+    proc = process.spawn([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+                          "signal.SIG_IGN); time.sleep(60)"])
+    time.sleep(0.3)
+    started = time.monotonic()
+    process.terminate(proc, timeout=1)
+    assert proc.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 5
+
+
+def test_child_dies_with_a_killed_parent(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {os.path.join(os.path.dirname(__file__), '..', '..', 'src')!r})
+        from nosqltune.systems import process
+        child = process.spawn(["sleep", "60"])
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        time.sleep(60)
+    """)])
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    child = int(pid_file.read_text())
+    assert _alive(child)
+    parent.send_signal(signal.SIGKILL)  # no atexit, no finally: only PR_SET_PDEATHSIG can save us
+    parent.wait()
+    for _ in range(50):
+        if not _alive(child):
+            break
+        time.sleep(0.1)
+    assert not _alive(child)
+
+
+def test_reap_all_at_exit():
+    proc = process.spawn(["sleep", "60"])
+    process.reap_all()
+    assert proc.poll() is not None
+
+
+def test_free_ports_are_distinct_and_free():
+    ports = process.free_ports(3)
+    assert len(set(ports)) == 3
+    assert not any(process.port_in_use(p) for p in ports)

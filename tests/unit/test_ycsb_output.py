@@ -1,0 +1,53 @@
+"""Parsing YCSB's text output (with PhasedClient's WARMUP/INTERVALS lines) into metrics."""
+
+from pathlib import Path
+
+import pytest
+
+from nosqltune.workloads.ycsb import parse_output, summary, write_properties
+
+SAMPLE = (Path(__file__).parent / "data" / "ycsb_run_a.out").read_text()
+
+
+def test_overall_and_per_operation_figures():
+    m = parse_output(SAMPLE)
+    assert m["runtime_ms"] == 20411
+    assert m["throughput_ops_s"] == pytest.approx(4899.319, rel=1e-6)
+    assert set(m["operations"]) == {"READ", "UPDATE"}  # CLEANUP and client GC sections are not operations
+    read = m["operations"]["READ"]
+    assert (read["count"], read["p50_us"], read["p95_us"], read["p99_us"]) == (49870, 2285, 6779, 13863)
+    assert read["returns"] == {"OK": 49870, "NOT_FOUND": 3}
+    assert m["operations"]["UPDATE"]["avg_us"] == pytest.approx(3364.1)
+
+
+def test_failed_operations_are_visible():
+    m = parse_output(SAMPLE)
+    assert m["errors"] == 3
+    assert m["failed"]["READ"]["count"] == 3
+
+
+def test_warmup_and_intervals():
+    m = parse_output(SAMPLE)
+    assert m["warmup"] == {"operations": 30000, "runtime_ms": 9120, "steady": True, "errors": 0}
+    assert m["intervals_ops_s"] == [4700, 4950, 5012.5, 4880, 4925]
+
+
+def test_summary_in_milliseconds():
+    s = summary(parse_output(SAMPLE))
+    assert s["read_p99_ms"] == pytest.approx(13.863)
+    assert s["update_p95_ms"] == pytest.approx(7.867)
+    assert s["throughput_median_interval_ops_s"] == 4925
+    expected_avg = (49870 * 2911.6620613595347 + 50127 * 3364.1) / (49870 + 50127) / 1000
+    assert s["all_avg_ms"] == pytest.approx(expected_avg)
+    assert s["errors"] == 3
+
+
+def test_output_without_result_is_an_error():
+    with pytest.raises(ValueError, match="Throughput"):
+        parse_output("Error connecting\n[READ], Operations, 5\n")
+
+
+def test_properties_file_roundtrip(tmp_path):
+    path = tmp_path / "w.properties"
+    write_properties(path, {"readallfields": True, "recordcount": 1000, "requestdistribution": "zipfian"})
+    assert path.read_text().splitlines() == ["readallfields=true", "recordcount=1000", "requestdistribution=zipfian"]
