@@ -1,0 +1,513 @@
+package nosqltune.loadgen;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import javax.management.InstanceNotFoundException;
+import javax.management.MBeanServerConnection;
+import javax.management.ObjectName;
+import javax.management.openmbean.CompositeData;
+import javax.management.remote.JMXConnector;
+import javax.management.remote.JMXConnectorFactory;
+import javax.management.remote.JMXServiceURL;
+
+/**
+ * Reads a Cassandra node's internals over JMX and runs drain / flush. Plain javax.management:
+ * no Cassandra classes needed. The node must expose unauthenticated local JMX
+ * ({@code -Dcassandra.jmx.local.port=N}).
+ *
+ * <pre>
+ * NodeInternals --jmx-port N [--host 127.0.0.1] stats [--keyspace ycsb] [--table usertable]
+ * NodeInternals --jmx-port N drain [--timeout-seconds 60]
+ * NodeInternals --jmx-port N flush --keyspace K [--table T ...] [--timeout-seconds 60]
+ * </pre>
+ *
+ * <p>{@code stats} prints one JSON object on stdout; a metric that cannot be read (e.g. the
+ * table does not exist yet) is null. Exit codes: 0 ok, 2 bad usage, 3 cannot connect,
+ * 4 operation failed or timed out.
+ */
+public final class NodeInternals {
+
+  static final int EXIT_USAGE = 2;
+  static final int EXIT_CONNECT = 3;
+  static final int EXIT_OPERATION = 4;
+
+  private static final String STORAGE_SERVICE = "org.apache.cassandra.db:type=StorageService";
+  private static final String METRICS = "org.apache.cassandra.metrics";
+
+  private NodeInternals() {
+  }
+
+  static final class Failure extends Exception {
+    private static final long serialVersionUID = 1L;
+    final int code;
+
+    Failure(int code, String message) {
+      super(message);
+      this.code = code;
+    }
+  }
+
+  static final class Args {
+    String host = "127.0.0.1";
+    int jmxPort = -1;
+    String command;
+    String keyspace;
+    List<String> tables = new ArrayList<>();
+    long timeoutSeconds = 60;
+    long connectTimeoutSeconds = 5;
+  }
+
+  static void usage(PrintStream err) {
+    err.println("Usage: java -cp ... nosqltune.loadgen.NodeInternals --jmx-port N [--host H] COMMAND [options]");
+    err.println("  stats [--keyspace ycsb] [--table usertable]   one JSON object with node internals");
+    err.println("  drain [--timeout-seconds 60]                   nodetool drain; returns when done");
+    err.println("  flush --keyspace K [--table T]... [--timeout-seconds 60]");
+    err.println("  --connect-timeout-seconds S (default 5)");
+    err.println("Exit codes: 0 ok, 2 usage, 3 cannot connect, 4 operation failed or timed out");
+  }
+
+  static Args parse(String[] argv) throws Failure {
+    Args a = new Args();
+    for (int i = 0; i < argv.length; i++) {
+      String s = argv[i];
+      switch (s) {
+        case "--jmx-port":
+          a.jmxPort = parseInt(value(argv, ++i, s), s);
+          break;
+        case "--host":
+          a.host = value(argv, ++i, s);
+          break;
+        case "--keyspace":
+          a.keyspace = value(argv, ++i, s);
+          break;
+        case "--table":
+          for (String t : value(argv, ++i, s).split(",")) {
+            if (!t.trim().isEmpty()) {
+              a.tables.add(t.trim());
+            }
+          }
+          break;
+        case "--timeout-seconds":
+          a.timeoutSeconds = parseInt(value(argv, ++i, s), s);
+          break;
+        case "--connect-timeout-seconds":
+          a.connectTimeoutSeconds = parseInt(value(argv, ++i, s), s);
+          break;
+        case "stats":
+        case "drain":
+        case "flush":
+          if (a.command != null) {
+            throw new Failure(EXIT_USAGE, "more than one command: " + a.command + ", " + s);
+          }
+          a.command = s;
+          break;
+        default:
+          throw new Failure(EXIT_USAGE, "unknown argument: " + s);
+      }
+    }
+    if (a.jmxPort <= 0) {
+      throw new Failure(EXIT_USAGE, "--jmx-port is required");
+    }
+    if (a.command == null) {
+      throw new Failure(EXIT_USAGE, "a command (stats, drain, flush) is required");
+    }
+    if (a.command.equals("flush") && a.keyspace == null) {
+      throw new Failure(EXIT_USAGE, "flush needs --keyspace");
+    }
+    if (a.timeoutSeconds <= 0 || a.connectTimeoutSeconds <= 0) {
+      throw new Failure(EXIT_USAGE, "timeouts must be positive");
+    }
+    return a;
+  }
+
+  private static String value(String[] argv, int i, String opt) throws Failure {
+    if (i >= argv.length) {
+      throw new Failure(EXIT_USAGE, "missing value for " + opt);
+    }
+    return argv[i];
+  }
+
+  private static int parseInt(String v, String opt) throws Failure {
+    try {
+      return Integer.parseInt(v.trim());
+    } catch (NumberFormatException e) {
+      throw new Failure(EXIT_USAGE, opt + " expects an integer, got: " + v);
+    }
+  }
+
+  public static void main(String[] argv) {
+    PrintStream out = System.out;
+    System.setOut(System.err); // stdout carries the JSON only
+    for (String s : argv) {
+      if (s.equals("-h") || s.equals("--help")) {
+        usage(System.err);
+        System.exit(0);
+      }
+    }
+    int code = 0;
+    ExecutorService ex = Executors.newCachedThreadPool(r -> {
+      Thread t = new Thread(r, "jmx-call");
+      t.setDaemon(true);
+      return t;
+    });
+    JMXConnector connector = null;
+    try {
+      Args a = parse(argv);
+      connector = connect(ex, a);
+      MBeanServerConnection mbs = connector.getMBeanServerConnection();
+      switch (a.command) {
+        case "stats": {
+          String ks = a.keyspace == null ? "ycsb" : a.keyspace;
+          String table = a.tables.isEmpty() ? "usertable" : a.tables.get(0);
+          Map<String, Object> stats = stats(mbs, ks, table);
+          out.println(Json.write(stats));
+          out.flush();
+          break;
+        }
+        case "drain":
+          call(ex, a.timeoutSeconds, "drain", () -> mbs.invoke(new ObjectName(STORAGE_SERVICE), "drain",
+              new Object[0], new String[0]));
+          System.err.println("drain completed");
+          break;
+        case "flush": {
+          String[] tables = a.tables.toArray(new String[0]);
+          call(ex, a.timeoutSeconds, "flush", () -> mbs.invoke(new ObjectName(STORAGE_SERVICE),
+              "forceKeyspaceFlush", new Object[] {a.keyspace, tables},
+              new String[] {String.class.getName(), String[].class.getName()}));
+          System.err.println("flush of " + a.keyspace + (tables.length > 0 ? " " + Arrays.toString(tables) : "")
+              + " completed");
+          break;
+        }
+        default:
+          throw new Failure(EXIT_USAGE, "unknown command " + a.command);
+      }
+    } catch (Failure f) {
+      System.err.println("error: " + f.getMessage());
+      if (f.code == EXIT_USAGE) {
+        usage(System.err);
+      }
+      code = f.code;
+    } catch (Exception e) {
+      System.err.println("error: " + CassandraCQLClient.oneLine(e));
+      code = EXIT_OPERATION;
+    } finally {
+      if (connector != null) {
+        JMXConnector c = connector;
+        Future<?> f = ex.submit(() -> {
+          c.close();
+          return null;
+        });
+        try {
+          f.get(2, TimeUnit.SECONDS);
+        } catch (Exception ignored) {
+          // exiting anyway
+        }
+      }
+    }
+    out.flush();
+    System.exit(code);
+  }
+
+  interface JmxCall {
+    Object call() throws Exception;
+  }
+
+  static Object call(ExecutorService ex, long timeoutSeconds, String what, JmxCall c) throws Failure {
+    Future<Object> f = ex.submit(c::call);
+    try {
+      return f.get(timeoutSeconds, TimeUnit.SECONDS);
+    } catch (TimeoutException e) {
+      f.cancel(true);
+      throw new Failure(EXIT_OPERATION, what + " did not complete within " + timeoutSeconds + " s");
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause() == null ? e : e.getCause();
+      if (cause instanceof javax.management.MBeanException && cause.getCause() != null) {
+        cause = cause.getCause();
+      }
+      throw new Failure(EXIT_OPERATION, what + " failed: " + CassandraCQLClient.oneLine(cause));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new Failure(EXIT_OPERATION, what + " interrupted");
+    }
+  }
+
+  static JMXConnector connect(ExecutorService ex, Args a) throws Failure {
+    // Bound the TCP connect of the RMI transport too, in case nothing answers at all.
+    long ms = TimeUnit.SECONDS.toMillis(a.connectTimeoutSeconds);
+    System.setProperty("sun.rmi.transport.connectionTimeout", String.valueOf(ms));
+    System.setProperty("sun.rmi.transport.proxy.connectTimeout", String.valueOf(ms));
+    String url = "service:jmx:rmi:///jndi/rmi://" + a.host + ":" + a.jmxPort + "/jmxrmi";
+    Future<JMXConnector> f = ex.submit(() -> {
+      Map<String, Object> env = new HashMap<>();
+      return JMXConnectorFactory.connect(new JMXServiceURL(url), env);
+    });
+    try {
+      JMXConnector c = f.get(a.connectTimeoutSeconds, TimeUnit.SECONDS);
+      c.getMBeanServerConnection().getMBeanCount(); // make sure it really answers
+      return c;
+    } catch (TimeoutException e) {
+      f.cancel(true);
+      throw new Failure(EXIT_CONNECT, "cannot connect to JMX at " + url + ": no answer within "
+          + a.connectTimeoutSeconds + " s");
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause() == null ? e : e.getCause();
+      Throwable root = cause;
+      while (root.getCause() != null && root.getCause() != root) {
+        root = root.getCause();
+      }
+      throw new Failure(EXIT_CONNECT, "cannot connect to JMX at " + url + ": " + CassandraCQLClient.oneLine(root));
+    } catch (IOException e) {
+      throw new Failure(EXIT_CONNECT, "cannot connect to JMX at " + url + ": " + CassandraCQLClient.oneLine(e));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new Failure(EXIT_CONNECT, "interrupted while connecting to " + url);
+    }
+  }
+
+  // ---------------------------------------------------------------- stats
+
+  static Map<String, Object> stats(MBeanServerConnection mbs, String ks, String table) throws IOException {
+    Map<String, Object> o = new LinkedHashMap<>();
+    o.put("keyspace", ks);
+    o.put("table", table);
+    String t = METRICS + ":type=Table,keyspace=" + quoteIfNeeded(ks) + ",scope=" + quoteIfNeeded(table) + ",name=";
+    o.put("live_sstable_count", attr(mbs, t + "LiveSSTableCount", "Value"));
+    o.put("sstables_per_read", histogram(mbs, t + "SSTablesPerReadHistogram"));
+    o.put("live_disk_space_used_bytes", attr(mbs, t + "LiveDiskSpaceUsed", "Count"));
+    o.put("total_disk_space_used_bytes", attr(mbs, t + "TotalDiskSpaceUsed", "Count"));
+    o.put("table_pending_compactions", attr(mbs, t + "PendingCompactions", "Value"));
+    o.put("memtable_live_data_size_bytes", attr(mbs, t + "MemtableLiveDataSize", "Value"));
+    o.put("memtable_off_heap_size_bytes", attr(mbs, t + "MemtableOffHeapSize", "Value"));
+    o.put("memtable_switch_count", attr(mbs, t + "MemtableSwitchCount", "Count"));
+    o.put("pending_flushes", attr(mbs, t + "PendingFlushes", "Count"));
+    o.put("table_read_latency_us", latency(mbs, t + "ReadLatency"));
+    o.put("table_write_latency_us", latency(mbs, t + "WriteLatency"));
+    o.put("estimated_partition_count", attr(mbs, t + "EstimatedPartitionCount", "Value"));
+    o.put("bloom_filter_false_ratio", attr(mbs, t + "BloomFilterFalseRatio", "Value"));
+    o.put("compression_ratio", attr(mbs, t + "CompressionRatio", "Value"));
+
+    String c = METRICS + ":type=Compaction,name=";
+    o.put("pending_compactions", attr(mbs, c + "PendingTasks", "Value"));
+    o.put("completed_compactions", attr(mbs, c + "CompletedTasks", "Value"));
+    o.put("bytes_compacted", attr(mbs, c + "BytesCompacted", "Count"));
+
+    o.put("key_cache_hit_rate", attr(mbs, METRICS + ":type=Cache,scope=KeyCache,name=HitRate", "Value"));
+    o.put("row_cache_hit_rate", attr(mbs, METRICS + ":type=Cache,scope=RowCache,name=HitRate", "Value"));
+
+    Map<String, Object> gc = new LinkedHashMap<>();
+    long totalCount = 0;
+    long totalTime = 0;
+    boolean anyGc = false;
+    Set<ObjectName> names;
+    try {
+      names = new TreeSet<>(mbs.queryNames(new ObjectName("java.lang:type=GarbageCollector,name=*"), null));
+    } catch (javax.management.MalformedObjectNameException e) {
+      throw new IllegalStateException(e);
+    }
+    for (ObjectName n : names) {
+      Object count = attr(mbs, n.toString(), "CollectionCount");
+      Object time = attr(mbs, n.toString(), "CollectionTime");
+      Map<String, Object> one = new LinkedHashMap<>();
+      one.put("count", count);
+      one.put("time_ms", time);
+      gc.put(n.getKeyProperty("name"), one);
+      if (count instanceof Number && ((Number) count).longValue() >= 0) {
+        totalCount += ((Number) count).longValue();
+        anyGc = true;
+      }
+      if (time instanceof Number && ((Number) time).longValue() >= 0) {
+        totalTime += ((Number) time).longValue();
+        anyGc = true;
+      }
+    }
+    o.put("gc", gc);
+    o.put("gc_total_time_ms", anyGc ? totalTime : null);
+    o.put("gc_total_count", anyGc ? totalCount : null);
+    Object heap = attr(mbs, "java.lang:type=Memory", "HeapMemoryUsage");
+    Object used = null;
+    Object committed = null;
+    Object max = null;
+    if (heap instanceof CompositeData) {
+      CompositeData cd = (CompositeData) heap;
+      used = cd.get("used");
+      committed = cd.get("committed");
+      max = cd.get("max");
+    }
+    o.put("heap_used_bytes", used);
+    o.put("heap_committed_bytes", committed);
+    o.put("heap_max_bytes", max);
+    return o;
+  }
+
+  static String quoteIfNeeded(String v) {
+    for (char ch : v.toCharArray()) {
+      if (ch == ',' || ch == '=' || ch == ':' || ch == '"' || ch == '*' || ch == '?' || ch == '\n') {
+        return ObjectName.quote(v);
+      }
+    }
+    return v;
+  }
+
+  /** One attribute, or null when the MBean / attribute does not exist or cannot be read. */
+  static Object attr(MBeanServerConnection mbs, String name, String attribute) throws IOException {
+    try {
+      return mbs.getAttribute(new ObjectName(name), attribute);
+    } catch (InstanceNotFoundException e) {
+      return null;
+    } catch (IOException e) {
+      throw e; // connection lost: that is a real failure
+    } catch (Exception e) {
+      return null;
+    }
+  }
+
+  static Map<String, Object> histogram(MBeanServerConnection mbs, String name) throws IOException {
+    Object mean = attr(mbs, name, "Mean");
+    if (mean == null) {
+      return null;
+    }
+    Map<String, Object> h = new LinkedHashMap<>();
+    h.put("mean", mean);
+    h.put("p50", attr(mbs, name, "50thPercentile"));
+    h.put("p95", attr(mbs, name, "95thPercentile"));
+    h.put("p99", attr(mbs, name, "99thPercentile"));
+    h.put("max", attr(mbs, name, "Max"));
+    h.put("count", attr(mbs, name, "Count"));
+    return h;
+  }
+
+  /** A Cassandra latency timer, converted to microseconds whatever its DurationUnit. */
+  static Map<String, Object> latency(MBeanServerConnection mbs, String name) throws IOException {
+    Object mean = attr(mbs, name, "Mean");
+    if (mean == null) {
+      return null;
+    }
+    Object unit = attr(mbs, name, "DurationUnit");
+    double f = 1.0;
+    if (unit != null) {
+      switch (unit.toString().toLowerCase(Locale.ROOT)) {
+        case "nanoseconds":
+          f = 1e-3;
+          break;
+        case "milliseconds":
+          f = 1e3;
+          break;
+        case "seconds":
+          f = 1e6;
+          break;
+        default:
+          f = 1.0;
+      }
+    }
+    Map<String, Object> h = new LinkedHashMap<>();
+    h.put("mean", scale(mean, f));
+    h.put("p50", scale(attr(mbs, name, "50thPercentile"), f));
+    h.put("p95", scale(attr(mbs, name, "95thPercentile"), f));
+    h.put("p99", scale(attr(mbs, name, "99thPercentile"), f));
+    h.put("max", scale(attr(mbs, name, "Max"), f));
+    h.put("count", attr(mbs, name, "Count"));
+    return h;
+  }
+
+  private static Object scale(Object v, double f) {
+    if (v instanceof Number) {
+      return ((Number) v).doubleValue() * f;
+    }
+    return null;
+  }
+
+  /** Minimal JSON writer for maps, lists, numbers, booleans, strings and null. */
+  static final class Json {
+    private Json() {
+    }
+
+    static String write(Object v) {
+      StringBuilder sb = new StringBuilder();
+      write(sb, v);
+      return sb.toString();
+    }
+
+    private static void write(StringBuilder sb, Object v) {
+      if (v == null) {
+        sb.append("null");
+      } else if (v instanceof Map) {
+        sb.append('{');
+        boolean first = true;
+        for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+          if (!first) {
+            sb.append(", ");
+          }
+          first = false;
+          string(sb, String.valueOf(e.getKey()));
+          sb.append(": ");
+          write(sb, e.getValue());
+        }
+        sb.append('}');
+      } else if (v instanceof Iterable) {
+        sb.append('[');
+        boolean first = true;
+        for (Object x : (Iterable<?>) v) {
+          if (!first) {
+            sb.append(", ");
+          }
+          first = false;
+          write(sb, x);
+        }
+        sb.append(']');
+      } else if (v instanceof Double || v instanceof Float) {
+        double d = ((Number) v).doubleValue();
+        sb.append(Double.isNaN(d) || Double.isInfinite(d) ? "null" : String.valueOf(d));
+      } else if (v instanceof Number || v instanceof Boolean) {
+        sb.append(v);
+      } else {
+        string(sb, v.toString());
+      }
+    }
+
+    private static void string(StringBuilder sb, String s) {
+      sb.append('"');
+      for (int i = 0; i < s.length(); i++) {
+        char ch = s.charAt(i);
+        switch (ch) {
+          case '"':
+            sb.append("\\\"");
+            break;
+          case '\\':
+            sb.append("\\\\");
+            break;
+          case '\n':
+            sb.append("\\n");
+            break;
+          case '\r':
+            sb.append("\\r");
+            break;
+          case '\t':
+            sb.append("\\t");
+            break;
+          default:
+            if (ch < 0x20) {
+              sb.append(String.format(Locale.ROOT, "\\u%04x", (int) ch));
+            } else {
+              sb.append(ch);
+            }
+        }
+      }
+      sb.append('"');
+    }
+  }
+}

@@ -1,0 +1,143 @@
+package nosqltune.loadgen;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.junit.jupiter.api.Test;
+
+class PhasedClientTest {
+
+  @Test
+  void argumentsFollowYcsbConventions() throws Exception {
+    Properties p = PhasedClient.parseArguments(new String[] {
+        "-t", "-threads", "3", "-target", "100", "-p", "a=b=c", "-s"});
+    assertEquals("3", p.getProperty("threadcount"));
+    assertEquals("100", p.getProperty("target"));
+    assertEquals("b=c", p.getProperty("a"));
+    assertEquals("true", p.getProperty("dotransactions"));
+    assertEquals("true", p.getProperty("status"));
+    assertEquals(PhasedClient.DEFAULT_DB, p.getProperty("db"));
+    assertEquals(PhasedClient.DEFAULT_WORKLOAD, p.getProperty("workload"));
+    assertEquals("50,95,99", p.getProperty("hdrhistogram.percentiles"));
+    assertEquals("false", PhasedClient.parseArguments(new String[] {"-load"}).getProperty("dotransactions"));
+    assertThrows(PhasedClient.UsageException.class, () -> PhasedClient.parseArguments(new String[] {"-x"}));
+    assertThrows(PhasedClient.UsageException.class, () -> PhasedClient.parseArguments(new String[] {"-p"}));
+    assertThrows(PhasedClient.UsageException.class, () -> PhasedClient.parseArguments(new String[] {"-p", "novalue"}));
+  }
+
+  @Test
+  void operationsAreSplitLikeYcsb() {
+    long total = 0;
+    for (int i = 0; i < 3; i++) {
+      total += PhasedClient.share(10, 3, i);
+    }
+    assertEquals(10, total);
+    assertEquals(4, PhasedClient.share(10, 3, 0));
+    assertEquals(3, PhasedClient.share(10, 3, 2));
+    assertEquals(0, PhasedClient.share(0, 3, 1));
+  }
+
+  @Test
+  void coefficientOfVariation() {
+    List<Double> s = Arrays.asList(1.0, 100.0, 100.0, 100.0);
+    assertEquals(0.0, PhasedClient.cvOfLast(s, 3), 1e-12);
+    assertTrue(PhasedClient.cvOfLast(s, 4) > 0.5);
+    assertTrue(Double.isNaN(PhasedClient.cvOfLast(s, 5)));
+    assertTrue(Double.isInfinite(PhasedClient.cvOfLast(Arrays.asList(0.0, 0.0), 2)));
+  }
+
+  private static Map<String, String> run(String... args) throws Exception {
+    ByteArrayOutputStream buf = new ByteArrayOutputStream();
+    PrintStream out = new PrintStream(buf, true, StandardCharsets.UTF_8);
+    assertEquals(0, PhasedClient.run(args, out));
+    Map<String, String> m = new HashMap<>();
+    for (String line : buf.toString(StandardCharsets.UTF_8).split("\n")) {
+      assertTrue(line.startsWith("["), "unexpected stdout line: " + line);
+      String[] parts = line.split(",", 3);
+      m.put(parts[0].trim() + " " + parts[1].trim(), parts.length > 2 ? parts[2].trim() : "");
+    }
+    return m;
+  }
+
+  @Test
+  void warmupIsNotMeasuredAndBindingsAreInitializedOnce() throws Exception {
+    MemoryDB.reset();
+    Map<String, String> load = run("-load", "-db", MemoryDB.class.getName(), "-threads", "2",
+        "-p", "recordcount=500", "-p", "fieldcount=3");
+    assertEquals("500", load.get("[INSERT] Operations"));
+    assertEquals("0", load.get("[WARMUP] Operations"));
+    assertEquals(500, MemoryDB.DATA.size());
+    assertEquals(2, MemoryDB.INITS.get());
+    assertEquals(2, MemoryDB.CLEANUPS.get());
+
+    MemoryDB.reset();
+    Map<String, String> r = run("-t", "-db", MemoryDB.class.getName(), "-threads", "4", "-target", "3000",
+        "-p", "recordcount=500", "-p", "fieldcount=3", "-p", "operationcount=3000",
+        "-p", "readproportion=0.4", "-p", "updateproportion=0.3", "-p", "readmodifywriteproportion=0.3",
+        "-p", "warmup.operations=1500");
+    long warm = Long.parseLong(r.get("[WARMUP] Operations"));
+    assertTrue(warm >= 1500, "warm-up ops " + warm);
+    assertEquals("false", r.get("[WARMUP] Steady"));
+    // every read is NOT_FOUND (empty store), counted as non-OK statuses in the warm-up
+    assertTrue(Long.parseLong(r.get("[WARMUP] Errors")) > 0);
+    // a read of a missing key is NOT_FOUND, which DBWrapper measures as READ-FAILED
+    long reads = Long.parseLong(r.getOrDefault("[READ] Operations", "0"))
+        + Long.parseLong(r.getOrDefault("[READ-FAILED] Operations", "0"));
+    long updates = Long.parseLong(r.get("[UPDATE] Operations"));
+    long rmw = Long.parseLong(r.get("[READ-MODIFY-WRITE] Operations"));
+    // reads and updates include those of read-modify-write; only measured operations count
+    assertEquals(3000, reads + updates - rmw);
+    assertNotNull(r.get("[READ] 50thPercentileLatency(us)"));
+    assertNotNull(r.get("[OVERALL] Throughput(ops/sec)"));
+    String intervals = r.get("[INTERVALS] Throughput(ops/sec)");
+    assertNotNull(intervals);
+    assertFalse(intervals.isEmpty(), "a ~1 s run at 3000 ops/s has at least one full second");
+    for (String s : intervals.split(" ")) {
+      Double.parseDouble(s);
+    }
+    assertEquals(4, MemoryDB.INITS.get());
+    assertEquals(0, MemoryDB.DOUBLE_INITS.get());
+    assertEquals(4, MemoryDB.CLEANUPS.get());
+  }
+
+  @Test
+  void steadyStateDetectionEndsTheWarmup() throws Exception {
+    MemoryDB.reset();
+    Map<String, String> r = run("-t", "-db", MemoryDB.class.getName(), "-threads", "2", "-target", "400",
+        "-p", "recordcount=100", "-p", "operationcount=100",
+        "-p", "warmup.steady.window=2", "-p", "warmup.steady.cv=0.2", "-p", "warmup.maxseconds=20");
+    assertEquals("true", r.get("[WARMUP] Steady"));
+    long ms = Long.parseLong(r.get("[WARMUP] RunTime(ms)"));
+    assertTrue(ms >= 2000 && ms < 15000, "warm-up took " + ms + " ms");
+    assertNotNull(r.get("[WARMUP] WindowCV"));
+  }
+
+  @Test
+  void cqlScriptSplitting() {
+    assertEquals(Arrays.asList("CREATE KEYSPACE k", "INSERT INTO t (a) VALUES ('x;y')"),
+        CqlExec.split("CREATE KEYSPACE k;\n INSERT INTO t (a) VALUES ('x;y');;"));
+  }
+
+  @Test
+  void jsonWriter() {
+    Map<String, Object> m = new java.util.LinkedHashMap<>();
+    m.put("a", 1L);
+    m.put("b", Double.NaN);
+    m.put("c", "q\"\n");
+    m.put("d", null);
+    m.put("e", Arrays.asList(1.5, true));
+    assertEquals("{\"a\": 1, \"b\": null, \"c\": \"q\\\"\\n\", \"d\": null, \"e\": [1.5, true]}",
+        NodeInternals.Json.write(m));
+  }
+}
