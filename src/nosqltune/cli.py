@@ -42,6 +42,8 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1) -> None:
     c.add_argument("--config", metavar="FILE", help="YAML file of knob overrides (knob: value)")
     c.add_argument("--set", metavar="KNOB=VALUE", action="append", default=[], dest="assignments",
                    help="override one knob (repeatable); wins over --config")
+    c.add_argument("--force", action="store_true",
+                   help="accept values outside the knob's tuning range (Cassandra still validates them)")
     h = parser.add_argument_group("harness")
     h.add_argument("--repeat", type=int, metavar="N", default=repeat, help=f"cold trials per configuration "
                                                                            f"(default {repeat})")
@@ -104,7 +106,7 @@ def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
     if args.config:
         raw.update(load_overrides_file(args.config))
     raw.update(parse_assignments(args.assignments))
-    return space.validate(raw)
+    return space.validate(raw, allow_outside_range=args.force)
 
 
 def _settings(args: argparse.Namespace):
@@ -256,7 +258,12 @@ def cmd_knobs(args: argparse.Namespace) -> int:
           + (f" (set {args.set})" if args.set else f"; sets: {', '.join(space.knob_sets)}"))
     table = [["knob", "type", "range / choices", "default", "applies", "live", "meaning"]]
     for k in knobs:
-        rng = f"[{k.range[0]}, {k.range[1]}]" if k.range else "{" + ", ".join(map(str, k.choices or ())) + "}"
+        if k.type == "bool":
+            rng = "{true, false}"
+        elif k.range:
+            rng = f"[{k.range[0]}, {k.range[1]}]"
+        else:
+            rng = "{" + ", ".join(map(str, k.choices or ())) + "}"
         unit = f" {k.unit}" if k.unit else ""
         table.append([k.name, k.type + (" log" if k.log else ""), rng + unit, str(k.default) + unit,
                       k.applies + (" reload" if k.reload else ""), "yes" if k.live else "-", k.description])
@@ -343,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nosqltune: interrupted; nodes stopped", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `nosqltune knobs | head`
+        sys.stderr.close()
+        return 0
     finally:
         reap_all()
 

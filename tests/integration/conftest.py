@@ -1,0 +1,43 @@
+"""Integration tests run real Cassandra nodes (Maven-resolved) and the real YCSB client."""
+
+import os
+import subprocess
+
+import pytest
+
+from nosqltune.systems.java import java_version
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def nosqltune_home(tmp_path_factory):
+    """One work directory for the session so datasets are loaded once and reused, as in real use."""
+    home = tmp_path_factory.mktemp("nosqltune-home")
+    old = os.environ.get("NOSQLTUNE_HOME")
+    os.environ["NOSQLTUNE_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("NOSQLTUNE_HOME", None)
+    else:
+        os.environ["NOSQLTUNE_HOME"] = old
+
+
+def our_jvms(marker: str) -> list[str]:
+    """Command lines of live processes (not zombies) whose arguments mention `marker`."""
+    out = subprocess.run(["pgrep", "-a", "-f", marker], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+@pytest.fixture(autouse=True)
+def no_orphans(nosqltune_home):
+    """Every integration test must leave no Cassandra or YCSB JVM of ours behind, pass or fail."""
+    if java_version() < 17:
+        pytest.skip("Java 17 is required")
+    yield
+    left = our_jvms(str(nosqltune_home))
+    assert not left, f"processes left behind: {left}"

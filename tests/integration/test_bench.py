@@ -1,0 +1,102 @@
+"""Against real Cassandra: boot, load, bench two configurations and see them stored, failures stored as failed."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nosqltune.cli import main
+from nosqltune.store import open_store
+
+from .conftest import our_jvms
+
+# small enough for CI, large enough that flushes, the key cache and both JVMs do real work
+SMALL = ["--records", "5000", "--operations", "6000", "--threads", "8", "--warmup-ops", "3000", "--heap", "1G"]
+
+
+def bench(study: Path, *extra: str, capsys=None) -> tuple[int, dict]:
+    code = main(["bench", "--workload", "ycsb-a", *SMALL, "--study", str(study), "--json", *extra])
+    out = capsys.readouterr().out if capsys else ""
+    return code, (json.loads(out) if out.strip() else {})
+
+
+def test_bench_two_configurations_are_stored(nosqltune_home, tmp_path, capsys):
+    study = tmp_path / "two.db"
+    code, default = bench(study, "--repeat", "2", capsys=capsys)
+    assert code == 0, default
+    code, tuned = bench(study, "--set", "concurrent_writes=64", "--set", "compaction_method=Leveled", capsys=capsys)
+    assert code == 0, tuned
+
+    rows = open_store(str(study)).trials()
+    assert [r["state"] for r in rows] == ["COMPLETE"] * 3
+    assert [r["config"] for r in rows] == [{}, {}, {"concurrent_writes": 64, "compaction_method": "Leveled"}]
+    for row in rows:
+        summary = row["metrics"]["summary"]
+        assert summary["throughput_ops_s"] > 50
+        assert summary["read_count"] + summary["update_count"] == 6000  # every measured op is accounted for
+        assert summary["errors"] == 0
+        assert row["metrics"]["warmup"]["operations"] >= 3000
+        assert row["internals"]["live_sstable_count"] >= 1
+        assert row["internals"]["live_disk_space_used_bytes"] > 5000 * 1000  # 5000 rows of 10 x 100 bytes
+        for phase in ("restore_s", "boot_s", "warmup_s", "measure_s", "stop_s", "total_s"):
+            assert row["timings"][phase] >= 0
+        assert row["environment_id"] is not None
+    # one dataset was loaded and restored three times, not reloaded
+    assert len(list((nosqltune_home / "datasets").iterdir())) == 1
+    assert default["throughput"]["n"] == 2
+
+
+def test_table_knobs_reach_the_node(nosqltune_home, tmp_path, capsys):
+    """A table-level knob is applied after restore: the trial's node reports the new compaction class."""
+    study = tmp_path / "lcs.db"
+    code, result = bench(study, "--set", "compaction_method=Leveled", "--keep-nodes", capsys=capsys)
+    assert code == 0, result
+    node_dirs = sorted((nosqltune_home / "nodes").iterdir(), key=lambda p: p.stat().st_mtime)
+    log = (node_dirs[-1] / "logs" / "system.log").read_text()
+    assert "LeveledCompactionStrategy" in log
+
+
+def test_refused_configuration_is_stored_as_failed(nosqltune_home, tmp_path, capsys):
+    study = tmp_path / "bad.db"
+    # outside the tuning range but inside what nosqltune knows of Cassandra's bounds: only the node can refuse it
+    # (5.0 caps column_index_size at 2 GiB in bytes)
+    code, result = bench(study, "--set", "column_index_size=4194304", "--force", capsys=capsys)
+    assert code != 0
+    (row,) = open_store(str(study)).trials()
+    assert row["state"] == "FAIL"
+    assert row["failure_kind"] == "refused"
+    assert "column_index_size" in row["error"] and "2147483646" in row["error"]
+    assert row["log_excerpt"]
+
+
+def test_out_of_range_value_is_rejected_before_anything_runs(nosqltune_home, tmp_path, capsys):
+    study = tmp_path / "never.db"
+    code = main(["bench", "--set", "concurent_writes=64", "--study", str(study)])
+    err = capsys.readouterr().err
+    assert code != 0 and "did you mean concurrent_writes" in err and len(err.strip().splitlines()) == 1
+    assert not study.exists()
+
+
+def test_interrupt_leaves_no_jvm_and_marks_the_trial(nosqltune_home, tmp_path):
+    study = tmp_path / "interrupted.db"
+    env = {**os.environ, "NOSQLTUNE_HOME": str(nosqltune_home),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "nosqltune", "bench", *SMALL, "--operations", "500000",
+                             "--study", str(study)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    # wait until the measured phase runs: a client JVM of ours is up
+    while time.monotonic() < deadline and not [p for p in our_jvms(str(nosqltune_home)) if "PhasedClient" in p
+                                               and "run.properties" in p]:
+        time.sleep(0.5)
+    assert proc.poll() is None, proc.stderr.read().decode()
+    proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    assert proc.wait(timeout=60) == 130
+    time.sleep(0.5)
+    assert our_jvms(str(nosqltune_home)) == []
+    (row,) = open_store(str(study)).trials()
+    assert (row["state"], row["failure_kind"]) == ("FAIL", "interrupted")
