@@ -1,0 +1,113 @@
+"""Rendering a node's cassandra.yaml and placing knobs where they apply (yaml, CQL table/keyspace)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nosqltune.errors import SetupError
+from nosqltune.knobs import load_space
+from nosqltune.systems.cassandra.config import place
+from nosqltune.systems.cassandra.node import CassandraNode, NodePorts, jvm_options, render_yaml
+
+
+@pytest.fixture(scope="module")
+def space():
+    return load_space("cassandra")
+
+
+def test_yaml_has_node_paths_ports_and_5_0_defaults(tmp_path):
+    ports = NodePorts(native=19042, storage=17000, jmx=17199)
+    settings = render_yaml(tmp_path, ports, {"concurrent_writes": 64, "sstable.selected_format": "big"})
+    assert settings["native_transport_port"] == 19042 and settings["storage_port"] == 17000
+    assert settings["seed_provider"][0]["parameters"][0]["seeds"] == "127.0.0.1:17000"
+    assert settings["data_file_directories"] == [str(tmp_path / "data")]
+    assert settings["commitlog_directory"] == str(tmp_path / "commitlog")
+    assert settings["num_tokens"] == 16 and settings["memtable_allocation_type"] == "heap_buffers"
+    assert settings["concurrent_writes"] == 64
+    assert settings["sstable"] == {"selected_format": "big"}  # dotted keys become nested mappings
+    # what is written is valid YAML that reads back the same
+    assert yaml.safe_load(yaml.safe_dump(settings)) == settings
+
+
+def test_knobs_are_placed_with_5_0_units(space):
+    placed = place(space, space.validate({"file_cache_size": "1024", "file_cache_enabled": "true",
+                                          "compaction_throughput": 16, "concurrent_reads": 48}))
+    assert placed.yaml == {"file_cache_size": "1024MiB", "file_cache_enabled": True,
+                           "compaction_throughput": "16MiB/s", "concurrent_reads": 48}
+    assert not placed.table and not placed.keyspace and not placed.reload
+
+
+def test_inactive_knobs_are_left_out(space):
+    # the chunk cache is off by default in 5.0: its size means nothing then
+    placed = place(space, space.validate({"file_cache_size": 1024}))
+    assert "file_cache_size" not in placed.yaml
+
+
+def test_table_and_keyspace_knobs_become_cql(space):
+    placed = place(space, space.validate({"compaction_method": "Leveled", "lcs_sstable_size": 64,
+                                          "replication_factor": 3}))
+    (table,) = placed.table_statements("ycsb", "usertable")
+    assert table.startswith("ALTER TABLE ycsb.usertable WITH compaction = {")
+    assert "'class': 'LeveledCompactionStrategy'" in table and "'sstable_size_in_mb': '64'" in table
+    (keyspace,) = placed.keyspace_statements("ycsb")
+    assert keyspace == ("ALTER KEYSPACE ycsb WITH replication = {'class': 'SimpleStrategy', "
+                        "'replication_factor': '3'}")
+    assert placed.yaml == {}
+
+
+def test_load_affecting_knobs_are_marked(space):
+    placed = place(space, space.validate({"num_tokens": 4, "concurrent_writes": 16}))
+    assert placed.reload == {"num_tokens": 4}
+    assert placed.reload_yaml == {"num_tokens": 4}
+    assert placed.yaml["concurrent_writes"] == 16
+
+
+def test_jvm_flags_follow_cassandras_options_for_java_17():
+    flags = jvm_options()
+    assert "-XX:+UseG1GC" in flags and "--add-opens=java.base/java.lang=ALL-UNNAMED" in flags
+    assert "-XX:+AlwaysPreTouch" not in flags  # left out on purpose: it slows the boot of every trial
+    assert all(f.startswith("-") for f in flags)
+
+
+def test_missing_java_is_a_setup_error(monkeypatch, tmp_path):
+    from nosqltune.systems import java
+
+    java.java_executable.cache_clear()
+    java.java_version.cache_clear()
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    try:
+        with pytest.raises(SetupError, match="Java not found"):
+            java.require_java(17)
+    finally:
+        java.java_executable.cache_clear()
+        java.java_version.cache_clear()
+
+
+def test_missing_maven_is_a_setup_error(monkeypatch, tmp_path):
+    from nosqltune.systems import java
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SetupError, match="Maven not found"):
+        java.run_maven(tmp_path / "pom.xml", ["validate"])
+
+
+def test_bad_cassandra_version_is_rejected_before_maven():
+    from nosqltune.systems.cassandra.provision import cassandra_classpath
+
+    with pytest.raises(SetupError, match="not a Cassandra version"):
+        cassandra_classpath("five; rm -rf /")
+
+
+def test_node_command_pins_and_marks(monkeypatch, tmp_path):
+    import nosqltune.systems.cassandra.node as node_mod
+
+    monkeypatch.setattr(node_mod, "cassandra_classpath", lambda v: ["/x/jamm-0.4.0.jar", "/x/cassandra-all.jar"])
+    monkeypatch.setattr(node_mod, "require_java", lambda v: "/usr/bin/java")
+    node = CassandraNode(home=tmp_path, heap_mb=1024, cpus="0", ports=NodePorts(1, 2, 3))
+    node.prepare()
+    cmd = node.command()
+    assert cmd[:3] == ["taskset", "-c", "0"]
+    assert "-Xmx1024M" in cmd and "-Xms1024M" in cmd and "-Dcassandra.jmx.local.port=3" in cmd
+    assert f"-Dnosqltune.node={tmp_path}" in cmd
+    assert cmd[-1] == "org.apache.cassandra.service.CassandraDaemon"

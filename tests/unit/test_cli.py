@@ -1,0 +1,71 @@
+"""The CLI: help that explains, one-line errors with exit code 2 for bad input, nothing run."""
+
+import pytest
+
+from nosqltune.calibrate import recommend
+from nosqltune.cli import _heap_mb, build_parser, format_table, main
+
+
+def test_help_lists_commands_and_common_flags(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ("--workload", "--read-ratio", "--distribution", "--records", "--operations", "--threads",
+                 "--config", "--set", "--repeat", "--study", "--json"):
+        assert flag in out
+
+
+def test_same_flags_in_calibrate():
+    parser = build_parser()
+    args = parser.parse_args(["calibrate", "--workload", "ycsb-b", "--threads", "4", "--study", "x.db", "--json"])
+    assert (args.workload, args.threads, args.study, args.json, args.repeat) == ("ycsb-b", 4, "x.db", True, 5)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "--set", "concurent_writes=64"], "did you mean concurrent_writes"),
+    (["bench", "--set", "concurrent_writes=500"], "outside its range"),
+    (["bench", "--set", "concurrent_writes"], "knob=value"),
+    (["bench", "--workload", "ycsb-z"], "unknown workload"),
+    (["bench", "--config", "/nonexistent/knobs.yaml"], "knobs.yaml"),
+    (["bench", "--heap", "lots"], "--heap"),
+    (["bench", "--study", "mysql://x"], "unsupported study URL"),
+])
+def test_bad_input_one_line_no_run(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path / "home"))
+    code = main(argv + (["--study", str(tmp_path / "s.db")] if "--study" not in argv else []))
+    err = capsys.readouterr().err.strip()
+    assert code in (1, 2) and message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "home" / "nodes").exists()
+
+
+def test_heap_sizes():
+    assert _heap_mb("2G") == 2048 and _heap_mb("1536M") == 1536 and _heap_mb("1.5g") == 1536
+    with pytest.raises(Exception, match="too small"):
+        _heap_mb("64M")
+
+
+def test_recommend_picks_cheapest_under_threshold():
+    cells = [{"cv": 0.05, "n": 5, "trial_seconds": 10}, {"cv": 0.02, "n": 5, "trial_seconds": 30},
+             {"cv": 0.025, "n": 5, "trial_seconds": 20}, {"cv": 0.01, "n": 1, "trial_seconds": 5}]
+    assert recommend(cells, 0.03)["trial_seconds"] == 20
+    assert recommend(cells, 0.001) is None
+
+
+def _row(i, state="COMPLETE", tp=1000.0):
+    metrics = {"summary": {"throughput_ops_s": tp, "read_avg_ms": 1.0, "read_p95_ms": 2.0, "read_p99_ms": 3.0},
+               "operations": {"READ": {}}, "errors": 0}
+    return {"id": i, "state": state, "metrics": metrics if state == "COMPLETE" else None,
+            "timings": {"boot_s": 4.0, "total_s": 20.0}, "failure_kind": None if state == "COMPLETE" else "refused",
+            "error": None if state == "COMPLETE" else "bad value"}
+
+
+def test_table_shows_runs_mean_and_cv():
+    text = format_table([_row(1, tp=1000.0), _row(2, tp=1100.0), _row(3, "FAIL")])
+    lines = text.splitlines()
+    assert lines[0].split() == ["metric", "run", "1", "run", "2", "run", "3", "mean", "sd", "cv", "%"]
+    throughput = lines[1].split()
+    assert throughput[:4] == ["throughput", "ops/s", "1000", "1100"] and throughput[4] == "FAIL"
+    assert throughput[5] == "1050"  # mean of the completed runs only
+    assert any(line.startswith("read p99 ms") for line in lines)
+    assert lines[-1] == "trial 3 failed (refused): bad value"
