@@ -146,12 +146,13 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
         statements = placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)
         if statements:
             progress("applying table/keyspace knobs")
-            with cql.session(node.address, node.ports.native) as sess:
-                for statement in statements:
-                    try:
-                        sess.execute(statement)
-                    except Exception as exc:
-                        raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
+        with cql.session(node.address, node.ports.native) as sess:
+            for statement in statements:
+                try:
+                    sess.execute(statement)
+                except Exception as exc:
+                    raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
+            applied = _read_back(sess, placed)
         timings["apply_s"] = time.monotonic() - t0
         before = internals.node_stats(node.ports.jmx)
         progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
@@ -167,7 +168,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
         timings["measure_s"] = (metrics["runtime_ms"] or 0) / 1000.0
         result.metrics = metrics
         result.summary = summary(metrics)
-        result.internals = {**after,
+        result.internals = {**after, **applied,
                             "gc_time_ms_run": _delta(before, after, "gc_total_time_ms"),
                             "gc_count_run": _delta(before, after, "gc_total_count"),
                             "compactions_completed_run": _delta(before, after, "completed_compactions")}
@@ -184,6 +185,9 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
     except (KeyboardInterrupt, SystemExit):
         result.failure_kind, result.error = "interrupted", "interrupted by the user"
         raise
+    except Exception as exc:  # a bug or an unforeseen fault: the trial still ends as FAIL with the reason
+        result.failure_kind, result.error = "error", f"{type(exc).__name__}: {exc}"
+        result.log_excerpt = node.log_excerpt() if node else ""
     finally:
         t0 = time.monotonic()
         if node is not None:
@@ -197,6 +201,21 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
         if settings.restore_mode == "reload":
             shutil.rmtree(work_dir() / "datasets" / ("reload-" + home.name), ignore_errors=True)
     return result
+
+
+def _read_back(sess, placed: PlacedConfig) -> dict[str, Any]:
+    """What the node itself reports for the overridden settings and the table/keyspace options: evidence
+    that a configuration was applied, not just written."""
+    table = sess.execute("SELECT compaction, compression, caching FROM system_schema.tables "
+                         "WHERE keyspace_name = %s AND table_name = %s", (KEYSPACE, TABLE)).one()
+    keyspace = sess.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
+                            (KEYSPACE,)).one()
+    wanted = set(placed.yaml)
+    settings = {row.name: row.value for row in sess.execute("SELECT name, value FROM system_views.settings")
+                if row.name in wanted} if wanted else {}
+    return {"node_settings": settings,
+            "table_options": {k: dict(getattr(table, k) or {}) for k in ("compaction", "compression", "caching")},
+            "keyspace_replication": dict(keyspace.replication) if keyspace else {}}
 
 
 def _delta(before: dict, after: dict, key: str) -> float | None:

@@ -51,14 +51,17 @@ def test_bench_two_configurations_are_stored(nosqltune_home, tmp_path, capsys):
     assert default["throughput"]["n"] == 2
 
 
-def test_table_knobs_reach_the_node(nosqltune_home, tmp_path, capsys):
-    """A table-level knob is applied after restore: the trial's node reports the new compaction class."""
-    study = tmp_path / "lcs.db"
-    code, result = bench(study, "--set", "compaction_method=Leveled", "--keep-nodes", capsys=capsys)
+def test_knobs_reach_the_node(nosqltune_home, tmp_path, capsys):
+    """yaml knobs at boot and table/keyspace knobs after restore: the node itself reports them."""
+    study = tmp_path / "applied.db"
+    code, result = bench(study, "--set", "compaction_method=Leveled", "--set", "concurrent_reads=48",
+                         "--set", "replication_factor=2", capsys=capsys)
     assert code == 0, result
-    node_dirs = sorted((nosqltune_home / "nodes").iterdir(), key=lambda p: p.stat().st_mtime)
-    log = (node_dirs[-1] / "logs" / "system.log").read_text()
-    assert "LeveledCompactionStrategy" in log
+    (row,) = open_store(str(study)).trials()
+    internals = row["internals"]
+    assert internals["table_options"]["compaction"]["class"].endswith("LeveledCompactionStrategy")
+    assert internals["keyspace_replication"]["replication_factor"] == "2"
+    assert internals["node_settings"] == {"concurrent_reads": "48"}
 
 
 def test_refused_configuration_is_stored_as_failed(nosqltune_home, tmp_path, capsys):

@@ -52,8 +52,11 @@ def _cql_options(options: dict[str, Any]) -> str:
 
 
 def place(space: KnobSpace, overrides: dict[str, Any]) -> PlacedConfig:
-    """Put each overridden knob (validated) where it applies; knobs whose condition is off are left out."""
-    full = space.with_defaults(overrides)
+    """Put each overridden knob (validated) where it applies; knobs whose condition is off are left out.
+
+    `overrides` were validated by the caller, who decided whether values outside the tuning range are
+    allowed; Cassandra's own bounds still hold here."""
+    full = space.with_defaults(overrides, allow_outside_range=True)
     placed = PlacedConfig()
     for name, value in overrides.items():
         knob = space[name]

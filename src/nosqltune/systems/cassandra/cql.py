@@ -10,11 +10,12 @@ logging.getLogger("cassandra").setLevel(logging.CRITICAL)  # the driver logs eve
 
 
 def _cluster(address: str, port: int, timeout: float):
-    from cassandra.cluster import Cluster
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import WhiteListRoundRobinPolicy
 
+    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([address]), request_timeout=60.0)
     return Cluster([address], port=port, protocol_version=5, connect_timeout=timeout,
-                   control_connection_timeout=timeout, load_balancing_policy=WhiteListRoundRobinPolicy([address]),
+                   control_connection_timeout=timeout, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                    schema_metadata_enabled=False, token_metadata_enabled=False)
 
 
@@ -22,9 +23,7 @@ def _cluster(address: str, port: int, timeout: float):
 def session(address: str, port: int, timeout: float = 10.0) -> Iterator:
     cluster = _cluster(address, port, timeout)
     try:
-        sess = cluster.connect()
-        sess.default_timeout = 60.0
-        yield sess
+        yield cluster.connect()
     finally:
         cluster.shutdown()
 
