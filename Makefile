@@ -12,8 +12,12 @@ setup:
 demo: setup
 	$(PYTHON) -m nosqltune bench --workload ycsb-a --repeat $(REPEAT)
 
-# pytest exits 5 when it collected no tests: that is not a failure of the suite, anything else is
+MAVEN_REPO ?= $(or $(NOSQLTUNE_CACHE),$(HOME)/.cache/nosqltune)/maven
+
+# loadgen's JUnit tests, then pytest (unit, then integration on real Cassandra). pytest exits 5 when it
+# collected no tests: that is not a failure of the suite, anything else is.
 test: setup
+	mvn -B -q -Dmaven.repo.local=$(MAVEN_REPO) -f loadgen/pom.xml test
 	$(PYTHON) -m pytest -q -rs tests; rc=$$?; if [ $$rc -eq 5 ]; then rc=0; fi; exit $$rc
 
 unit:

@@ -26,9 +26,9 @@ from nosqltune.workloads.spec import make_workload  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 VARIANTS = {
-    "shared, steady warm-up": {"cpus": (None, None), "steady": 5},
-    "pinned 0/1, steady warm-up": {"cpus": ("0", "1"), "steady": 5},
-    "shared, fixed 30K warm-up": {"cpus": (None, None), "steady": 0},
+    "shared-steady": {"cpus": (None, None), "steady": 5},   # both JVMs on both cores; steady-state warm-up
+    "pinned-steady": {"cpus": ("0", "1"), "steady": 5},     # Cassandra on core 0, YCSB client on core 1
+    "shared-fixed": {"cpus": (None, None), "steady": 0},    # warm-up of a fixed 30K operations
 }
 
 

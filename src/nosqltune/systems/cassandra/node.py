@@ -123,10 +123,24 @@ class CassandraNode:
             cmd = ["taskset", "-c", self.cpus, *cmd]
         return cmd
 
-    def start(self, timeout: float = 120.0) -> float:
-        """Launch and wait until a CQL query succeeds; returns seconds from launch to CQL-ready."""
+    def start(self, timeout: float = 120.0, port_attempts: int = 3) -> float:
+        """Launch and wait until a CQL query succeeds; returns seconds from launch to CQL-ready.
+
+        Ports come from the kernel just before launch; if another program takes one in between,
+        the node is relaunched on fresh ports (up to `port_attempts` launches)."""
         self.prepare()
-        self.ports = self.ports or NodePorts.allocate()
+        fixed_ports = self.ports is not None
+        for attempt in range(1, port_attempts + 1):
+            if not fixed_ports:
+                self.ports = NodePorts.allocate()
+            try:
+                return self._launch(timeout)
+            except TrialError as exc:
+                if fixed_ports or attempt == port_attempts or "Address already in use" not in exc.log_excerpt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _launch(self, timeout: float) -> float:
         settings = render_yaml(self.home, self.ports, self.yaml_overrides, self.address)
         (self.home / "conf" / "cassandra.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
         cmd = self.command()
@@ -143,7 +157,7 @@ class CassandraNode:
         try:
             self._wait_ready(started, timeout)
         except BaseException:
-            self.stop(drain=False)
+            self.stop(drain=False, timeout=0)
             raise
         self.boot_seconds = time.monotonic() - started
         return self.boot_seconds
@@ -170,7 +184,7 @@ class CassandraNode:
                 text = fh.read().decode(errors="replace")
         stdout_log = self.home / "logs" / "stdout.log"
         if stdout_log.exists():
-            text += stdout_log.read_text(errors="replace")[-8000:]
+            text += "\n" + stdout_log.read_text(errors="replace")[-8000:]
         all_lines = text.splitlines()
         picked = [ln for ln in all_lines if ln.startswith(("ERROR", "WARN")) or "Exception" in ln
                   or "Error" in ln or "Invalid" in ln]

@@ -124,12 +124,6 @@ class PhasedClientTest {
   }
 
   @Test
-  void cqlScriptSplitting() {
-    assertEquals(Arrays.asList("CREATE KEYSPACE k", "INSERT INTO t (a) VALUES ('x;y')"),
-        CqlExec.split("CREATE KEYSPACE k;\n INSERT INTO t (a) VALUES ('x;y');;"));
-  }
-
-  @Test
   void jsonWriter() {
     Map<String, Object> m = new java.util.LinkedHashMap<>();
     m.put("a", 1L);

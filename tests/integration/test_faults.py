@@ -1,0 +1,63 @@
+"""Faults on real nodes: ports taken by someone else, a workload YCSB rejects; each gives a clear cause."""
+
+import json
+import socket
+
+import pytest
+
+from nosqltune.cli import main
+from nosqltune.errors import TrialError
+from nosqltune.store import open_store
+from nosqltune.systems.cassandra import node as node_mod
+from nosqltune.systems.cassandra.node import CassandraNode, NodePorts
+
+from .test_bench import SMALL
+
+
+@pytest.fixture
+def busy_port():
+    """A port some other program listens on (as a user's own Cassandra would)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_taken_port_gives_a_clear_failure(nosqltune_home, busy_port):
+    free = NodePorts.allocate()
+    node = CassandraNode(home=nosqltune_home / "nodes" / "busy", heap_mb=1024,
+                         ports=NodePorts(native=free.native, storage=busy_port, jmx=free.jmx))
+    with pytest.raises(TrialError) as info:
+        node.start(timeout=60)
+    assert info.value.kind == "refused"
+    assert "Address already in use" in str(info.value) and "\n" not in str(info.value)
+    assert not node.is_running()
+
+
+def test_port_taken_between_choice_and_launch_is_retried(nosqltune_home, busy_port, monkeypatch):
+    real_allocate = NodePorts.allocate
+    calls = []
+
+    def allocate():
+        calls.append(1)
+        ports = real_allocate()
+        return NodePorts(native=ports.native, storage=busy_port, jmx=ports.jmx) if len(calls) == 1 else ports
+
+    monkeypatch.setattr(node_mod.NodePorts, "allocate", staticmethod(allocate))
+    with CassandraNode(home=nosqltune_home / "nodes" / "retry", heap_mb=1024) as node:
+        node.start(timeout=120)
+        assert node.is_running() and node.ports.storage != busy_port
+    assert len(calls) == 2
+
+
+def test_workload_the_client_rejects_is_stored_as_failed(nosqltune_home, tmp_path, capsys):
+    workload = tmp_path / "bogus.properties"
+    workload.write_text("readproportion=0.5\nupdateproportion=0.5\nrequestdistribution=bogus\n")
+    study = tmp_path / "bogus.db"
+    code = main(["bench", *SMALL, "--workload", str(workload), "--study", str(study), "--json"])
+    capsys.readouterr()
+    assert code == 1
+    (row,) = open_store(str(study)).trials()
+    assert (row["state"], row["failure_kind"]) == ("FAIL", "workload")
+    assert "bogus" in row["error"] or "distribution" in row["error"].lower()
+    assert "\n" not in row["error"]
