@@ -29,6 +29,8 @@ VARIANTS = {
     "shared-steady": {"cpus": (None, None), "steady": 5},   # both JVMs on both cores; steady-state warm-up
     "pinned-steady": {"cpus": ("0", "1"), "steady": 5},     # Cassandra on core 0, YCSB client on core 1
     "shared-fixed": {"cpus": (None, None), "steady": 0},    # warm-up of a fixed 30K operations
+    "c1-fixed": {"cpus": (None, None), "steady": 0, "jit": "c1", "warmup": 20_000},  # both JVMs at C1 only
+    "c1-steady": {"cpus": (None, None), "steady": 3, "jit": "c1", "warmup": 10_000},
 }
 
 
@@ -42,6 +44,7 @@ def main() -> None:
     parser.add_argument("--operations", type=int, default=30_000)
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variant names")
+    parser.add_argument("--label", default="", help="suffix of the result files")
     args = parser.parse_args()
     space = load_space("cassandra")
     chosen = [v.strip() for v in args.variants.split(",")]
@@ -49,9 +52,11 @@ def main() -> None:
     for rnd in range(args.rounds):
         for name in chosen:
             spec = VARIANTS[name]
-            settings = TrialSettings(server_cpus=spec["cpus"][0], client_cpus=spec["cpus"][1])
+            settings = TrialSettings(server_cpus=spec["cpus"][0], client_cpus=spec["cpus"][1],
+                                     jit=spec.get("jit", "tiered"))
+            warmup = spec.get("warmup", 20_000 if spec["steady"] else 30_000)
             workload = make_workload("ycsb-a", records=100_000, operations=args.operations, threads=args.threads,
-                                     warmup_operations=20_000 if spec["steady"] else 30_000,
+                                     warmup_operations=warmup,
                                      warmup_steady_window=spec["steady"], warmup_max_seconds=40)
             ensure_dataset(space, {}, workload, settings)
             r = run_trial(space, {}, workload, settings)
@@ -68,7 +73,8 @@ def main() -> None:
                          "cv_median_interval": cv([t["median_interval"] for t in ok if t["median_interval"]]),
                          "trial_s": statistics.mean(t["timings"]["total_s"] for t in ok) if ok else None}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "noise.json").write_text(json.dumps({"summary": summary, "trials": trials, "args": vars(args),
+    suffix = f"-{args.label}" if args.label else ""
+    (RESULTS / f"noise{suffix}.json").write_text(json.dumps({"summary": summary, "trials": trials, "args": vars(args),
                                                     "environment": fingerprint("cassandra", "5.0.6"),
                                                     "measured_at": time.time()}, indent=2))
     lines = [f"# Noise of cold trials: {args.rounds} interleaved rounds, ycsb-a, 100K records, "
@@ -78,7 +84,7 @@ def main() -> None:
         pct = lambda v: "-" if v is None else f"{v * 100:.2f}%"  # noqa: E731
         lines.append(f"| {name} | {s['n']} | {s['mean'] or 0:.0f} | {pct(s['cv'])} | {pct(s['cv_median_interval'])} "
                      f"| {s['trial_s'] or 0:.1f} |")
-    (RESULTS / "noise.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"noise{suffix}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -14,6 +14,7 @@ from . import __version__
 from .errors import NosqltuneError
 
 DEFAULT_STUDY = ".nosqltune/study.db"
+DEFAULT_JIT = "c1"
 
 
 def _common(parser: argparse.ArgumentParser, *, repeat: int = 1) -> None:
@@ -57,6 +58,9 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1) -> None:
     h.add_argument("--restore", choices=["link", "copy", "reload"], default="link",
                    help="how each cold trial gets its data: link (default; hard-link immutable SSTable files, "
                         "copy the rest), copy, or reload (load afresh every trial)")
+    h.add_argument("--jit", choices=["c1", "tiered"], default=DEFAULT_JIT,
+                   help="JIT of both JVMs: c1 (compiled steady state within seconds; repeatable short trials) or "
+                        f"tiered (the JVM default; about a minute of warm-up on 2 cores) (default {DEFAULT_JIT})")
     h.add_argument("--keep-nodes", action="store_true", help="keep each trial's node directory for inspection")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
 
@@ -116,7 +120,7 @@ def _settings(args: argparse.Namespace):
     _positive("repeat", args.repeat)
     return TrialSettings(cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=_heap_mb(args.heap),
                          server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
-                         keep_node=args.keep_nodes)
+                         keep_node=args.keep_nodes, jit=args.jit)
 
 
 def _progress(args: argparse.Namespace):

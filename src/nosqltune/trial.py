@@ -40,6 +40,16 @@ class TrialSettings:
     load_threads: int = 16
     boot_timeout: float = 120.0
     keep_node: bool = False             # keep the trial's node directory (logs, data) for inspection
+    jit: str = "tiered"                 # tiered (the JVM's default C1+C2) | c1 (both JVMs stop at C1)
+
+    def jvm_flags(self) -> list[str]:
+        """Flags for both JVMs of a trial. With 'c1', server and client reach compiled steady state within
+        seconds instead of minutes on a 2-core machine, at a lower absolute throughput (see README)."""
+        if self.jit == "c1":
+            return ["-XX:TieredStopAtLevel=1"]
+        if self.jit != "tiered":
+            raise ValueError(f"unknown jit mode {self.jit!r}")
+        return []
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,7 +149,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
         timings["restore_s"] = dataset.restore_into(home / "data", "copy" if settings.restore_mode == "copy"
                                                     else "link")
         node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
-                             yaml_overrides=placed.yaml, jvm_flags=placed.jvm, cpus=settings.server_cpus)
+                             yaml_overrides=placed.yaml, jvm_flags=settings.jvm_flags() + placed.jvm,
+                             cpus=settings.server_cpus)
         progress("booting Cassandra")
         timings["boot_s"] = node.start(settings.boot_timeout)
         t0 = time.monotonic()
@@ -158,7 +169,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
         progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
                  f"{workload.threads} threads")
         metrics = run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=home / "run",
-                             timeout=_client_timeout(workload, "run"), cpus=settings.client_cpus)
+                             timeout=_client_timeout(workload, "run"), cpus=settings.client_cpus,
+                             jvm_flags=settings.jvm_flags())
         if not node.is_running():
             raise TrialError("crashed", f"Cassandra died during the run: {node.failure_cause()}",
                              node.log_excerpt())

@@ -106,7 +106,7 @@ def write_properties(path: Path, props: dict[str, Any]) -> None:
 
 
 def run_client(phase: str, workload: Workload, *, host: str, port: int, trial_dir: Path,
-               timeout: float, cpus: str | None = None) -> dict[str, Any]:
+               timeout: float, cpus: str | None = None, jvm_flags: list[str] | None = None) -> dict[str, Any]:
     """Run PhasedClient for `phase` ('load' or 'run'); returns parsed metrics plus 'wall_seconds'.
 
     TrialError('workload') when the client fails, prints no result or exceeds `timeout` (a hang)."""
@@ -116,7 +116,7 @@ def run_client(phase: str, workload: Workload, *, host: str, port: int, trial_di
     props.update({"hosts": host, "port": port})
     write_properties(props_file, props)
     args = ["-load" if phase == "load" else "-t", "-P", str(props_file), "-s"]
-    cmd = loadgen_java_command(CLIENT_CLASS, args, CLIENT_JVM_FLAGS)
+    cmd = loadgen_java_command(CLIENT_CLASS, args, CLIENT_JVM_FLAGS + (jvm_flags or []))
     if cpus:
         cmd = ["taskset", "-c", cpus, *cmd]
     out_path, err_path = trial_dir / f"{phase}.out", trial_dir / f"{phase}.err"
