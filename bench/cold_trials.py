@@ -44,7 +44,7 @@ def run_setup(label, workload, settings, repeat, space) -> dict:
     med = [t["median_interval_ops_s"] for t in ok if t["median_interval_ops_s"]]
     cv = statistics.stdev(tp) / statistics.mean(tp) if len(tp) > 1 else None
     cv_med = statistics.stdev(med) / statistics.mean(med) if len(med) > 1 else None
-    return {"label": label, "workload": workload.to_dict(), "trials": trials, "completed": len(ok),
+    return {"label": label, "jit": settings.jit, "workload": workload.to_dict(), "trials": trials, "completed": len(ok),
             "throughput_mean": statistics.mean(tp) if tp else None, "throughput_cv": cv,
             "median_interval_cv": cv_med,
             "phase_means": {p: statistics.mean(t["timings"].get(p, 0) for t in ok) for p in PHASES} if ok else {}}
@@ -54,23 +54,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", default="ycsb-a")
     parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--operations", type=int, default=30_000)
+    parser.add_argument("--operations", type=int, default=100_000)
     parser.add_argument("--threads", type=int, default=16)
-    parser.add_argument("--warmup-ops", type=int, default=30_000)
+    parser.add_argument("--warmup-ops", type=int, default=20_000)
+    parser.add_argument("--jit", default="c1", help="JIT mode of the calibrated setup (c1 or tiered)")
     parser.add_argument("--repeat", type=int, default=10)
-    parser.add_argument("--repeat-100k", type=int, default=3)
+    parser.add_argument("--repeat-tiered", type=int, default=3,
+                        help="trials of 100K records / 100K operations with the JVMs' default tiered JIT")
     parser.add_argument("--server-cpus")
     parser.add_argument("--client-cpus")
     args = parser.parse_args()
     space = load_space("cassandra")
-    settings = TrialSettings(server_cpus=args.server_cpus, client_cpus=args.client_cpus)
+    settings = TrialSettings(server_cpus=args.server_cpus, client_cpus=args.client_cpus, jit=args.jit)
     setups = [run_setup("calibrated", make_workload(args.workload, records=args.records, operations=args.operations,
                                                     threads=args.threads, warmup_operations=args.warmup_ops),
                         settings, args.repeat, space)]
-    if args.repeat_100k:
-        setups.append(run_setup("100k/100k", make_workload(args.workload, records=100_000, operations=100_000,
-                                                           threads=args.threads, warmup_operations=args.warmup_ops),
-                                settings, args.repeat_100k, space))
+    if args.repeat_tiered:
+        tiered = TrialSettings(server_cpus=args.server_cpus, client_cpus=args.client_cpus, jit="tiered")
+        setups.append(run_setup("100k/100k tiered", make_workload(args.workload, records=100_000, operations=100_000,
+                                                                  threads=args.threads,
+                                                                  warmup_operations=args.warmup_ops),
+                                tiered, args.repeat_tiered, space))
     result = {"setups": setups, "harness": settings.to_dict(),
               "environment": fingerprint("cassandra", settings.cassandra_version), "measured_at": time.time()}
     RESULTS.mkdir(exist_ok=True)
@@ -79,12 +83,12 @@ def main() -> None:
              f"workload {args.workload}, {args.threads} client threads, warm-up {args.warmup_ops} ops in the "
              f"measuring client; server cpus {args.server_cpus or 'shared'}, client cpus "
              f"{args.client_cpus or 'shared'}", "",
-             "| setup | trials | mean ops/s | CV | CV of median 1-s interval | restore s | boot s | warm-up s | "
-             "measure s | stop s | trial s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| setup | JIT | trials | mean ops/s | CV | CV of median 1-s interval | restore s | boot s | warm-up s | "
+             "measure s | stop s | trial s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in setups:
         w, p = s["workload"], s["phase_means"]
         fmt = lambda v: "-" if v is None else f"{v * 100:.2f}%"  # noqa: E731
-        lines.append(f"| {w['records']} rec / {w['operations']} ops | {s['completed']}/{len(s['trials'])} | "
+        lines.append(f"| {w['records']} rec / {w['operations']} ops | {s['jit']} | {s['completed']}/{len(s['trials'])} | "
                      f"{s['throughput_mean'] or 0:.0f} | {fmt(s['throughput_cv'])} | {fmt(s['median_interval_cv'])} | "
                      f"{p.get('restore_s', 0):.2f} | {p.get('boot_s', 0):.1f} | {p.get('warmup_s', 0):.1f} | "
                      f"{p.get('measure_s', 0):.1f} | {p.get('stop_s', 0):.1f} | {p.get('total_s', 0):.1f} |")

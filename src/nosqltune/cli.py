@@ -32,7 +32,7 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1) -> None:
     w.add_argument("--threads", type=int, metavar="N", default=None, help="client threads (default 16)")
     w.add_argument("--target", type=int, metavar="OPS", help="throttle the client to OPS operations/s")
     w.add_argument("--warmup-ops", type=int, metavar="N", default=None,
-                   help="operations run and discarded before measuring, in the same client (default 30000)")
+                   help="operations run and discarded before measuring, in the same client (default 20000)")
     w.add_argument("--warmup-max-seconds", type=int, metavar="S", default=60,
                    help="upper bound of the warm-up (default 60)")
     w.add_argument("--steady-window", type=int, metavar="S", default=0,
@@ -94,7 +94,7 @@ def _build_workload(args: argparse.Namespace, **overrides: Any):
              "warmup_max_seconds": args.warmup_max_seconds, "warmup_steady_window": args.steady_window,
              "warmup_steady_cv": args.steady_cv}
     sizes.update(overrides)
-    defaults = {"operations": 100_000, "threads": 16, "warmup_operations": 30_000}
+    defaults = {"operations": 100_000, "threads": 16, "warmup_operations": 20_000}
     workload = make_workload(args.workload, read_ratio=args.read_ratio, distribution=args.distribution,
                              **{k: v for k, v in sizes.items() if v is not None})
     for key, value in defaults.items():  # properties files may carry sizes; flags and then these fill the rest
@@ -321,8 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "CV and time per run, and recommend the cheapest setup whose CV is under "
                                    "--max-cv.")
     _common(p, repeat=5)
-    p.add_argument("--grid-operations", default="30000,100000", metavar="LIST",
-                   help="comma-separated operation counts (default 30000,100000)")
+    p.add_argument("--grid-operations", default="60000,100000", metavar="LIST",
+                   help="comma-separated operation counts (default 60000,100000)")
     p.add_argument("--grid-records", default=None, metavar="LIST", help="comma-separated record counts "
                    "(default: --records)")
     p.add_argument("--grid-threads", default=None, metavar="LIST", help="comma-separated thread counts "
