@@ -30,8 +30,10 @@ def main() -> None:
     parser.add_argument("--operations", type=int, default=200_000)
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--workload", default="ycsb-a")
+    parser.add_argument("--jit", default="tiered", help="c1 or tiered (the JVMs' default)")
     args = parser.parse_args()
-    space, settings = load_space("cassandra"), TrialSettings()
+    space, settings = load_space("cassandra"), TrialSettings(jit=args.jit)
+    name = "warmup_curve" if args.jit == "tiered" else f"warmup_curve-{args.jit}"
     workload = make_workload(args.workload, records=100_000, operations=args.operations, threads=args.threads,
                              warmup_operations=0)
     curves = []
@@ -41,15 +43,15 @@ def main() -> None:
         print(f"trial {i + 1}: {r.state} {r.error or ''}", flush=True)
         print(" ".join(f"{v:.0f}" for v in curves[-1]), flush=True)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "warmup_curve.json").write_text(json.dumps({"args": vars(args), "curves": curves,
+    (RESULTS / f"{name}.json").write_text(json.dumps({"args": vars(args), "curves": curves,
                                                            "environment": fingerprint("cassandra", "5.0.6"),
                                                            "measured_at": time.time()}, indent=2))
     lines = [f"# Throughput per second after a cold boot ({args.workload}, 100K records, {args.threads} threads, "
-             "no warm-up)", "", "| second | " + " | ".join(f"trial {i + 1}" for i in range(len(curves))) + " |",
+             f"no warm-up, JIT {args.jit})", "", "| second | " + " | ".join(f"trial {i + 1}" for i in range(len(curves))) + " |",
              "|---|" + "---|" * len(curves)]
     for sec in range(max(len(c) for c in curves)):
         lines.append(f"| {sec + 1} | " + " | ".join(f"{c[sec]:.0f}" if sec < len(c) else "" for c in curves) + " |")
-    (RESULTS / "warmup_curve.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
