@@ -30,7 +30,7 @@ def test_taken_port_gives_a_clear_failure(nosqltune_home, busy_port):
     with pytest.raises(TrialError) as info:
         node.start(timeout=60)
     assert info.value.kind == "refused"
-    assert "Address already in use" in str(info.value) and "\n" not in str(info.value)
+    assert str(busy_port) in str(info.value) and "in use" in str(info.value) and "\n" not in str(info.value)
     assert not node.is_running()
 
 

@@ -21,6 +21,11 @@ from .provision import DEFAULT_VERSION, cassandra_classpath, jar_named
 DATA_SUBDIRS = ("data", "commitlog", "saved_caches", "hints", "cdc_raw")
 
 
+def _port_conflict(log_text: str) -> bool:
+    """Cassandra's words for a port someone else holds (its own check, or the bind failing)."""
+    return "is in use by another process" in log_text or "Address already in use" in log_text
+
+
 def _package_file(name: str) -> Path:
     return Path(str(resources.files(__package__) / name))
 
@@ -136,7 +141,7 @@ class CassandraNode:
             try:
                 return self._launch(timeout)
             except TrialError as exc:
-                if fixed_ports or attempt == port_attempts or "Address already in use" not in exc.log_excerpt:
+                if fixed_ports or attempt == port_attempts or not _port_conflict(exc.log_excerpt):
                     raise
         raise AssertionError("unreachable")
 
@@ -193,7 +198,8 @@ class CassandraNode:
     def failure_cause(self) -> str:
         """One line: the most telling error of the node log (config rejected, port in use, heap too small)."""
         excerpt = self.log_excerpt(200).splitlines()
-        markers = ("Invalid yaml", "ConfigurationException", "Address already in use", "OutOfMemoryError",
+        markers = ("Invalid yaml", "ConfigurationException", "in use by another process", "Address already in use",
+                   "OutOfMemoryError",
                    "Exception encountered during startup", "Error:", "Fatal", "Unrecognized", "Could not")
         for marker in markers:
             for line in excerpt:
