@@ -76,8 +76,8 @@ def _heap_mb(text: str) -> int:
             mb = int(value)
     except ValueError:
         raise NosqltuneError(f"--heap expects a size like 2G or 1536M, got {text!r}") from None
-    if mb < 256:
-        raise NosqltuneError(f"--heap {text} is too small: Cassandra needs at least 256M (2G recommended)")
+    if mb < 16:  # below what a JVM can start with at all; above it, Cassandra itself says if it is enough
+        raise NosqltuneError(f"--heap {text} is too small for a JVM (2G recommended)")
     return mb
 
 

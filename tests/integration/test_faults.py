@@ -61,3 +61,15 @@ def test_workload_the_client_rejects_is_stored_as_failed(nosqltune_home, tmp_pat
     assert (row["state"], row["failure_kind"]) == ("FAIL", "workload")
     assert "bogus" in row["error"] or "distribution" in row["error"].lower()
     assert "\n" not in row["error"]
+
+
+def test_heap_too_small_to_start_is_stored_as_failed(nosqltune_home, tmp_path, capsys):
+    study = tmp_path / "heap.db"
+    code = main(["bench", *[a for a in SMALL if a not in ("--heap", "1G")], "--heap", "64M", "--study", str(study)])
+    assert code == 1
+    (row,) = open_store(str(study)).trials()
+    assert (row["state"], row["failure_kind"]) == ("FAIL", "refused")
+    assert "OutOfMemoryError" in row["error"] and "\n" not in row["error"]
+    assert "OutOfMemoryError" in row["log_excerpt"]
+    out = capsys.readouterr()
+    assert "OutOfMemoryError" in out.out + out.err

@@ -42,7 +42,7 @@ def test_bad_input_one_line_no_run(argv, message, capsys, tmp_path, monkeypatch)
 def test_heap_sizes():
     assert _heap_mb("2G") == 2048 and _heap_mb("1536M") == 1536 and _heap_mb("1.5g") == 1536
     with pytest.raises(Exception, match="too small"):
-        _heap_mb("64M")
+        _heap_mb("8M")
 
 
 def test_recommend_picks_cheapest_under_threshold():

@@ -26,6 +26,11 @@ def _port_conflict(log_text: str) -> bool:
     return "is in use by another process" in log_text or "Address already in use" in log_text
 
 
+def _trim(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _package_file(name: str) -> Path:
     return Path(str(resources.files(__package__) / name))
 
@@ -180,8 +185,8 @@ class CassandraNode:
                 raise TrialError("timeout", f"Cassandra was not CQL-ready after {timeout:.0f} s", self.log_excerpt())
             time.sleep(0.25)
 
-    def log_excerpt(self, lines: int = 40) -> str:
-        """The ERROR/WARN lines (or the tail) of this run's node log and stdout."""
+    def _run_log_lines(self) -> list[str]:
+        """This launch's lines of the node log, then the tail of its stdout (JVM errors land there)."""
         text = ""
         if self.log_path.exists():
             with open(self.log_path, "rb") as fh:
@@ -190,25 +195,37 @@ class CassandraNode:
         stdout_log = self.home / "logs" / "stdout.log"
         if stdout_log.exists():
             text += "\n" + stdout_log.read_text(errors="replace")[-8000:]
-        all_lines = text.splitlines()
+        return text.splitlines()
+
+    def log_excerpt(self, lines: int = 40) -> str:
+        """The ERROR/WARN lines and exceptions (or else the tail) of this launch's logs."""
+        all_lines = self._run_log_lines()
         picked = [ln for ln in all_lines if ln.startswith(("ERROR", "WARN")) or "Exception" in ln
                   or "Error" in ln or "Invalid" in ln]
         return "\n".join((picked or all_lines)[-lines:])
 
     def failure_cause(self) -> str:
-        """One line: the most telling error of the node log (config rejected, port in use, heap too small)."""
-        excerpt = self.log_excerpt(200).splitlines()
+        """One line: the most telling error of this launch (config rejected, port in use, heap too small)."""
+        lines = [ln for ln in self._run_log_lines() if ln.strip()]
+        for k, line in enumerate(lines):
+            if "Exception encountered during startup" in line:
+                own = line.split("Exception encountered during startup", 1)[1].lstrip(": ").strip()
+                if own:
+                    return _trim(own)
+                following = [ln for ln in lines[k + 1:] if not ln.lstrip().startswith("at ")]
+                if following:
+                    return _trim("Exception encountered during startup: " + following[0].strip())
         markers = ("Invalid yaml", "ConfigurationException", "in use by another process", "Address already in use",
-                   "OutOfMemoryError",
-                   "Exception encountered during startup", "Error:", "Fatal", "Unrecognized", "Could not")
+                   "java.lang.OutOfMemoryError", "Error:", "Fatal", "Unrecognized", "Could not")
+        candidates = [ln for ln in lines if not ln.startswith(("WARN", "INFO", "DEBUG"))]
         for marker in markers:
-            for line in excerpt:
+            for line in candidates:
                 if marker in line:
-                    return line.split(" - ", 1)[-1].strip()[:300]
-        for line in reversed(excerpt):
+                    return _trim(line.split(" - ", 1)[-1])
+        for line in reversed(candidates):
             if line.startswith("ERROR"):
-                return line.split(" - ", 1)[-1].strip()[:300]
-        return excerpt[-1].strip()[:300] if excerpt else "no log output"
+                return _trim(line.split(" - ", 1)[-1])
+        return _trim(lines[-1]) if lines else "no log output"
 
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
