@@ -35,7 +35,7 @@ def calibrate(args: argparse.Namespace) -> int:
 
     space = load_space("cassandra")
     settings = _settings(args)
-    grid = list(itertools.product(_ints(args.grid_records, args.records),
+    grid = list(itertools.product(_ints(args.grid_records, args.records or 100_000),
                                   _ints(args.grid_operations, args.operations or 100_000),
                                   _ints(args.grid_threads, args.threads or 16)))
     say = _progress(args)

@@ -26,7 +26,7 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1) -> None:
     w.add_argument("--read-ratio", type=float, metavar="R", help="custom mix: share of reads 0..1, rest updates")
     w.add_argument("--distribution", choices=["zipfian", "uniform", "latest"],
                    help="request distribution of the keys (default: the workload's, zipfian)")
-    w.add_argument("--records", type=int, metavar="N", default=100_000, help="records loaded (default 100000)")
+    w.add_argument("--records", type=int, metavar="N", default=None, help="records loaded (default 100000)")
     w.add_argument("--operations", type=int, metavar="N", default=None,
                    help="measured operations (default 100000)")
     w.add_argument("--threads", type=int, metavar="N", default=None, help="client threads (default 16)")
@@ -94,13 +94,9 @@ def _build_workload(args: argparse.Namespace, **overrides: Any):
              "warmup_max_seconds": args.warmup_max_seconds, "warmup_steady_window": args.steady_window,
              "warmup_steady_cv": args.steady_cv}
     sizes.update(overrides)
-    defaults = {"operations": 100_000, "threads": 16, "warmup_operations": 20_000}
-    workload = make_workload(args.workload, read_ratio=args.read_ratio, distribution=args.distribution,
-                             **{k: v for k, v in sizes.items() if v is not None})
-    for key, value in defaults.items():  # properties files may carry sizes; flags and then these fill the rest
-        if sizes.get(key) is None and getattr(workload, key) is None:
-            setattr(workload, key, value)
-    return workload
+    # flags win over sizes in a properties file, which win over Workload's (calibrated) defaults
+    return make_workload(args.workload, read_ratio=args.read_ratio, distribution=args.distribution,
+                         **{k: v for k, v in sizes.items() if v is not None})
 
 
 def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
@@ -178,7 +174,7 @@ def run_trials(args, space, overrides, workload, settings, *, tag: str, study_na
     return rows
 
 
-_TIMING_ROWS = [("restore s", "restore_s"), ("boot s", "boot_s"), ("warm-up s", "warmup_s"),
+_TIMING_ROWS = [("data load s (once)", "dataset_build_s"), ("restore s", "restore_s"), ("boot s", "boot_s"), ("warm-up s", "warmup_s"),
                 ("measure s", "measure_s"), ("stop s", "stop_s"), ("trial s", "total_s")]
 
 
@@ -198,7 +194,9 @@ def format_table(rows: list[dict]) -> str:
                           [r["metrics"]["summary"].get(f"{op.lower()}_{stat}_ms") if r in ok else None for r in rows]))
     lines.append(("errors", [r["metrics"]["errors"] if r in ok else None for r in rows]))
     for label, key in _TIMING_ROWS:
-        lines.append((label, [(r["timings"] or {}).get(key) for r in rows]))
+        values = [(r["timings"] or {}).get(key) for r in rows]
+        if any(v is not None for v in values):
+            lines.append((label, values))
     header = ["metric"] + [f"run {i + 1}" for i in range(len(rows))] + (["mean", "sd", "cv %"] if len(rows) > 1 else [])
     table = [header]
     for label, values in lines:
@@ -220,6 +218,8 @@ def format_table(rows: list[dict]) -> str:
 def _fmt(value: float | None) -> str:
     if value is None:
         return "-"
+    if isinstance(value, int):
+        return str(value)
     if abs(value) >= 100:
         return f"{value:.0f}"
     return f"{value:.2f}"

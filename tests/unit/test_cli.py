@@ -69,3 +69,16 @@ def test_table_shows_runs_mean_and_cv():
     assert throughput[5] == "1050"  # mean of the completed runs only
     assert any(line.startswith("read p99 ms") for line in lines)
     assert lines[-1] == "trial 3 failed (refused): bad value"
+
+
+def test_defaults_are_the_calibrated_setup_and_flags_win(tmp_path):
+    from nosqltune.cli import _build_workload
+
+    parser = build_parser()
+    w = _build_workload(parser.parse_args(["bench"]))
+    assert (w.name, w.records, w.operations, w.threads, w.warmup_operations) == ("ycsb-a", 100_000, 100_000, 16,
+                                                                                 20_000)
+    props = tmp_path / "mine.properties"
+    props.write_text("readproportion=1\nrecordcount=2000\noperationcount=3000\n")
+    w = _build_workload(parser.parse_args(["bench", "--workload", str(props), "--operations", "500"]))
+    assert (w.records, w.operations, w.warmup_operations) == (2000, 500, 20_000)

@@ -43,7 +43,10 @@ def _read_properties(path: Path) -> dict[str, str]:
 
 @dataclass
 class Workload:
-    """What the client does: the operation mix (YCSB properties) plus sizes and client settings."""
+    """What the client does: the operation mix (YCSB properties) plus sizes and client settings.
+
+    The defaults are the setup `nosqltune calibrate` recommended on the reference machine (2 cores):
+    100K records, 100K measured operations after a 20K-operation warm-up, 16 client threads."""
 
     name: str
     mix: dict[str, Any]
@@ -53,7 +56,7 @@ class Workload:
     target: int | None = None           # ops/s cap; None = unthrottled
     fieldcount: int = 10
     fieldlength: int = 100
-    warmup_operations: int = 0
+    warmup_operations: int = 20_000
     warmup_max_seconds: int = 60
     warmup_steady_window: int = 0       # seconds; 0 = no steady-state detection
     warmup_steady_cv: float = 0.05
