@@ -82,3 +82,14 @@ def test_defaults_are_the_calibrated_setup_and_flags_win(tmp_path):
     props.write_text("readproportion=1\nrecordcount=2000\noperationcount=3000\n")
     w = _build_workload(parser.parse_args(["bench", "--workload", str(props), "--operations", "500"]))
     assert (w.records, w.operations, w.warmup_operations) == (2000, 500, 20_000)
+
+
+def test_help_imports_no_driver_or_heavy_library():
+    import subprocess
+    import sys
+
+    code = ("import sys; from nosqltune.cli import build_parser; build_parser().format_help(); "
+            "heavy = [m for m in ('cassandra', 'numpy', 'sklearn', 'smac', 'torch') if m in sys.modules]; "
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
