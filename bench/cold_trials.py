@@ -54,11 +54,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", default="ycsb-a")
     parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--operations", type=int, default=100_000)
+    parser.add_argument("--operations", type=int, default=30_000)
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--warmup-ops", type=int, default=20_000)
     parser.add_argument("--jit", default="c1", help="JIT mode of the calibrated setup (c1 or tiered)")
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeat-100k", type=int, default=5,
+                        help="trials of 100K records / 100K operations with the same JIT as the calibrated setup")
     parser.add_argument("--repeat-tiered", type=int, default=3,
                         help="trials of 100K records / 100K operations with the JVMs' default tiered JIT")
     parser.add_argument("--server-cpus")
@@ -69,6 +71,10 @@ def main() -> None:
     setups = [run_setup("calibrated", make_workload(args.workload, records=args.records, operations=args.operations,
                                                     threads=args.threads, warmup_operations=args.warmup_ops),
                         settings, args.repeat, space)]
+    if args.repeat_100k:
+        setups.append(run_setup("100k/100k", make_workload(args.workload, records=100_000, operations=100_000,
+                                                           threads=args.threads, warmup_operations=args.warmup_ops),
+                                settings, args.repeat_100k, space))
     if args.repeat_tiered:
         tiered = TrialSettings(server_cpus=args.server_cpus, client_cpus=args.client_cpus, jit="tiered")
         setups.append(run_setup("100k/100k tiered", make_workload(args.workload, records=100_000, operations=100_000,
