@@ -32,12 +32,14 @@ def recommend(cells: list[dict[str, Any]], max_cv: float) -> dict[str, Any] | No
 def calibrate(args: argparse.Namespace) -> int:
     from .cli import _build_workload, _progress, _settings, _stats, run_trials
     from .knobs import load_space
+    from .workloads.spec import Workload
 
     space = load_space("cassandra")
     settings = _settings(args)
-    grid = list(itertools.product(_ints(args.grid_records, args.records or 100_000),
-                                  _ints(args.grid_operations, args.operations or 100_000),
-                                  _ints(args.grid_threads, args.threads or 16)))
+    base = Workload(name="base", mix={})  # the defaults stand where no grid or flag is given
+    grid = list(itertools.product(_ints(args.grid_records, args.records or base.records),
+                                  _ints(args.grid_operations, args.operations or base.operations),
+                                  _ints(args.grid_threads, args.threads or base.threads)))
     say = _progress(args)
     repeats = args.repeat
     args.repeat = 1
