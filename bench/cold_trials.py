@@ -54,7 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", default="ycsb-a")
     parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--operations", type=int, default=30_000)
+    parser.add_argument("--operations", type=int, default=100_000)
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--warmup-ops", type=int, default=20_000)
     parser.add_argument("--jit", default="c1", help="JIT mode of the calibrated setup (c1 or tiered)")

@@ -28,7 +28,7 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1) -> None:
                    help="request distribution of the keys (default: the workload's, zipfian)")
     w.add_argument("--records", type=int, metavar="N", default=None, help="records loaded (default 100000)")
     w.add_argument("--operations", type=int, metavar="N", default=None,
-                   help="measured operations (default 30000)")
+                   help="measured operations (default 100000)")
     w.add_argument("--threads", type=int, metavar="N", default=None, help="client threads (default 16)")
     w.add_argument("--target", type=int, metavar="OPS", help="throttle the client to OPS operations/s")
     w.add_argument("--warmup-ops", type=int, metavar="N", default=None,
@@ -320,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "given operation counts, record counts and thread counts; report mean, sd, "
                                    "CV and time per run, and recommend the cheapest setup whose CV is under "
                                    "--max-cv.")
-    _common(p, repeat=5)
+    _common(p, repeat=10)
     p.add_argument("--grid-operations", default="30000,60000,100000", metavar="LIST",
                    help="comma-separated operation counts (default 30000,60000,100000)")
     p.add_argument("--grid-records", default=None, metavar="LIST", help="comma-separated record counts "

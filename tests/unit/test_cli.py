@@ -19,7 +19,7 @@ def test_help_lists_commands_and_common_flags(capsys):
 def test_same_flags_in_calibrate():
     parser = build_parser()
     args = parser.parse_args(["calibrate", "--workload", "ycsb-b", "--threads", "4", "--study", "x.db", "--json"])
-    assert (args.workload, args.threads, args.study, args.json, args.repeat) == ("ycsb-b", 4, "x.db", True, 5)
+    assert (args.workload, args.threads, args.study, args.json, args.repeat) == ("ycsb-b", 4, "x.db", True, 10)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -76,7 +76,7 @@ def test_defaults_are_the_calibrated_setup_and_flags_win(tmp_path):
 
     parser = build_parser()
     w = _build_workload(parser.parse_args(["bench"]))
-    assert (w.name, w.records, w.operations, w.threads, w.warmup_operations) == ("ycsb-a", 100_000, 30_000, 16,
+    assert (w.name, w.records, w.operations, w.threads, w.warmup_operations) == ("ycsb-a", 100_000, 100_000, 16,
                                                                                  20_000)
     props = tmp_path / "mine.properties"
     props.write_text("readproportion=1\nrecordcount=2000\noperationcount=3000\n")

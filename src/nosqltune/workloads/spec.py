@@ -45,14 +45,14 @@ def _read_properties(path: Path) -> dict[str, str]:
 class Workload:
     """What the client does: the operation mix (YCSB properties) plus sizes and client settings.
 
-    The defaults are the setup `nosqltune calibrate` recommended on the reference machine (2 cores,
-    bench/results/calibrate.md): 100K records, 30K measured operations after a 20K-operation warm-up,
-    16 client threads."""
+    The defaults are the setup that met CV <= 3% over 10 cold repeats on the reference machine (2 cores,
+    bench/results/cold_trials.md): 100K records, 100K measured operations after a 20K-operation
+    warm-up, 16 client threads."""
 
     name: str
     mix: dict[str, Any]
     records: int = 100_000
-    operations: int = 30_000
+    operations: int = 100_000
     threads: int = 16
     target: int | None = None           # ops/s cap; None = unthrottled
     fieldcount: int = 10
