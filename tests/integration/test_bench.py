@@ -103,3 +103,18 @@ def test_interrupt_leaves_no_jvm_and_marks_the_trial(nosqltune_home, tmp_path):
     assert our_jvms(str(nosqltune_home)) == []
     (row,) = open_store(str(study)).trials()
     assert (row["state"], row["failure_kind"]) == ("FAIL", "interrupted")
+
+
+@pytest.mark.parametrize("workload, operations", [
+    ("ycsb-b", {"READ", "UPDATE"}), ("ycsb-c", {"READ"}), ("ycsb-d", {"READ", "INSERT"}),
+    ("ycsb-e", {"SCAN", "INSERT"}), ("ycsb-f", {"READ", "READ-MODIFY-WRITE", "UPDATE"}),
+])
+def test_every_core_workload_runs(nosqltune_home, tmp_path, capsys, workload, operations):
+    study = tmp_path / f"{workload}.db"
+    code = main(["bench", "--workload", workload, "--records", "5000", "--operations", "2000", "--warmup-ops", "1000",
+                 "--threads", "8", "--heap", "1G", "--study", str(study), "--json"])
+    capsys.readouterr()
+    (row,) = open_store(str(study)).trials()
+    assert code == 0 and row["state"] == "COMPLETE", row["error"]
+    assert set(row["metrics"]["operations"]) == operations
+    assert row["metrics"]["errors"] == 0
