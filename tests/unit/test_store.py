@@ -27,6 +27,8 @@ def test_trial_lifecycle(tmp_path):
     assert rows[0]["metrics"]["summary"]["throughput_ops_s"] == 1000.0
     assert rows[1]["state"] == "FAIL" and rows[1]["failure_kind"] == "refused" and rows[1]["log_excerpt"] == "ERROR x"
     assert [r["id"] for r in reopened.trials(study, TrialState.FAIL)] == [t2]
+    (only,) = reopened.studies()
+    assert (only["name"], only["system"], only["settings"]) == ("bench", "cassandra", {"heap_mb": 2048})
 
 
 def test_unsupported_urls_are_clear():

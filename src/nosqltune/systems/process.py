@@ -60,11 +60,6 @@ def terminate(proc: subprocess.Popen, timeout: float = 20.0) -> int | None:
     return proc.returncode
 
 
-def untrack(proc: subprocess.Popen) -> None:
-    with _lock:
-        _live.discard(proc)
-
-
 def reap_all() -> None:
     with _lock:
         procs = list(_live)

@@ -26,7 +26,3 @@ def node_stats(jmx_port: int, keyspace: str = "ycsb", table: str = "usertable", 
 
 def drain(jmx_port: int, timeout: float = 60.0) -> None:
     _run(jmx_port, ["drain", "--timeout-seconds", str(int(timeout))], timeout + 15)
-
-
-def flush(jmx_port: int, keyspace: str, timeout: float = 120.0) -> None:
-    _run(jmx_port, ["flush", "--keyspace", keyspace], timeout)
