@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import statistics
 import os
 import sys
 from pathlib import Path
@@ -132,8 +132,8 @@ def _stats(values: list[float]) -> dict[str, float | None]:
     values = [v for v in values if v is not None]
     if not values:
         return {"mean": None, "sd": None, "cv": None, "n": 0}
-    mean = sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    mean = statistics.mean(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
     return {"mean": mean, "sd": sd, "cv": sd / mean if mean else None, "n": len(values)}
 
 
@@ -187,12 +187,12 @@ def format_table(rows: list[dict]) -> str:
             if op not in ops and op != "CLEANUP":
                 ops.append(op)
     lines: list[tuple[str, list[float | None]]] = [
-        ("throughput ops/s", [r["metrics"]["summary"]["throughput_ops_s"] if r in ok else None for r in rows])]
+        ("throughput ops/s", [r["metrics"]["summary"]["throughput_ops_s"] if r["state"] == "COMPLETE" else None for r in rows])]
     for op in ops:
         for stat in ("avg", "p95", "p99"):
             lines.append((f"{op.lower()} {stat} ms",
-                          [r["metrics"]["summary"].get(f"{op.lower()}_{stat}_ms") if r in ok else None for r in rows]))
-    lines.append(("errors", [r["metrics"]["errors"] if r in ok else None for r in rows]))
+                          [r["metrics"]["summary"].get(f"{op.lower()}_{stat}_ms") if r["state"] == "COMPLETE" else None for r in rows]))
+    lines.append(("errors", [r["metrics"]["errors"] if r["state"] == "COMPLETE" else None for r in rows]))
     for label, key in _TIMING_ROWS:
         values = [(r["timings"] or {}).get(key) for r in rows]
         if any(v is not None for v in values):

@@ -116,7 +116,11 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
 def ensure_dataset(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
                    progress: Progress = _quiet) -> tuple[Dataset, float]:
     """The dataset this trial restores, built first if missing; returns it and the seconds spent building."""
-    placed = place(space, overrides)
+    return _ensure_dataset(place(space, overrides), workload, settings, progress)
+
+
+def _ensure_dataset(placed: PlacedConfig, workload: Workload, settings: TrialSettings,
+                    progress: Progress) -> tuple[Dataset, float]:
     key = dataset_key(settings.cassandra_version, workload.dataset_properties(), placed.reload, settings.heap_mb)
     dataset = dataset_for(key)
     if dataset.exists():
@@ -142,7 +146,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             build_dataset(dataset, workload, placed, settings, progress)
             timings["load_s"] = time.monotonic() - t0
         else:
-            dataset, built = ensure_dataset(space, overrides, workload, settings, progress)
+            dataset, built = _ensure_dataset(placed, workload, settings, progress)
             if built:
                 timings["dataset_build_s"] = built
         progress("restoring data")
