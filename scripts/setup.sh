@@ -11,11 +11,13 @@ if ! command -v java >/dev/null 2>&1 || ! java -version 2>&1 | grep -Eq 'version
 fi
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v taskset >/dev/null 2>&1 || need_apt+=(util-linux)
+# irace, the R package (seed 001), from Debian; without recommends it is about 56 MB instead of 650 MB
+[ -x /usr/lib/R/site-library/irace/bin/irace ] || need_apt+=(r-base-core r-cran-irace)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} with apt-get" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${need_apt[@]}"
 fi
 
 PYTHON=${PYTHON:-python3}

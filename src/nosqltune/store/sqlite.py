@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS trials (
     environment_id INTEGER REFERENCES environments(id),
     started_at REAL NOT NULL,
     finished_at REAL,
+    meta TEXT,
     UNIQUE (study_id, number)
 );
 """
@@ -62,6 +63,9 @@ class SqliteStore:
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA foreign_keys=ON")
         self._db.executescript(_SCHEMA)
+        columns = {r["name"] for r in self._db.execute("PRAGMA table_info(trials)")}
+        if "meta" not in columns:  # a store written before trials carried tuning bookkeeping
+            self._db.execute("ALTER TABLE trials ADD COLUMN meta TEXT")
         self._db.commit()
 
     def close(self) -> None:
@@ -78,6 +82,14 @@ class SqliteStore:
         self._db.commit()
         return cur.lastrowid
 
+    def find_study(self, name: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT * FROM studies WHERE name = ?", (name,)).fetchone()
+        return None if row is None else {**dict(row), "settings": json.loads(row["settings"])}
+
+    def update_study_settings(self, study_id: int, settings: dict) -> None:
+        with self._db:
+            self._db.execute("UPDATE studies SET settings = ? WHERE id = ?", (_dump(settings), study_id))
+
     def environment(self, fingerprint: dict) -> int:
         text = _dump(fingerprint)
         self._db.execute("INSERT OR IGNORE INTO environments (fingerprint) VALUES (?)", (text,))
@@ -86,22 +98,27 @@ class SqliteStore:
 
     # trials
     def start_trial(self, study_id: int, config: dict, workload: dict, *, tag: str | None = None,
-                    environment_id: int | None = None) -> int:
+                    environment_id: int | None = None, meta: dict | None = None) -> int:
         """Record a trial as RUNNING before it runs (so a crash leaves a trace); returns its id."""
         with self._db:
             number = self._db.execute("SELECT COALESCE(MAX(number), -1) + 1 FROM trials WHERE study_id = ?",
                                       (study_id,)).fetchone()[0]
             cur = self._db.execute(
-                "INSERT INTO trials (study_id, number, state, tag, config, workload, environment_id, started_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO trials (study_id, number, state, tag, config, workload, environment_id, started_at,"
+                " meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (study_id, number, TrialState.RUNNING.value, tag, _dump(config), _dump(workload),
-                 environment_id, time.time()))
+                 environment_id, time.time(), _dump(meta)))
         return cur.lastrowid
 
     def finish_trial(self, trial_id: int, state: TrialState, *, metrics: dict | None = None,
                      internals: dict | None = None, timings: dict | None = None, failure_kind: str | None = None,
-                     error: str | None = None, log_excerpt: str | None = None) -> None:
+                     error: str | None = None, log_excerpt: str | None = None, meta: dict | None = None) -> None:
+        """Record the outcome; `meta` entries are merged into the trial's meta."""
         with self._db:
+            if meta:
+                old = self._db.execute("SELECT meta FROM trials WHERE id = ?", (trial_id,)).fetchone()
+                merged = {**(json.loads(old["meta"]) if old and old["meta"] else {}), **meta}
+                self._db.execute("UPDATE trials SET meta = ? WHERE id = ?", (_dump(merged), trial_id))
             self._db.execute(
                 "UPDATE trials SET state = ?, metrics = ?, internals = ?, timings = ?, failure_kind = ?,"
                 " error = ?, log_excerpt = ?, finished_at = ? WHERE id = ?",
@@ -131,7 +148,7 @@ class SqliteStore:
     @staticmethod
     def _row(row: sqlite3.Row) -> dict[str, Any]:
         out = dict(row)
-        for key in ("config", "workload", "metrics", "internals", "timings"):
+        for key in ("config", "workload", "metrics", "internals", "timings", "meta"):
             if out[key] is not None:
                 out[key] = json.loads(out[key])
         return out

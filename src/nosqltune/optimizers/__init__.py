@@ -1,0 +1,23 @@
+"""Optimizers behind one ask/tell interface (base.Optimizer). Each is imported only when chosen, so the
+heavy libraries (scikit-learn, SMAC3, R) are loaded by the runs that use them."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+OPTIMIZERS = {
+    "random": ("random_search", "RandomSearch", "uniform random sampling: the baseline"),
+    "gp": ("gp", "GaussianProcessBO", "Bayesian optimization, Gaussian process + expected improvement (seed 000)"),
+    "smac": ("smac_bo", "SMACOptimizer", "SMAC3, random-forest surrogate (seed 003)"),
+    "irace": ("irace", "IraceOptimizer", "iterated racing with the R irace package (seed 001)"),
+}
+
+
+def make_optimizer(name: str, *args: Any, **kwargs: Any):
+    from ..errors import NosqltuneError
+
+    if name not in OPTIMIZERS:
+        raise NosqltuneError(f"unknown optimizer '{name}'; choose from {', '.join(OPTIMIZERS)}")
+    module, cls, _ = OPTIMIZERS[name]
+    return getattr(importlib.import_module(f".{module}", __name__), cls)(*args, **kwargs)

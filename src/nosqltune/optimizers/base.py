@@ -1,0 +1,51 @@
+"""The ask/tell interface every optimizer implements; the tuning loop (nosqltune.tuning.loop) drives it.
+
+Costs are minimized: the loop turns the user's objective into a cost (throughput -> its negative, latency as
+is) and a failed or infeasible trial into a penalty, so optimizers never see the datastore's metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .space import TuningSpace
+
+
+@dataclass
+class Suggestion:
+    config: dict[str, Any]                     # canonical values of every tunable knob
+    instance: str | None = None                # the workload to run it on, when the optimizer picks (irace)
+    meta: dict[str, Any] = field(default_factory=dict)  # optimizer's own bookkeeping, stored with the trial
+
+
+class Optimizer:
+    """Suggests configurations (`ask`) and learns their costs (`tell`)."""
+
+    name = "?"
+    picks_instances = False  # True: each suggestion names one workload (irace's instances)
+
+    def __init__(self, space: TuningSpace, *, seed: int, budget: int, workloads: list[str], workdir: Path,
+                 include_default: bool = True, options: dict[str, Any] | None = None) -> None:
+        self.space = space
+        self.seed = seed
+        self.budget = budget              # trials the loop will run at most (a hint for initial designs)
+        self.workloads = list(workloads)
+        self.workdir = Path(workdir)
+        self.include_default = include_default
+        self.options = dict(options or {})
+
+    def ask(self) -> Suggestion | None:
+        """The next configuration to evaluate, or None when the optimizer has nothing more to try."""
+        raise NotImplementedError
+
+    def tell(self, suggestion: Suggestion, cost: float) -> None:
+        """The cost of a suggestion returned by `ask` (lower is better)."""
+        raise NotImplementedError
+
+    def observe(self, config: dict[str, Any], cost: float) -> None:
+        """The cost of a configuration this optimizer did not suggest (the measured default)."""
+
+    def close(self) -> None:
+        """Release processes and files; the loop calls it on every way out."""

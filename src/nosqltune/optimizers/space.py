@@ -1,0 +1,155 @@
+"""The search space an optimizer sees: the tunable knobs of a knob (sub)space, with their conditions.
+
+A knob whose condition can never hold inside the subset (it refers to a knob left out of the subset whose
+default switches it off, e.g. file_cache_size while file_cache_enabled stays false) is inert: it is left out
+of the search and reported in `inert`. Conditions that refer only to knobs outside the subset and hold at
+their defaults are dropped (always true). What remains are clauses between knobs of the subset.
+
+Configurations are canonical: every tunable knob has a typed value, floats are rounded to `FLOAT_DIGITS`
+decimals, and a knob whose condition is off under the configuration holds its default (so two
+configurations that set Cassandra up the same way compare equal).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from typing import Any, Mapping
+
+from ..knobs import Knob, KnobSpace, _parse_condition  # noqa: F401  (conditions are parsed by the knob module)
+
+FLOAT_DIGITS = 3
+
+
+class TuningSpace:
+    def __init__(self, space: KnobSpace) -> None:
+        self.knob_space = space
+        defaults = space.with_defaults({})
+        self.defaults_full = defaults
+        self.knobs: list[Knob] = []
+        self.inert: list[str] = []
+        self.clauses: dict[str, tuple[tuple[str, str, Any], ...]] = {}
+        for knob in space:
+            kept = []
+            always_off = False
+            for name, op, literal in (_parse_condition(knob.condition) if knob.condition else ()):
+                if name in space:
+                    kept.append((name, op, literal))
+                else:
+                    single = Knob(name=knob.name, type=knob.type, default=knob.default, description="",
+                                  applies=knob.applies, key=knob.key, condition=_clause_text(name, op, literal))
+                    if not single.is_active(defaults):
+                        always_off = True
+            if always_off:
+                self.inert.append(knob.name)
+                continue
+            self.knobs.append(knob)
+            self.clauses[knob.name] = tuple(kept)
+        if not self.knobs:
+            raise ValueError(f"{space!r} has no knob that can take effect: nothing to tune")
+        self.names = [k.name for k in self.knobs]
+        self.by_name = {k.name: k for k in self.knobs}
+
+    # -- conditions
+    def is_active(self, name: str, config: Mapping[str, Any]) -> bool:
+        full = {**self.defaults_full, **config}
+        for ref, op, literal in self.clauses[name]:
+            single = Knob(name=name, type="int", default=0, description="", applies="yaml", key=name,
+                          condition=_clause_text(ref, op, literal))
+            if not single.is_active(full):
+                return False
+            if ref in self.by_name and not self.is_active(ref, config):  # a parent that is off switches off
+                return False
+        return True
+
+    # -- values
+    def default(self) -> dict[str, Any]:
+        return {k.name: k.default for k in self.knobs}
+
+    def canonical(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for knob in self.knobs:
+            value = config.get(knob.name, knob.default)
+            value = knob.coerce(value, allow_outside_range=True)
+            if knob.type == "float":
+                value = round(float(value), FLOAT_DIGITS)
+            out[knob.name] = value
+        for knob in self.knobs:
+            if not self.is_active(knob.name, out):
+                out[knob.name] = knob.default
+        return out
+
+    def key(self, config: Mapping[str, Any]) -> str:
+        """A string that is equal for equal canonical configurations."""
+        return json.dumps(self.canonical(config), sort_keys=True)
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        """Uniform over each knob's range (log-uniform where the knob says so), uniform over choices."""
+        return self.canonical({k.name: sample_knob(k, rng) for k in self.knobs})
+
+    # -- numeric view for models: numbers to [0, 1] (log scale where set), categories one-hot
+    def width(self) -> int:
+        return sum(len(choices_of(k)) if categorical(k) else 1 for k in self.knobs)
+
+    def encode(self, config: Mapping[str, Any]) -> list[float]:
+        config = self.canonical(config)
+        row: list[float] = []
+        for knob in self.knobs:
+            if categorical(knob):
+                row.extend(1.0 if _same(config[knob.name], c) else 0.0 for c in choices_of(knob))
+            else:
+                row.append(to_unit(knob, config[knob.name]))
+        return row
+
+
+def categorical(knob: Knob) -> bool:
+    return knob.type in ("bool", "enum")
+
+
+def choices_of(knob: Knob) -> tuple:
+    return (False, True) if knob.type == "bool" else tuple(knob.choices or ())
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+
+
+def to_unit(knob: Knob, value: float) -> float:
+    lo, hi = knob.range
+    if hi == lo:
+        return 0.5
+    value = min(max(float(value), lo), hi)
+    if knob.type == "int":  # the middle of the integer's cell, so that from_unit(to_unit(v)) == v
+        if knob.log and lo > 0:
+            return (math.log(value + 0.5) - math.log(lo)) / (math.log(hi + 1) - math.log(lo))
+        return (value - lo + 0.5) / (hi - lo + 1)
+    if knob.log and lo > 0:
+        return (math.log(value) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    return (value - lo) / (hi - lo)
+
+
+def from_unit(knob: Knob, u: float) -> Any:
+    lo, hi = knob.range
+    u = min(max(float(u), 0.0), 1.0)
+    if knob.type == "int":
+        if knob.log and lo > 0:
+            # equal width per integer on the log scale: log-uniform over [lo, hi + 1)
+            value = math.exp(math.log(lo) + u * (math.log(hi + 1) - math.log(lo)))
+            return int(min(max(math.floor(value), lo), hi))
+        return int(min(max(math.floor(lo + u * (hi - lo + 1)), lo), hi))
+    if knob.log and lo > 0:
+        return math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
+    return lo + u * (hi - lo)
+
+
+def sample_knob(knob: Knob, rng: random.Random) -> Any:
+    if categorical(knob):
+        return rng.choice(choices_of(knob))
+    return from_unit(knob, rng.random())
+
+
+def _clause_text(name: str, op: str, literal: Any) -> str:
+    if isinstance(literal, tuple):
+        return f"{name} {op} [{', '.join(map(str, literal))}]"
+    return f"{name} {op} {literal}"

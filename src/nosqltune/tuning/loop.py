@@ -1,0 +1,296 @@
+"""The tuning loop: ask the optimizer, run cold trials, store them, tell the cost; resumable from the store.
+
+Every trial is written to the store (RUNNING) before it runs and finished after, with its suggestion number
+in `meta`. Resuming rebuilds the optimizer by replay: a fresh optimizer with the study's seed is asked again,
+and each suggestion that the store already holds is answered from the store instead of being run (the
+optimizers are deterministic given their seed and the costs they are told). So a resumed study neither
+repeats nor loses a finished trial; a trial cut short (Ctrl-C, crash) is marked `interrupted` and run
+again. Should a replayed suggestion differ from the stored one (a changed library), the stored result is
+given to the optimizer as an observation and the loop goes on (irace, which cannot take observations,
+stops with an error instead).
+
+A failed trial (refused configuration, crash, timeout, too many failed operations) never stops the study:
+the optimizer is told a penalty (the worst value seen so far), and the loop goes on.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import NosqltuneError
+from ..optimizers import make_optimizer
+from ..optimizers.base import Optimizer, Suggestion
+from ..optimizers.space import TuningSpace
+from ..store import TrialState
+from .objective import Evaluation, Objective
+
+TAG = "tune"
+
+
+@dataclass
+class TuneSpec:
+    """Everything that defines a tuning run; stored with the study so that --resume needs nothing else."""
+
+    optimizer: str
+    workloads: list[str]                 # workload names or properties-file paths (several: instances)
+    budget: int                          # trials (cold runs) at most
+    objective: dict[str, Any]
+    seed: int = 1
+    include_default: bool = True
+    max_seconds: float | None = None     # wall-time budget over all sessions of the study
+    patience: int | None = None          # stop when the best configuration is unchanged for this many suggestions
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Outcome:
+    """What the loop needs of one trial: the store row's fields (a harness TrialResult fits)."""
+
+    state: str
+    summary: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    internals: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    failure_kind: str | None = None
+    error: str | None = None
+    log_excerpt: str | None = None
+
+
+Runner = Callable[[dict, str], Any]   # (overrides, workload name) -> Outcome-like (TrialResult)
+
+
+class Display:
+    """Progress callbacks; the default says nothing (see tuning.progress for the terminal one)."""
+
+    def start(self, loop: "TuningLoop") -> None: ...
+    def trial_started(self, loop: "TuningLoop", suggestion: Suggestion, workload: str, kind: str) -> None: ...
+    def trial_phase(self, message: str) -> None: ...
+    def trial_finished(self, loop: "TuningLoop", row: dict, evaluation: Evaluation | None) -> None: ...
+    def replayed(self, loop: "TuningLoop", count: int) -> None: ...
+    def note(self, message: str) -> None: ...
+    def finish(self, loop: "TuningLoop", reason: str) -> None: ...
+
+
+@dataclass
+class Point:
+    """One evaluated configuration (a suggestion): its trials and its value."""
+
+    number: int
+    config: dict[str, Any]
+    kind: str                               # default | suggested
+    rows: list[dict] = field(default_factory=list)
+    evaluation: Evaluation | None = None
+    cost: float | None = None
+
+
+class TuningLoop:
+    def __init__(self, store, study_id: int, spec: TuneSpec, space: TuningSpace, runner: Runner, *,
+                 workdir: Path, environment_id: int | None = None, workload_info: Callable[[str], dict] | None = None,
+                 display: Display | None = None) -> None:
+        self.store = store
+        self.study_id = study_id
+        self.spec = spec
+        self.space = space
+        self.runner = runner
+        self.workdir = Path(workdir)
+        self.environment_id = environment_id
+        self.workload_info = workload_info or (lambda name: {"name": name})
+        self.display = display or Display()
+        self.objective = Objective.from_dict(spec.objective)
+        self.points: list[Point] = []
+        self.trials_used = 0
+        self.seconds_used = 0.0
+        self.best: Point | None = None
+        self.default_point: Point | None = None
+        self.started = time.monotonic()
+        self.stale = 0
+        self.ask_seconds: list[float] = []
+
+    # ------------------------------------------------------------------ store
+    def _stored(self) -> dict[int, list[dict]]:
+        """Finished tuning trials by suggestion number; trials cut short are marked interrupted."""
+        groups: dict[int, list[dict]] = {}
+        for row in self.store.trials(self.study_id):
+            if row["tag"] != TAG:
+                continue
+            if row["state"] == TrialState.RUNNING.value:  # the process died during this trial
+                self.store.finish_trial(row["id"], TrialState.FAIL, failure_kind="interrupted",
+                                        error="the tuning process stopped during this trial")
+                continue
+            if row["failure_kind"] == "interrupted":
+                continue
+            groups.setdefault(int(row["meta"]["suggestion"]), []).append(row)
+            self.trials_used += 1
+            if row["finished_at"] and row["started_at"]:
+                self.seconds_used += row["finished_at"] - row["started_at"]
+        return groups
+
+    def _run(self, point: Point, suggestion: Suggestion, workload: str) -> dict:
+        meta = {"suggestion": point.number, "kind": point.kind, "optimizer": self.spec.optimizer,
+                "instance": workload, **({"opt": suggestion.meta} if suggestion.meta else {})}
+        trial_id = self.store.start_trial(self.study_id, point.config, self.workload_info(workload), tag=TAG,
+                                          environment_id=self.environment_id, meta=meta)
+        self.display.trial_started(self, suggestion, workload, point.kind)
+        began = time.monotonic()
+        try:
+            result = self.runner(point.config, workload)
+        except (KeyboardInterrupt, SystemExit):
+            self.store.finish_trial(trial_id, TrialState.FAIL, failure_kind="interrupted", error="interrupted")
+            raise
+        except NosqltuneError as exc:  # the harness reports trial problems in the result; this is a setup problem
+            self.store.finish_trial(trial_id, TrialState.FAIL, failure_kind="interrupted", error=str(exc))
+            raise
+        state = TrialState.COMPLETE if result.state == "COMPLETE" else TrialState.FAIL
+        self.store.finish_trial(trial_id, state, metrics={"summary": result.summary, **(result.metrics or {})},
+                                internals=result.internals, timings=result.timings,
+                                failure_kind=result.failure_kind, error=result.error,
+                                log_excerpt=result.log_excerpt)
+        self.trials_used += 1
+        self.seconds_used += time.monotonic() - began
+        return self.store.trial(trial_id)
+
+    # ------------------------------------------------------------------ values
+    def _worst(self) -> float | None:
+        return self.objective.worst(p.evaluation.value for p in self.points
+                                    if p.evaluation is not None and p.evaluation.value is not None)
+
+    def _evaluate(self, point: Point, workloads: list[str]) -> None:
+        by_workload = {r["meta"]["instance"]: r for r in point.rows}
+        summaries = []
+        for name in workloads:
+            row = by_workload.get(name)
+            summaries.append(row["metrics"]["summary"] if row and row["state"] == TrialState.COMPLETE.value else None)
+        point.evaluation = self.objective.evaluate(summaries)
+        point.cost = self.objective.cost(point.evaluation, self._worst())
+        self.points.append(point)
+        for row in point.rows:
+            if (row.get("meta") or {}).get("cost") != point.cost:
+                self.store.finish_trial(row["id"], TrialState(row["state"]), metrics=row["metrics"],
+                                        internals=row["internals"], timings=row["timings"],
+                                        failure_kind=row["failure_kind"], error=row["error"],
+                                        log_excerpt=row["log_excerpt"], meta={"cost": point.cost})
+        self._update_best(point)
+
+    def _update_best(self, point: Point) -> None:
+        ev = point.evaluation
+        if ev is None or ev.value is None or not ev.feasible:
+            self.stale += 1
+            return
+        if point.kind == "default" and self.default_point is None:
+            self.default_point = point
+        if self.best is None or self.objective.better(ev.value, self.best.evaluation.value):
+            self.best = point
+            self.stale = 0
+        else:
+            self.stale += 1
+
+    # ------------------------------------------------------------------ the loop
+    def _budget_left(self, needed: int) -> str | None:
+        if self.trials_used + needed > self.spec.budget:
+            return "budget"
+        if self.spec.max_seconds is not None and self.seconds_used >= self.spec.max_seconds:
+            return "time"
+        if self.spec.patience and self.stale >= self.spec.patience and self.best is not None:
+            return "converged"
+        return None
+
+    def run(self) -> str:
+        """Run (or resume) until the budget, the time or the optimizer ends; returns the reason."""
+        stored = self._stored()
+        replayed = 0
+        optimizer = make_optimizer(self.spec.optimizer, self.space, seed=self.spec.seed, budget=self.spec.budget,
+                                   workloads=self.spec.workloads, workdir=self.workdir,
+                                   include_default=self.spec.include_default, options=self.spec.options)
+        self.display.start(self)
+        reason = "optimizer finished"
+        try:
+            number = 0
+            if self.spec.include_default and not optimizer.picks_instances:
+                default = Suggestion(self.space.default())
+                point = Point(0, default.config, "default", rows=list(stored.get(0, [])))
+                replayed += bool(point.rows)
+                if not self._complete(point, default, self.spec.workloads):
+                    return self._finish("budget")
+                self._evaluate(point, self.spec.workloads)
+                optimizer.observe(point.config, point.cost)
+                number = 1
+            while True:
+                why = self._budget_left(1)
+                if why:
+                    reason = why
+                    break
+                began = time.perf_counter()
+                suggestion = optimizer.ask()
+                ask_s = time.perf_counter() - began
+                if suggestion is None:
+                    break
+                workloads = [suggestion.instance] if suggestion.instance else list(self.spec.workloads)
+                rows = list(stored.get(number, []))
+                if rows:
+                    replayed += 1
+                    if self.space.key(rows[0]["config"]) != self.space.key(suggestion.config) or (
+                            suggestion.instance and rows[0]["meta"]["instance"] != suggestion.instance):
+                        self._diverged(optimizer, number, rows)
+                        number += 1
+                        continue
+                else:
+                    self.ask_seconds.append(ask_s)
+                    suggestion.meta = {**suggestion.meta, "ask_s": round(ask_s, 4)}
+                kind = "default" if self.space.key(suggestion.config) == self.space.key(self.space.default()) \
+                    else "suggested"
+                point = Point(number, suggestion.config, kind, rows=rows)
+                if not self._complete(point, suggestion, workloads):
+                    reason = "budget"
+                    break
+                self._evaluate(point, workloads)
+                optimizer.tell(suggestion, point.cost)
+                number += 1
+                if replayed and not rows:
+                    self.display.replayed(self, replayed)
+                    replayed = 0
+        finally:
+            optimizer.close()
+        return self._finish(reason)
+
+    def _complete(self, point: Point, suggestion: Suggestion, workloads: list[str]) -> bool:
+        """Run the trials this point still lacks; False when the budget does not allow them."""
+        have = {r["meta"]["instance"] for r in point.rows}
+        missing = [w for w in workloads if w not in have]
+        if missing and self._budget_left(len(missing)) is not None:
+            return False
+        for name in missing:
+            row = self._run(point, suggestion, name)
+            point.rows.append(row)
+        if missing:
+            self.display.trial_finished(self, point.rows[-1], self.objective.evaluate(
+                [r["metrics"]["summary"] if r["state"] == "COMPLETE" else None for r in point.rows]))
+        return True
+
+    def _diverged(self, optimizer: Optimizer, number: int, rows: list[dict]) -> None:
+        if optimizer.picks_instances:
+            raise NosqltuneError(f"cannot resume: {self.spec.optimizer} now suggests a different configuration "
+                                 f"at step {number} than the stored one (was the library upgraded?); start a "
+                                 "new study (--study-name)")
+        point = Point(number, rows[0]["config"], rows[0]["meta"].get("kind", "suggested"), rows=rows)
+        self._evaluate(point, list(self.spec.workloads))
+        optimizer.observe(point.config, point.cost)
+        self.display.note(f"step {number}: the optimizer's replayed suggestion differs from the stored one; "
+                          "the stored result was given to it as an observation")
+
+    def _finish(self, reason: str) -> str:
+        # a configuration measured several times (irace races configurations over instances): its mean counts
+        from .results import best_configuration
+
+        found = best_configuration([r for p in self.points for r in p.rows], self.objective, self.spec.workloads,
+                                   self.space)
+        if found:
+            self.best = Point(-1, found["config"], found["kind"], evaluation=Evaluation(found["value"], True, 0))
+        self.display.finish(self, reason)
+        return reason

@@ -1,0 +1,156 @@
+"""What a tuning run optimizes: a metric of a trial, its direction, optional constraints, and the cost an
+optimizer minimizes.
+
+Objectives: `throughput` (maximize ops/s), and `<stat>-<op>` to minimize, stat in avg / p95 / p99, op in
+read / update / insert / scan / all (e.g. p99-read). For `all`, avg is the count-weighted mean over the
+operation types; p95/p99 are the worst (largest) of the per-operation percentiles, since YCSB reports
+percentiles per operation type only.
+
+Constraints (seed 004's missing piece): `p99-read<=5` or `throughput>=3000`; a trial that breaks one is
+infeasible: it never becomes the best configuration, and the optimizer sees a penalty.
+
+Several workloads: a configuration's value is the geometric mean over the workloads (scale-free, so a fast
+workload does not drown a slow one).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..errors import NosqltuneError
+
+STATS = ("avg", "p95", "p99")
+OPS = ("read", "update", "insert", "scan", "readmodifywrite", "all")
+_CONSTRAINT = re.compile(r"^\s*([a-z0-9-]+)\s*(<=|>=)\s*([0-9.]+(?:e-?[0-9]+)?)\s*$")
+
+
+def _metric_names() -> list[str]:
+    return ["throughput"] + [f"{s}-{o}" for s in STATS for o in OPS]
+
+
+def metric_value(name: str, summary: dict[str, Any]) -> float | None:
+    """The figure `name` of one trial's summary (None when the trial has no such operations)."""
+    if name == "throughput":
+        return summary.get("throughput_ops_s")
+    stat, _, op = name.partition("-")
+    if op != "all":
+        return summary.get(f"{op}_{stat}_ms")
+    if stat == "avg":
+        return summary.get("all_avg_ms")
+    values = [v for k, v in summary.items() if k.endswith(f"_{stat}_ms") and v is not None
+              and not k.startswith("cleanup_")]
+    return max(values) if values else None
+
+
+def check_metric(name: str, what: str = "objective") -> str:
+    name = name.strip().lower()
+    if name not in _metric_names():
+        raise NosqltuneError(f"unknown {what} '{name}': use throughput or <avg|p95|p99>-<read|update|insert|"
+                             "scan|readmodifywrite|all>, e.g. p99-read")
+    return name
+
+
+@dataclass(frozen=True)
+class Constraint:
+    metric: str
+    op: str      # <= or >=
+    limit: float
+
+    @classmethod
+    def parse(cls, text: str) -> "Constraint":
+        match = _CONSTRAINT.match(text.lower())
+        if not match:
+            raise NosqltuneError(f"cannot read constraint '{text}': expected METRIC<=NUMBER or METRIC>=NUMBER, "
+                                 "e.g. p99-read<=5")
+        return cls(check_metric(match.group(1), "constraint metric"), match.group(2), float(match.group(3)))
+
+    def violation(self, value: float | None) -> float:
+        """0 when satisfied; otherwise how far off, as a ratio > 0 (inf when the metric is missing)."""
+        if value is None:
+            return math.inf
+        if self.op == "<=":
+            return 0.0 if value <= self.limit else (value - self.limit) / max(self.limit, 1e-12)
+        return 0.0 if value >= self.limit else (self.limit - value) / max(self.limit, 1e-12)
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.op}{self.limit:g}"
+
+
+@dataclass(frozen=True)
+class Objective:
+    metric: str = "throughput"
+    constraints: tuple[Constraint, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def parse(cls, metric: str, constraints: Iterable[str] = ()) -> "Objective":
+        return cls(check_metric(metric), tuple(Constraint.parse(c) for c in constraints))
+
+    @property
+    def maximize(self) -> bool:
+        return self.metric == "throughput"
+
+    @property
+    def unit(self) -> str:
+        return "ops/s" if self.maximize else "ms"
+
+    def describe(self) -> str:
+        text = ("maximize " if self.maximize else "minimize ") + self.metric
+        if self.constraints:
+            text += " subject to " + ", ".join(map(str, self.constraints))
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "constraints": [str(c) for c in self.constraints]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Objective":
+        return cls.parse(data["metric"], data.get("constraints", ()))
+
+    # -- values of configurations
+    def better(self, a: float, b: float) -> bool:
+        return a > b if self.maximize else a < b
+
+    def evaluate(self, summaries: list[dict[str, Any]]) -> "Evaluation":
+        """One configuration's value from the summaries of its trials, one per workload (None: failed)."""
+        if any(s is None for s in summaries) or not summaries:
+            return Evaluation(None, False, math.inf)
+        values = [metric_value(self.metric, s) for s in summaries]
+        if any(v is None or v <= 0 for v in values):
+            return Evaluation(None, False, math.inf)
+        value = geometric_mean(values)
+        violation = max((c.violation(metric_value(c.metric, s)) for c in self.constraints for s in summaries),
+                        default=0.0)
+        return Evaluation(value, violation == 0.0, violation)
+
+    def cost(self, evaluation: "Evaluation", worst: float | None) -> float:
+        """What the optimizer minimizes. Failed: the worst value seen so far; infeasible: the worst value seen
+        made worse by the violation (so the optimizer still sees which way the limit lies)."""
+        if evaluation.value is None:
+            value = worst if worst is not None else (0.0 if self.maximize else 1e6)
+        elif not evaluation.feasible:
+            base = worst if worst is not None else evaluation.value
+            factor = 1.0 + min(evaluation.violation, 10.0)
+            value = base / factor if self.maximize else base * factor
+        else:
+            value = evaluation.value
+        return -value if self.maximize else value
+
+    def worst(self, values: Iterable[float]) -> float | None:
+        values = [v for v in values if v is not None]
+        if not values:
+            return None
+        return min(values) if self.maximize else max(values)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    value: float | None     # None: the trial failed (or lacks the metric)
+    feasible: bool
+    violation: float
+
+
+def geometric_mean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
