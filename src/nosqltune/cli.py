@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .errors import NosqltuneError
+from .errors import NosqltuneError, UsageError
 
 DEFAULT_STUDY = ".nosqltune/study.db"
 DEFAULT_JIT = "c1"
@@ -75,15 +75,15 @@ def _heap_mb(text: str) -> int:
         else:
             mb = int(value)
     except ValueError:
-        raise NosqltuneError(f"--heap expects a size like 2G or 1536M, got {text!r}") from None
+        raise UsageError(f"--heap expects a size like 2G or 1536M, got {text!r}") from None
     if mb < 16:  # below what a JVM can start with at all; above it, Cassandra itself says if it is enough
-        raise NosqltuneError(f"--heap {text} is too small for a JVM (2G recommended)")
+        raise UsageError(f"--heap {text} is too small for a JVM (2G recommended)")
     return mb
 
 
 def _positive(name: str, value: int | None) -> None:
     if value is not None and value <= 0:
-        raise NosqltuneError(f"--{name} must be a positive integer, got {value}")
+        raise UsageError(f"--{name} must be a positive integer, got {value}")
 
 
 def _build_workload(args: argparse.Namespace, **overrides: Any):
@@ -283,6 +283,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return calibrate(args)
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from .tuning.commands import cmd_tune as run
+
+    return run(args)
+
+
+def cmd_best(args: argparse.Namespace) -> int:
+    from .tuning.commands import cmd_best as run
+
+    return run(args)
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from .systems.cassandra.provision import DEFAULT_VERSION, cassandra_classpath
     from .workloads.loadgen import loadgen_classpath
@@ -306,6 +318,58 @@ def build_parser() -> argparse.ArgumentParser:
                                    "trial. Example: nosqltune bench --workload ycsb-a --repeat 5")
     _common(p)
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser(
+        "tune", help="search for a faster configuration: random, irace, gp or smac over a knob set",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run cold trials of the configurations an optimizer suggests, store every trial, and report "
+                    "the best configuration found.\n\nExamples:\n"
+                    "  nosqltune tune --workload ycsb-a --knobs irace23 --optimizer irace --budget 200 --study runs/a.db\n"
+                    "  nosqltune tune --workload read95 --knobs vorstella5 --optimizer gp --objective p99-read --budget 25\n"
+                    "  nosqltune tune --workload ycsb-a,ycsb-b --optimizer smac --constraint p99-read<=5\n"
+                    "  nosqltune tune --study runs/a.db --resume        # continue after Ctrl-C or a crash\n\n"
+                    "--workload takes a comma-separated list: the objective is then the geometric mean over the "
+                    "workloads (irace races them as instances).")
+    _common(p)
+    t = p.add_argument_group("tuning")
+    t.add_argument("--optimizer", default="smac", choices=["random", "irace", "gp", "smac"],
+                   help="random: uniform sampling; irace: iterated racing (R package); gp: Gaussian-process "
+                        "Bayesian optimization; smac: SMAC3 (default smac)")
+    t.add_argument("--knobs", default="irace23", metavar="SET|FILE",
+                   help="knob set (irace23, rafiki5, vorstella5, mlos10, eppinger) or a YAML file of knob names "
+                        "or narrowed ranges (default irace23); see `nosqltune knobs`")
+    t.add_argument("--budget", type=int, default=None, metavar="N",
+                   help="cold trials at most, the default included (default 40)")
+    t.add_argument("--max-time", metavar="DURATION", help="stop after this much trial time, e.g. 90m or 2h")
+    t.add_argument("--objective", default="throughput", metavar="METRIC",
+                   help="throughput (maximized) or <avg|p95|p99>-<read|update|insert|scan|all> (minimized), "
+                        "e.g. p99-read (default throughput)")
+    t.add_argument("--constraint", action="append", default=[], dest="constraints", metavar="METRIC<=X",
+                   help="keep only configurations with METRIC<=X or METRIC>=X, e.g. p99-read<=5 (repeatable)")
+    d = t.add_mutually_exclusive_group()
+    d.add_argument("--include-default", dest="include_default", action="store_true", default=True,
+                   help="measure the default configuration first, so gains are against a default of the same "
+                        "study (default; for irace it is its initial configuration)")
+    d.add_argument("--no-default", dest="include_default", action="store_false",
+                   help="do not measure the default")
+    t.add_argument("--seed", type=int, default=1, help="seed of the optimizer (default 1)")
+    t.add_argument("--patience", type=int, metavar="N",
+                   help="stop early when the best configuration has not changed for N suggestions")
+    t.add_argument("--initial", type=int, metavar="N",
+                   help="gp/smac: random (gp) or Sobol (smac) configurations before the model is used")
+    t.add_argument("--resume", action="store_true",
+                   help="continue the study (--study, --study-name) with its stored settings; --budget and "
+                        "--max-time may be raised")
+    p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("best", help="the best configuration of a tuning study, as a table, YAML or JSON",
+                       description="Print the best configuration found by `nosqltune tune`: as a cassandra.yaml "
+                                   "fragment with the diff against the default (--format yaml), as JSON, or as a "
+                                   "table.")
+    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
+    p.add_argument("--study-name", default=None, help="study within the store (default tune)")
+    p.add_argument("--format", choices=["table", "yaml", "json"], default="table", help="output format (table)")
+    p.set_defaults(func=cmd_best)
 
     p = sub.add_parser("knobs", help="list a datastore's knob space", description="List the knob space: name, "
                        "type, range, default of the version in use, where it applies, meaning.")

@@ -9,6 +9,12 @@ class NosqltuneError(Exception):
     exit_code = 1
 
 
+class UsageError(NosqltuneError):
+    """Bad input: a flag, a value or a file the user gave."""
+
+    exit_code = 2
+
+
 class SetupError(NosqltuneError):
     """A missing tool (Java, Maven) or an artifact that cannot be resolved."""
 

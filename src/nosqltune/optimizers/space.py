@@ -23,9 +23,11 @@ FLOAT_DIGITS = 3
 
 
 class TuningSpace:
-    def __init__(self, space: KnobSpace) -> None:
+    def __init__(self, space: KnobSpace, fixed: Mapping[str, Any] | None = None) -> None:
+        """`fixed`: values of knobs outside the subset that hold during tuning (validated by the caller);
+        conditions that refer to them are evaluated on these values instead of the defaults."""
         self.knob_space = space
-        defaults = space.with_defaults({})
+        defaults = {**space.with_defaults({}), **(fixed or {})}
         self.defaults_full = defaults
         self.knobs: list[Knob] = []
         self.inert: list[str] = []

@@ -88,6 +88,7 @@ class Point:
     rows: list[dict] = field(default_factory=list)
     evaluation: Evaluation | None = None
     cost: float | None = None
+    ran: bool = False                       # trials were run now (not only read back from the store)
 
 
 class TuningLoop:
@@ -177,6 +178,8 @@ class TuningLoop:
                                         failure_kind=row["failure_kind"], error=row["error"],
                                         log_excerpt=row["log_excerpt"], meta={"cost": point.cost})
         self._update_best(point)
+        if point.ran:
+            self.display.trial_finished(self, point.rows[-1], point.evaluation)
 
     def _update_best(self, point: Point) -> None:
         ev = point.evaluation
@@ -266,11 +269,8 @@ class TuningLoop:
         if missing and self._budget_left(len(missing)) is not None:
             return False
         for name in missing:
-            row = self._run(point, suggestion, name)
-            point.rows.append(row)
-        if missing:
-            self.display.trial_finished(self, point.rows[-1], self.objective.evaluate(
-                [r["metrics"]["summary"] if r["state"] == "COMPLETE" else None for r in point.rows]))
+            point.rows.append(self._run(point, suggestion, name))
+        point.ran = bool(missing)
         return True
 
     def _diverged(self, optimizer: Optimizer, number: int, rows: list[dict]) -> None:

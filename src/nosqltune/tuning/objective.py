@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..errors import NosqltuneError
+from ..errors import UsageError
 
 STATS = ("avg", "p95", "p99")
 OPS = ("read", "update", "insert", "scan", "readmodifywrite", "all")
@@ -48,7 +48,7 @@ def metric_value(name: str, summary: dict[str, Any]) -> float | None:
 def check_metric(name: str, what: str = "objective") -> str:
     name = name.strip().lower()
     if name not in _metric_names():
-        raise NosqltuneError(f"unknown {what} '{name}': use throughput or <avg|p95|p99>-<read|update|insert|"
+        raise UsageError(f"unknown {what} '{name}': use throughput or <avg|p95|p99>-<read|update|insert|"
                              "scan|readmodifywrite|all>, e.g. p99-read")
     return name
 
@@ -63,7 +63,7 @@ class Constraint:
     def parse(cls, text: str) -> "Constraint":
         match = _CONSTRAINT.match(text.lower())
         if not match:
-            raise NosqltuneError(f"cannot read constraint '{text}': expected METRIC<=NUMBER or METRIC>=NUMBER, "
+            raise UsageError(f"cannot read constraint '{text}': expected METRIC<=NUMBER or METRIC>=NUMBER, "
                                  "e.g. p99-read<=5")
         return cls(check_metric(match.group(1), "constraint metric"), match.group(2), float(match.group(3)))
 

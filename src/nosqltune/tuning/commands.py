@@ -1,0 +1,296 @@
+"""`nosqltune tune` and `nosqltune best`: the tuning loop on real Cassandra trials, and its result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import NosqltuneError, UsageError
+
+DEFAULT_STUDY_NAME = "tune"
+DEFAULT_BUDGET = 40
+
+
+def parse_duration(text: str | None) -> float | None:
+    """'90m', '2h', '45s' or plain seconds -> seconds."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd]?)\s*", str(text).lower())
+    if not match:
+        raise UsageError(f"--max-time expects a duration like 3600, 90m or 2h, got {text!r}")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+
+
+def _subset_mapping(space, full_space) -> dict[str, Any] | str:
+    """A knob subset as stored with the study: a named set by its name, a user's subset written out (ranges
+    and choices), so a resumed study tunes the same space even if the user's file changed."""
+    if space.label and space.label in full_space.knob_sets:
+        return space.label
+    knobs = {}
+    for knob in space:
+        knobs[knob.name] = {"range": list(knob.range)} if knob.range else (
+            {"choices": list(knob.choices)} if knob.choices else None)
+    return {"knobs": knobs}
+
+
+def _store_path(study: str) -> Path:
+    return Path(study[len("sqlite:///"):] if study.startswith("sqlite:///") else study)
+
+
+def _workdir(args, study_name: str, optimizer: str) -> Path:
+    path = _store_path(args.study)
+    return path.parent / f"{path.stem}.{study_name}.{optimizer}"
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from ..environment import fingerprint
+    from ..knobs import load_space
+    from ..optimizers.space import TuningSpace
+    from ..store import open_store
+    from ..trial import TrialSettings, run_trial
+    from ..workloads.spec import Workload
+    from .loop import TuneSpec, TuningLoop
+    from .progress import TerminalDisplay
+
+    full_space = load_space("cassandra")
+    study_name = args.study_name or DEFAULT_STUDY_NAME
+    fresh = None if args.resume else _new_run(args, full_space)  # bad input is refused before the store is touched
+    if args.resume and not args.study.startswith("sqlite:") and not _store_path(args.study).exists():
+        raise UsageError(f"nothing to resume: no study store at {args.study}")
+    store = open_store(args.study)
+    try:
+        existing = store.find_study(study_name)
+        stored = (existing or {}).get("settings", {}).get("tune")
+        if args.resume:
+            if not stored:
+                raise UsageError(f"nothing to resume: study '{study_name}' in {args.study} has no tuning run "
+                                 "(start one without --resume)")
+            spec = TuneSpec(**stored["spec"])
+            if args.budget is not None:
+                spec.budget = args.budget
+            if args.max_time is not None:
+                spec.max_seconds = parse_duration(args.max_time)
+            workloads = [Workload.from_dict(w) for w in stored["workloads"]]
+            fixed = stored["fixed"]
+            subset = full_space.subset(stored["knobs"])
+            settings = TrialSettings(**stored["harness"])
+            study_id = existing["id"]
+        else:
+            if existing and store.trials(existing["id"]):
+                raise UsageError(f"study '{study_name}' in {args.study} already has trials: add --resume to "
+                                 "continue it, or pick another --study-name")
+            spec, workloads, fixed, subset, settings = fresh
+            study_id = store.study(study_name, "cassandra")
+        space = TuningSpace(subset, fixed)
+        store.update_study_settings(study_id, {"tune": {
+            "spec": spec.to_dict(), "workloads": [w.to_dict() for w in workloads], "fixed": fixed,
+            "knobs": _subset_mapping(subset, full_space), "knob_label": subset.label if not args.resume else
+            (stored or {}).get("knob_label"), "harness": settings.to_dict()}})
+        env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+        by_name = {w.name: w for w in workloads}
+        display = TerminalDisplay()
+
+        def runner(config: dict, workload: str):
+            return run_trial(full_space, {**fixed, **config}, by_name[workload], settings,
+                             progress=display.trial_phase)
+
+        loop = TuningLoop(store, study_id, spec, space, runner, workdir=_workdir(args, study_name, spec.optimizer),
+                          environment_id=env_id, display=display,
+                          workload_info=lambda name: {**by_name[name].to_dict(), "harness": settings.to_dict()})
+        try:
+            reason = loop.run()
+        except RuntimeError as exc:  # irace stopped with an error of its own
+            raise NosqltuneError(str(exc)) from None
+        result = summarize(store, study_id, spec, space)
+    finally:
+        store.close()
+    result.update({"study": args.study, "study_name": study_name, "stopped": reason,
+                   "ask_seconds_mean": (sum(loop.ask_seconds) / len(loop.ask_seconds)) if loop.ask_seconds else None})
+    if args.json:
+        print(json.dumps(result, default=str))
+    else:
+        print(format_summary(result))
+        print(f"study {args.study} (name {study_name}); best configuration as YAML: nosqltune best --study "
+              f"{args.study}" + (f" --study-name {study_name}" if study_name != DEFAULT_STUDY_NAME else "")
+              + " --format yaml")
+    return 0
+
+
+def _new_run(args: argparse.Namespace, full_space):
+    """The settings of a new tuning run from the flags, all checked."""
+    from ..cli import _build_workload, _heap_mb, _overrides, _settings
+    from ..optimizers.space import TuningSpace
+    from .loop import TuneSpec
+    from .objective import Objective
+
+    if args.repeat != 1:
+        raise UsageError("tune runs one cold trial per configuration and workload; use bench (or compare) for "
+                         "repeats")
+    budget = DEFAULT_BUDGET if args.budget is None else args.budget
+    if budget <= 0:
+        raise UsageError(f"--budget must be a positive number of trials, got {budget}")
+    if args.patience is not None and args.patience <= 0:
+        raise UsageError(f"--patience must be a positive number of suggestions, got {args.patience}")
+    objective = Objective.parse(args.objective, args.constraints)
+    names = [n.strip() for n in (args.workload or "ycsb-a").split(",") if n.strip()]
+    if args.read_ratio is not None:
+        names = ["custom"]
+    workloads = []
+    for name in names:
+        args_one = argparse.Namespace(**{**vars(args), "workload": None if name == "custom" else name})
+        workloads.append(_build_workload(args_one))
+    if len({w.name for w in workloads}) != len(workloads):
+        raise UsageError("--workload lists the same workload twice")
+    fixed = _overrides(args, full_space)
+    subset = full_space.subset(args.knobs)
+    clash = sorted(set(fixed) & set(subset.knobs))
+    if clash:
+        raise UsageError(f"{', '.join(clash)} is tuned; it cannot also be fixed with --set/--config")
+    try:
+        TuningSpace(subset, fixed)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    _heap_mb(args.heap)
+    settings = _settings(args)
+    if args.optimizer == "irace":
+        from ..optimizers.irace import irace_executable, race_settings
+
+        irace_executable()
+        try:
+            race_settings(len(TuningSpace(subset, fixed).knobs), budget)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    options = {k: v for k, v in (("initial", args.initial),) if v is not None}
+    spec = TuneSpec(optimizer=args.optimizer, workloads=[w.name for w in workloads], budget=budget,
+                    objective=objective.to_dict(), seed=args.seed, include_default=args.include_default,
+                    max_seconds=parse_duration(args.max_time), patience=args.patience, options=options)
+    return spec, workloads, fixed, subset, settings
+
+
+def summarize(store, study_id: int, spec, space) -> dict[str, Any]:
+    from .objective import Objective
+    from .results import best_configuration, changed_knobs, configurations, default_entry, speedup
+
+    objective = Objective.from_dict(spec.objective)
+    rows = [r for r in store.trials(study_id) if r["tag"] == "tune"]
+    best = best_configuration(rows, objective, spec.workloads, space)
+    default = default_entry(rows, objective, spec.workloads, space)
+    entries = configurations(rows, objective, spec.workloads, space)
+    return {
+        "optimizer": spec.optimizer, "workloads": spec.workloads, "objective": objective.describe(),
+        "metric": objective.metric, "unit": objective.unit,
+        "trials": len([r for r in rows if r["failure_kind"] != "interrupted"]),
+        "failed_trials": len([r for r in rows if r["state"] == "FAIL" and r["failure_kind"] != "interrupted"]),
+        "configurations": len(entries), "best": best, "default": default,
+        "speedup": speedup(objective, best["value"] if best else None, default["value"] if default else None),
+        "changed": {k: list(v) for k, v in changed_knobs(space, best["config"]).items()} if best else {},
+    }
+
+
+def format_summary(result: dict[str, Any]) -> str:
+    unit = result["unit"]
+
+    def value(v):
+        return "-" if v is None else (f"{v:,.0f} {unit}" if unit == "ops/s" else f"{v:.2f} {unit}")
+
+    lines = [f"{result['optimizer']} on {', '.join(result['workloads'])}: {result['objective']}; "
+             f"{result['trials']} trials ({result['failed_trials']} failed), {result['configurations']} "
+             f"configurations; stopped: {result.get('stopped', '-')}"]
+    best, default = result["best"], result["default"]
+    lines.append(f"default: {value(default['value'] if default else None)}"
+                 + (f" ({default['trials']} trials)" if default else " (not measured in this study)"))
+    if best:
+        lines.append(f"best:    {value(best['value'])} ({best['trials']} trials)"
+                     + (f", {(result['speedup'] - 1) * 100:+.1f}% vs default (single cold runs: confirm with "
+                        "repeated interleaved runs)" if result["speedup"] else ""))
+        if result["changed"]:
+            width = max(len(k) for k in result["changed"])
+            for name, (old, new) in result["changed"].items():
+                lines.append(f"  {name.ljust(width)}  {old} -> {new}")
+        else:
+            lines.append("  (the default configuration)")
+    else:
+        lines.append("best:    none (no trial completed within the constraints)")
+    return "\n".join(lines)
+
+
+def _nest(dotted: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in dotted.items():
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def yaml_fragment(space, config: dict[str, Any], fixed: dict[str, Any], header: str) -> str:
+    """The tuned knobs that differ from the default as a cassandra.yaml fragment; knobs that live elsewhere
+    (table, keyspace, JVM) as the CQL statements / JVM options that set them, in comments."""
+    import yaml
+
+    from ..knobs import load_space
+    from ..systems.cassandra.config import place
+    from ..systems.cassandra.dataset import KEYSPACE, TABLE
+    from .results import changed_knobs
+
+    changed = changed_knobs(space, config)
+    overrides = {**fixed, **{k: new for k, (_, new) in changed.items()}}
+    placed = place(load_space("cassandra"), overrides)
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines.append("# diff against the default:" if changed or fixed else "# the default configuration: no changes")
+    for name, (old, new) in changed.items():
+        lines.append(f"#   {name}: {old} -> {new}")
+    for name, value in fixed.items():
+        lines.append(f"#   {name}: fixed at {value} (not tuned)")
+    if placed.yaml:
+        lines.append(yaml.safe_dump(_nest(placed.yaml), sort_keys=False).rstrip())
+    for statement in placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE):
+        lines.append(f"# CQL: {statement};")
+    for flag in placed.jvm:
+        lines.append(f"# JVM option: {flag}")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_best(args: argparse.Namespace) -> int:
+    from ..knobs import load_space
+    from ..optimizers.space import TuningSpace
+    from ..store import open_store
+    from .loop import TuneSpec
+
+    if not args.study.startswith("sqlite:") and not _store_path(args.study).exists():
+        raise UsageError(f"no study store at {args.study}")
+    study_name = args.study_name or DEFAULT_STUDY_NAME
+    store = open_store(args.study)
+    try:
+        study = store.find_study(study_name)
+        tune = (study or {}).get("settings", {}).get("tune")
+        if not tune:
+            names = [s["name"] for s in store.studies() if s["settings"].get("tune")]
+            raise NosqltuneError(f"no tuning study '{study_name}' in {args.study}"
+                                 + (f"; tuning studies there: {', '.join(names)}" if names else ""))
+        spec = TuneSpec(**tune["spec"])
+        space = TuningSpace(load_space("cassandra").subset(tune["knobs"]), tune["fixed"])
+        result = summarize(store, study["id"], spec, space)
+    finally:
+        store.close()
+    if result["best"] is None:
+        raise NosqltuneError(f"study '{study_name}' has no completed trial within its constraints yet")
+    if args.format == "json":
+        print(json.dumps({**result, "fixed": tune["fixed"]}, default=str))
+    elif args.format == "yaml":
+        header = (f"nosqltune best: study {study_name} in {args.study}; {result['optimizer']} on "
+                  f"{', '.join(result['workloads'])}; {result['objective']}\n"
+                  f"best {result['best']['value']:.6g} {result['unit']} over {result['best']['trials']} trial(s)"
+                  + (f"; default {result['default']['value']:.6g}" if result["default"] and result["default"]["value"]
+                     else "")
+                  + (f"; {(result['speedup'] - 1) * 100:+.1f}% (single cold runs)" if result["speedup"] else ""))
+        sys.stdout.write(yaml_fragment(space, result["best"]["config"], tune["fixed"], header))
+    else:
+        print(format_summary(result))
+    return 0
