@@ -1,0 +1,1 @@
+"""Evaluating tuned configurations: interleaved repeated cold runs against the default, and their statistics."""

@@ -1,0 +1,66 @@
+"""Interleaved, repeated cold runs of several configurations, stored and resumable.
+
+Round r runs every candidate once; the order alternates between rounds (A B C, C B A, A B C, ...) so no
+candidate always runs first or last and slow drift of the machine is spread over all of them. A finished
+(round, candidate) in the store is not run again, so an interrupted comparison continues where it stopped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..store import TrialState
+
+TAG = "compare"
+
+
+def schedule(labels: list[str], rounds: int) -> list[tuple[int, str]]:
+    """(round, label) in run order: ABC CBA ABC ..."""
+    order = []
+    for r in range(rounds):
+        seq = labels if r % 2 == 0 else list(reversed(labels))
+        order.extend((r, label) for label in seq)
+    return order
+
+
+def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]], rounds: int,
+                    runner: Callable[[dict[str, Any]], Any], *, workload_info: dict, environment_id: int | None = None,
+                    say: Callable[[str], None] = lambda _: None) -> dict[str, list[dict | None]]:
+    """Run what is missing; returns label -> rows by round (None where the run failed or is missing)."""
+    done: dict[tuple[int, str], dict] = {}
+    for row in store.trials(study_id):
+        meta = row.get("meta") or {}
+        if row["tag"] != TAG or meta.get("candidate") not in candidates:
+            continue
+        if row["state"] == TrialState.RUNNING.value:
+            store.finish_trial(row["id"], TrialState.FAIL, failure_kind="interrupted",
+                               error="the process stopped during this trial")
+            continue
+        if row["failure_kind"] != "interrupted":
+            done[(meta["round"], meta["candidate"])] = row
+    plan = schedule(list(candidates), rounds)
+    for i, (r, label) in enumerate(plan):
+        if (r, label) in done:
+            continue
+        trial_id = store.start_trial(study_id, candidates[label], workload_info, tag=TAG,
+                                     environment_id=environment_id, meta={"round": r, "candidate": label})
+        say(f"[{i + 1}/{len(plan)}] round {r + 1}/{rounds}: {label}")
+        try:
+            result = runner(candidates[label])
+        except (KeyboardInterrupt, SystemExit):
+            store.finish_trial(trial_id, TrialState.FAIL, failure_kind="interrupted", error="interrupted")
+            raise
+        state = TrialState.COMPLETE if result.state == "COMPLETE" else TrialState.FAIL
+        store.finish_trial(trial_id, state, metrics={"summary": result.summary, **(result.metrics or {})},
+                           internals=result.internals, timings=result.timings, failure_kind=result.failure_kind,
+                           error=result.error, log_excerpt=result.log_excerpt)
+        done[(r, label)] = store.trial(trial_id)
+        if state == TrialState.COMPLETE:
+            say(f"    -> {result.summary.get('throughput_ops_s', 0):.0f} ops/s")
+        else:
+            say(f"    -> FAILED ({result.failure_kind}): {result.error}")
+    out: dict[str, list[dict | None]] = {}
+    for label in candidates:
+        out[label] = [done.get((r, label)) if done.get((r, label)) is not None
+                      and done[(r, label)]["state"] == TrialState.COMPLETE.value else None for r in range(rounds)]
+    return out
