@@ -406,6 +406,12 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    if argv is None and getattr(args, "command", None) == "tune" and os.environ.get("PYTHONHASHSEED") != "0":
+        # SMAC (through ConfigSpace) iterates over sets of configurations, whose order follows Python's
+        # per-process string hashing: fixed hashing makes a tuning run repeatable, and a resumed run (a new
+        # process) replays exactly the suggestions of the interrupted one
+        os.execve(sys.executable, [sys.executable, "-m", "nosqltune", *sys.argv[1:]],
+                  {**os.environ, "PYTHONHASHSEED": "0"})
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -25,7 +25,7 @@ class GaussianProcessBO(Optimizer):
         dims = len(self.space.knobs)
         default_initial = max(3, min(2 * dims, self.budget // 4))
         self.initial = int(self.options.get("initial", default_initial))
-        self.candidates = int(self.options.get("candidates", 2000))
+        self.candidates = int(self.options.get("candidates", 1000))
         self.xi = float(self.options.get("xi", 0.01))
         self._rng = random.Random(self.seed)
         self._configs: list[dict[str, Any]] = []
@@ -67,7 +67,7 @@ class GaussianProcessBO(Optimizer):
         kernel = (ConstantKernel(1.0, (1e-3, 1e3))
                   * Matern(length_scale=np.full(X.shape[1], 0.5), length_scale_bounds=(1e-2, 1e2), nu=2.5)
                   + WhiteKernel(1e-2, (1e-6, 1.0)))
-        gp = GaussianProcessRegressor(kernel=kernel, normalize_y=True, n_restarts_optimizer=2,
+        gp = GaussianProcessRegressor(kernel=kernel, normalize_y=True, n_restarts_optimizer=1,
                                       random_state=self._rng.randrange(2**31))
         import warnings
 

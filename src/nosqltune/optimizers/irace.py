@@ -12,8 +12,11 @@ in seed 001's W6 scenario), default.txt (the default configuration, when include
 target-runner, and irace's own log (irace.log, irace.Rdata).
 
 Small budgets: irace refuses a maxExperiments below a minimum it computes from the number of parameters,
-iterations, survivors and firstTest; `race_settings` lowers them, in that order of preference, until the
-budget suffices (the defaults are kept when it already does).
+iterations, survivors and firstTest; `race_settings` keeps irace's defaults when the budget allows them and
+otherwise lowers firstTest to 2, then the iterations and survivors, until it does. irace is made for large
+budgets (seed 001 used up to 2000 experiments): it spends experiments re-measuring configurations, which is
+what makes its choice robust to noisy trials, and below roughly 100 experiments random search often finds
+as good a configuration (measured on the analytic test function).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from .space import TuningSpace, categorical, choices_of
 
 IRACE_PATHS = ("/usr/lib/R/site-library/irace/bin/irace", "/usr/local/lib/R/site-library/irace/bin/irace")
 DIGITS = 2  # decimal places of real parameters, as in seed 001
+SCENARIO_OPTIONS = ("nbIterations", "minNbSurvival", "firstTest", "mu", "eachTest", "elitist", "deterministic",
+                    "testType", "confidence", "nbConfigurations", "softRestart")
 
 
 def irace_executable() -> str:
@@ -116,15 +121,18 @@ def minimum_budget(n_iterations: int, min_survival: int, first_test: int, each_t
 
 
 def race_settings(n_parameters: int, budget: int) -> dict[str, int]:
-    """nbIterations, minNbSurvival, firstTest (= mu) for the budget: irace's defaults when they fit,
-    otherwise the most iterations, then survivors, then firstTest that fit (firstTest >= 2)."""
+    """nbIterations, minNbSurvival, firstTest (= mu) for the budget: irace's defaults when they fit; otherwise
+    firstTest = 2 (each new configuration costs fewer experiments before it can be dropped, which on small
+    budgets matters most: measured on the analytic test function, see tests/unit/test_optimizers.py) with the
+    most iterations, then survivors, that fit."""
     default_iter = math.floor(2 + math.log2(n_parameters))
     default_surv = math.floor(2 + math.log2(n_parameters))
+    if minimum_budget(default_iter, default_surv, 5) <= budget:
+        return {"nbIterations": default_iter, "minNbSurvival": default_surv, "firstTest": 5, "mu": 5}
     for n_iter in range(default_iter, 0, -1):
         for surv in range(default_surv, 0, -1):
-            for first in (5, 4, 3, 2):
-                if minimum_budget(n_iter, surv, first) <= budget:
-                    return {"nbIterations": n_iter, "minNbSurvival": surv, "firstTest": first, "mu": first}
+            if minimum_budget(n_iter, surv, 2) <= budget:
+                return {"nbIterations": n_iter, "minNbSurvival": surv, "firstTest": 2, "mu": 2}
     raise ValueError(f"a budget of {budget} trials is below what irace can race with (at least "
                      f"{minimum_budget(1, 1, 2)} experiments)")
 
@@ -143,6 +151,8 @@ class IraceOptimizer(Optimizer):
             shutil.rmtree(self.execdir)  # every run (and every resume, which replays) starts irace afresh
         self.execdir.mkdir(parents=True)
         self.settings = race_settings(len(self.space.knobs), self.budget)
+        # scenario options a user may set (irace's own names), e.g. {"firstTest": 2}
+        self.settings.update({k: v for k, v in self.options.items() if k in SCENARIO_OPTIONS})
         self._sockdir = tempfile.mkdtemp(prefix="nosqltune-irace-")
         self.socket_path = os.path.join(self._sockdir, "runner.sock")
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -172,7 +182,8 @@ class IraceOptimizer(Optimizer):
             "parameterFile": "parameters.txt", "execDir": ".", "targetRunner": "./target-runner",
             "trainInstancesDir": "", "trainInstancesFile": "instances.txt", "logFile": "irace.Rdata",
             "maxExperiments": self.budget, "digits": DIGITS, "seed": self.seed, "deterministic": 0,
-            "parallel": 0, **self.settings}
+            "parallel": 0}
+        scenario.update(self.settings)
         if self.include_default:
             (d / "default.txt").write_text(configurations_file(self.space, [self.space.default()]))
             scenario["configurationsFile"] = "default.txt"

@@ -11,6 +11,7 @@ def open_store(url_or_path: str) -> SqliteStore:
     """`sqlite:///path/to.db`, `sqlite:///:memory:` or a plain file path."""
     from ..errors import NosqltuneError
 
+    url_or_path = str(url_or_path)
     if url_or_path.startswith(("postgresql:", "postgres:")):
         raise NosqltuneError("PostgreSQL studies are not supported yet; use a SQLite path or sqlite:///path")
     if "://" in url_or_path and not url_or_path.startswith("sqlite://"):

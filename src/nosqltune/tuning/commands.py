@@ -160,11 +160,13 @@ def _new_run(args: argparse.Namespace, full_space):
         from ..optimizers.irace import irace_executable, race_settings
 
         irace_executable()
-        try:
-            race_settings(len(TuningSpace(subset, fixed).knobs), budget)
+        try:  # stored with the study, so a resume races with the same settings
+            race = race_settings(len(TuningSpace(subset, fixed).knobs), budget)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     options = {k: v for k, v in (("initial", args.initial),) if v is not None}
+    if args.optimizer == "irace":
+        options.update(race)
     spec = TuneSpec(optimizer=args.optimizer, workloads=[w.name for w in workloads], budget=budget,
                     objective=objective.to_dict(), seed=args.seed, include_default=args.include_default,
                     max_seconds=parse_duration(args.max_time), patience=args.patience, options=options)

@@ -153,4 +153,6 @@ class Evaluation:
 
 
 def geometric_mean(values: list[float]) -> float:
+    if len(values) == 1:
+        return float(values[0])
     return math.exp(sum(math.log(v) for v in values) / len(values))

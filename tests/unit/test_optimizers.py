@@ -1,0 +1,178 @@
+"""The optimizers on an analytic function over a mixed space (integers, a log-scaled integer, reals, a
+categorical, a boolean, a conditional knob, irrelevant knobs): each beats random search on average over
+several seeds for the same budget and always suggests valid configurations. The function is analytic; the
+optimizers, the loop and (for irace) the real R package are what is tested."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from pathlib import Path
+
+import pytest
+
+from nosqltune.optimizers import make_optimizer
+from nosqltune.optimizers.irace import (configurations_file, irace_executable, minimum_budget, parameters_file,
+                                        race_settings)
+from nosqltune.optimizers.space import TuningSpace, from_unit, to_unit
+from nosqltune.store import open_store
+from nosqltune.tuning.loop import TuneSpec, TuningLoop
+
+from . import analytic
+
+SEEDS = (1, 2, 3, 4)
+
+
+def has_irace() -> bool:
+    try:
+        irace_executable()
+        return True
+    except Exception:
+        return False
+
+
+needs_irace = pytest.mark.skipif(not has_irace(), reason="irace (r-cran-irace) not installed: run scripts/setup.sh")
+
+
+@pytest.fixture(scope="module")
+def space():
+    return TuningSpace(analytic.space())
+
+
+def valid(space: TuningSpace, config: dict) -> bool:
+    for knob in space.knobs:
+        value = config[knob.name]
+        if knob.type == "int" and not (isinstance(value, int) and knob.range[0] <= value <= knob.range[1]):
+            return False
+        if knob.type == "float" and not (isinstance(value, float) and knob.range[0] <= value <= knob.range[1]):
+            return False
+        if knob.type == "bool" and not isinstance(value, bool):
+            return False
+        if knob.type == "enum" and value not in knob.choices:
+            return False
+    if config["mode"] != "fast" and config["level"] != 5:  # inactive knob holds its default
+        return False
+    return True
+
+
+def tune(space, optimizer: str, seed: int, budget: int, tmp_path: Path, options=None):
+    store = open_store(":memory:")
+    study = store.study("t")
+    spec = TuneSpec(optimizer=optimizer, workloads=["w"], budget=budget, seed=seed,
+                    objective={"metric": "throughput", "constraints": []}, options=options or {})
+    loop = TuningLoop(store, study, spec, space, analytic.noisy_runner(seed), workdir=tmp_path / f"{optimizer}{seed}")
+    loop.run()
+    configs = [r["config"] for r in store.trials(study)]
+    return analytic.throughput(loop.best.config), configs
+
+
+def mean_quality(space, optimizer, budget, tmp_path, options=None):
+    values = []
+    for seed in SEEDS:
+        quality, configs = tune(space, optimizer, seed, budget, tmp_path, options)
+        assert all(valid(space, c) for c in configs), f"{optimizer} suggested an invalid configuration"
+        assert len(configs) <= budget
+        values.append(quality)
+    return statistics.mean(values)
+
+
+@pytest.mark.parametrize("optimizer,budget", [("gp", 25), ("smac", 25), ("irace", 150)])
+def test_optimizer_beats_random_search(space, optimizer, budget, tmp_path):
+    if optimizer == "irace" and not has_irace():
+        pytest.skip("irace not installed")
+    options = {"candidates": 500} if optimizer == "gp" else None
+    ours = mean_quality(space, optimizer, budget, tmp_path, options)
+    baseline = mean_quality(space, "random", budget, tmp_path)
+    assert ours > baseline, f"{optimizer}: {ours:.0f} vs random {baseline:.0f} (true value of the returned best)"
+
+
+def test_random_search_is_uniform_and_log_uniform(space):
+    rng = random.Random(0)
+    samples = [space.sample(rng) for _ in range(4000)]
+    threads = [s["threads"] for s in samples]
+    # log-uniform over [1, 128]: about half the draws are below sqrt(128) ~ 11
+    assert 0.42 < sum(t <= 11 for t in threads) / len(threads) < 0.58
+    ratios = [s["ratio"] for s in samples]
+    assert 0.45 < sum(r < 0.5 for r in ratios) / len(ratios) < 0.55
+    modes = {m: sum(s["mode"] == m for s in samples) / len(samples) for m in ("slow", "medium", "fast")}
+    assert all(0.28 < share < 0.39 for share in modes.values()), modes
+    assert all(valid(space, s) for s in samples)
+    assert min(threads) == 1 and max(threads) == 128
+
+
+def test_unit_mapping_round_trips_integers(space):
+    for knob in space.knobs:
+        if knob.type == "int":
+            for value in range(knob.range[0], knob.range[1] + 1):
+                assert from_unit(knob, to_unit(knob, value)) == value
+
+
+def test_canonical_puts_inactive_knobs_at_default(space):
+    config = space.canonical({"mode": "slow", "level": 17, "ratio": 0.123456})
+    assert config["level"] == 5 and config["ratio"] == 0.123
+    assert space.canonical({"mode": "fast", "level": 17})["level"] == 17
+    assert space.key({"mode": "slow", "level": 17}) == space.key({"mode": "slow", "level": 3})
+
+
+def test_knob_that_can_never_take_effect_is_left_out():
+    from nosqltune.knobs import load_space
+
+    tuning = TuningSpace(load_space("cassandra").subset("rafiki5"))
+    assert "file_cache_size" in tuning.inert and "file_cache_size" not in tuning.names
+    enabled = TuningSpace(load_space("cassandra").subset("rafiki5"), {"file_cache_enabled": True})
+    assert "file_cache_size" in enabled.names
+
+
+@pytest.mark.parametrize("optimizer", ["random", "gp", "smac"])
+def test_same_seed_same_suggestions(space, optimizer, tmp_path):
+    first = tune(space, optimizer, 7, 8, tmp_path)[1]
+    second = tune(space, optimizer, 7, 8, tmp_path)[1]
+    assert first == second
+
+
+def test_smac_configspace_has_the_condition(space):
+    from nosqltune.optimizers.smac_bo import configspace_of
+
+    cs = configspace_of(space, 0)
+    assert [p.name for p in cs.parents_of["level"]] == ["mode"]
+    assert cs["threads"].log and not cs["ratio"].log
+
+
+def test_irace_parameters_file_has_types_log_and_conditions(space):
+    text = parameters_file(space)
+    lines = {line.split()[0]: line for line in text.splitlines() if not line.startswith("#")}
+    assert lines["threads"] == 'threads "--threads=" i,log (1, 128)'
+    assert lines["ratio"] == 'ratio "--ratio=" r (0.0, 1.0)'
+    assert lines["mode"] == 'mode "--mode=" c ("slow", "medium", "fast")'
+    assert lines["flag"] == 'flag "--flag=" c ("false", "true")'
+    assert lines["level"].endswith('| mode == "fast"')
+    table = configurations_file(space, [space.default()]).splitlines()
+    assert table[0].split() == space.names
+    assert table[1].split()[space.names.index("level")] == "NA"  # inactive under mode=slow
+
+
+def test_irace_race_settings_fit_the_budget():
+    # irace's own defaults (nbIterations = minNbSurvival = floor(2 + log2(p)), firstTest 5) when they fit
+    assert race_settings(23, 2000) == {"nbIterations": 6, "minNbSurvival": 6, "firstTest": 5, "mu": 5}
+    for params, budget in [(4, 40), (23, 40), (7, 150), (23, 200), (2, 6)]:
+        s = race_settings(params, budget)
+        assert minimum_budget(s["nbIterations"], s["minNbSurvival"], s["firstTest"]) <= budget
+    with pytest.raises(ValueError):
+        race_settings(4, 5)
+
+
+@needs_irace
+def test_irace_races_workloads_as_instances(space, tmp_path):
+    store = open_store(":memory:")
+    study = store.study("t")
+    spec = TuneSpec(optimizer="irace", workloads=["first", "second"], budget=40, seed=3,
+                    objective={"metric": "throughput", "constraints": []})
+    loop = TuningLoop(store, study, spec, space, analytic.runner, workdir=tmp_path / "irace")
+    assert loop.run() == "optimizer finished"
+    rows = store.trials(study)
+    assert {r["meta"]["instance"] for r in rows} == {"first", "second"}
+    assert rows[0]["config"] == space.canonical(space.default())  # the initial configuration (D-x)
+    assert len(rows) <= 40
+    assert all(r["meta"]["opt"]["irace_config"] >= 1 for r in rows)
+    scenario = (tmp_path / "irace" / "scenario.txt").read_text()
+    assert "maxExperiments = 40" in scenario and "digits = 2" in scenario
