@@ -1,5 +1,7 @@
 """The CLI: help that explains, one-line errors with exit code 2 for bad input, nothing run."""
 
+import json
+
 import pytest
 
 from nosqltune.calibrate import recommend
@@ -93,3 +95,84 @@ def test_help_imports_no_driver_or_heavy_library():
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["tune", "--objective", "p100"], "unknown objective"),
+    (["tune", "--constraint", "p99-read<5"], "cannot read constraint"),
+    (["tune", "--knobs", "irace42"], "unknown knob set"),
+    (["tune", "--budget", "0"], "--budget"),
+    (["tune", "--repeat", "3"], "one cold trial per configuration"),
+    (["tune", "--workload", "ycsb-a,ycsb-a"], "same workload twice"),
+    (["tune", "--knobs", "rafiki5", "--set", "concurrent_writes=16"], "is tuned"),
+    (["tune", "--optimizer", "irace", "--knobs", "rafiki5", "--budget", "4"], "below what irace can race"),
+    (["tune", "--max-time", "soon"], "--max-time"),
+    (["tune", "--resume"], "nothing to resume"),
+    (["best"], "no study store"),
+])
+def test_tune_bad_input_one_line_nothing_written(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path / "home"))
+    code = main(argv + ["--study", str(tmp_path / "s.db")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 if argv[0] == "tune" else code in (1, 2)
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "s.db").exists() and not (tmp_path / "home").exists()
+
+
+def test_tune_flags():
+    args = build_parser().parse_args(["tune", "--workload", "ycsb-a,ycsb-b", "--optimizer", "gp", "--objective",
+                                      "p99-read", "--constraint", "throughput>=100", "--no-default", "--budget", "9"])
+    assert (args.optimizer, args.objective, args.constraints, args.include_default, args.budget) == \
+        ("gp", "p99-read", ["throughput>=100"], False, 9)
+    assert build_parser().parse_args(["tune"]).include_default is True
+
+
+def test_tune_help_imports_no_heavy_library():
+    import subprocess
+    import sys
+
+    code = ("import sys; from nosqltune.cli import main\ntry: main(['tune', '--help'])\nexcept SystemExit: pass\n"
+            "heavy = [m for m in ('cassandra', 'numpy', 'sklearn', 'smac', 'ConfigSpace', 'scipy') "
+            "if m in sys.modules]; print(heavy, file=sys.stderr)")
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+    assert err.strip() == "[]"
+
+
+def test_best_as_yaml_fragment_with_diff(tmp_path, capsys):
+    from nosqltune.knobs import load_space
+    from nosqltune.optimizers.space import TuningSpace
+    from nosqltune.store import open_store
+    from nosqltune.tuning.loop import Outcome, TuneSpec, TuningLoop
+
+    subset = load_space("cassandra").subset("rafiki5")
+    space = TuningSpace(subset)
+    store = open_store(tmp_path / "s.db")
+    study = store.study("tune")
+    spec = TuneSpec(optimizer="random", workloads=["ycsb-a"], budget=6, objective={"metric": "throughput",
+                                                                                   "constraints": []})
+    store.update_study_settings(study, {"tune": {"spec": spec.to_dict(), "workloads": [], "fixed": {},
+                                                 "knobs": "rafiki5", "harness": {}}})
+
+    def runner(config, workload):  # analytic: Leveled and more writers are faster
+        value = 1000.0 * (2 if config["compaction_method"] == "Leveled" else 1) + config["concurrent_writes"]
+        return Outcome("COMPLETE", summary={"throughput_ops_s": value})
+
+    loop = TuningLoop(store, study, spec, space, runner, workdir=tmp_path / "w")
+    loop.run()
+    store.close()
+    assert main(["best", "--study", str(tmp_path / "s.db"), "--format", "yaml"]) == 0
+    out = capsys.readouterr().out
+    import yaml
+
+    fragment = yaml.safe_load(out)
+    best = loop.best.config
+    assert "# diff against the default:" in out
+    for name in ("concurrent_writes", "memtable_cleanup_threshold", "concurrent_compactors"):
+        if best[name] != subset[name].default:
+            assert fragment[name] == best[name] and f"#   {name}: {subset[name].default} -> {best[name]}" in out
+    if best["compaction_method"] == "Leveled":
+        assert "# CQL: ALTER TABLE ycsb.usertable WITH compaction = {'class': 'LeveledCompactionStrategy'" in out
+    assert main(["best", "--study", str(tmp_path / "s.db"), "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["best"]["config"] == best and result["trials"] == 6
+    assert result["speedup"] == pytest.approx(result["best"]["value"] / result["default"]["value"])
