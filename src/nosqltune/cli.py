@@ -153,22 +153,12 @@ def run_trials(args, space, overrides, workload, settings, *, tag: str, study_na
             trial_id = store.start_trial(study_id, overrides, {**workload.to_dict(), "harness": settings.to_dict()},
                                          tag=tag, environment_id=env_id)
             say(f"[{tag}] trial {i + 1}/{args.repeat} (id {trial_id})")
-            try:
-                result = run_trial(space, overrides, workload, settings, progress=say)
-            except (KeyboardInterrupt, SystemExit):
-                store.finish_trial(trial_id, TrialState.FAIL, failure_kind="interrupted", error="interrupted")
-                raise
-            state = TrialState.COMPLETE if result.state == "COMPLETE" else TrialState.FAIL
-            store.finish_trial(trial_id, state, metrics={"summary": result.summary, **result.metrics},
-                               internals=result.internals, timings=result.timings,
-                               failure_kind=result.failure_kind, error=result.error,
-                               log_excerpt=result.log_excerpt)
-            row = store.trial(trial_id)
+            row = store.record(trial_id, lambda: run_trial(space, overrides, workload, settings, progress=say))
             rows.append(row)
-            if state == TrialState.COMPLETE:
-                say(f"  -> {result.summary['throughput_ops_s']:.0f} ops/s, {result.timings['total_s']:.1f} s")
+            if row["state"] == TrialState.COMPLETE.value:
+                say(f"  -> {row['metrics']['summary']['throughput_ops_s']:.0f} ops/s, {row['timings']['total_s']:.1f} s")
             else:
-                say(f"  -> FAILED ({result.failure_kind}): {result.error}")
+                say(f"  -> FAILED ({row['failure_kind']}): {row['error']}")
     finally:
         store.close()
     return rows

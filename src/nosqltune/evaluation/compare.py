@@ -45,20 +45,12 @@ def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]],
         trial_id = store.start_trial(study_id, candidates[label], workload_info, tag=TAG,
                                      environment_id=environment_id, meta={"round": r, "candidate": label})
         say(f"[{i + 1}/{len(plan)}] round {r + 1}/{rounds}: {label}")
-        try:
-            result = runner(candidates[label])
-        except (KeyboardInterrupt, SystemExit):
-            store.finish_trial(trial_id, TrialState.FAIL, failure_kind="interrupted", error="interrupted")
-            raise
-        state = TrialState.COMPLETE if result.state == "COMPLETE" else TrialState.FAIL
-        store.finish_trial(trial_id, state, metrics={"summary": result.summary, **(result.metrics or {})},
-                           internals=result.internals, timings=result.timings, failure_kind=result.failure_kind,
-                           error=result.error, log_excerpt=result.log_excerpt)
-        done[(r, label)] = store.trial(trial_id)
-        if state == TrialState.COMPLETE:
-            say(f"    -> {result.summary.get('throughput_ops_s', 0):.0f} ops/s")
+        row = store.record(trial_id, lambda: runner(candidates[label]))
+        done[(r, label)] = row
+        if row["state"] == TrialState.COMPLETE.value:
+            say(f"    -> {row['metrics']['summary'].get('throughput_ops_s', 0):.0f} ops/s")
         else:
-            say(f"    -> FAILED ({result.failure_kind}): {result.error}")
+            say(f"    -> FAILED ({row['failure_kind']}): {row['error']}")
     out: dict[str, list[dict | None]] = {}
     for label in candidates:
         out[label] = [done.get((r, label)) if done.get((r, label)) is not None

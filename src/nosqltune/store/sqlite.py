@@ -112,18 +112,35 @@ class SqliteStore:
 
     def finish_trial(self, trial_id: int, state: TrialState, *, metrics: dict | None = None,
                      internals: dict | None = None, timings: dict | None = None, failure_kind: str | None = None,
-                     error: str | None = None, log_excerpt: str | None = None, meta: dict | None = None) -> None:
-        """Record the outcome; `meta` entries are merged into the trial's meta."""
+                     error: str | None = None, log_excerpt: str | None = None) -> None:
         with self._db:
-            if meta:
-                old = self._db.execute("SELECT meta FROM trials WHERE id = ?", (trial_id,)).fetchone()
-                merged = {**(json.loads(old["meta"]) if old and old["meta"] else {}), **meta}
-                self._db.execute("UPDATE trials SET meta = ? WHERE id = ?", (_dump(merged), trial_id))
             self._db.execute(
                 "UPDATE trials SET state = ?, metrics = ?, internals = ?, timings = ?, failure_kind = ?,"
                 " error = ?, log_excerpt = ?, finished_at = ? WHERE id = ?",
                 (TrialState(state).value, _dump(metrics), _dump(internals), _dump(timings), failure_kind, error,
                  log_excerpt, time.time(), trial_id))
+
+    def update_meta(self, trial_id: int, meta: dict) -> None:
+        """Merge entries into a trial's meta."""
+        with self._db:
+            old = self._db.execute("SELECT meta FROM trials WHERE id = ?", (trial_id,)).fetchone()
+            merged = {**(json.loads(old["meta"]) if old and old["meta"] else {}), **meta}
+            self._db.execute("UPDATE trials SET meta = ? WHERE id = ?", (_dump(merged), trial_id))
+
+    def record(self, trial_id: int, run) -> dict[str, Any]:
+        """Call `run()` for a started trial and store the result it returns (a trial.TrialResult); a Ctrl-C,
+        an exit or an error outside the trial marks the trial interrupted and goes on up. Returns the row."""
+        try:
+            result = run()
+        except BaseException as exc:
+            self.finish_trial(trial_id, TrialState.FAIL, failure_kind="interrupted",
+                              error=str(exc) or type(exc).__name__)
+            raise
+        state = TrialState.COMPLETE if result.state == "COMPLETE" else TrialState.FAIL
+        self.finish_trial(trial_id, state, metrics={"summary": result.summary, **(result.metrics or {})},
+                          internals=result.internals, timings=result.timings, failure_kind=result.failure_kind,
+                          error=result.error, log_excerpt=result.log_excerpt)
+        return self.trial(trial_id)
 
     def trials(self, study_id: int | None = None, state: TrialState | None = None) -> list[dict[str, Any]]:
         query, args = "SELECT * FROM trials WHERE 1 = 1", []

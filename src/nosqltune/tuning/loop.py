@@ -26,6 +26,7 @@ from ..optimizers import make_optimizer
 from ..optimizers.base import Optimizer, Suggestion
 from ..optimizers.space import TuningSpace
 from ..store import TrialState
+from ..trial import TrialResult
 from .objective import Evaluation, Objective
 
 TAG = "tune"
@@ -49,21 +50,8 @@ class TuneSpec:
         return dict(self.__dict__)
 
 
-@dataclass
-class Outcome:
-    """What the loop needs of one trial: the store row's fields (a harness TrialResult fits)."""
-
-    state: str
-    summary: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    internals: dict[str, Any] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-    failure_kind: str | None = None
-    error: str | None = None
-    log_excerpt: str | None = None
-
-
-Runner = Callable[[dict, str], Any]   # (overrides, workload name) -> Outcome-like (TrialResult)
+Runner = Callable[[dict, str], TrialResult]   # (overrides, workload name) -> the trial's result
+Outcome = TrialResult  # the name tests and other systems' runners use
 
 
 class Display:
@@ -140,22 +128,10 @@ class TuningLoop:
                                           environment_id=self.environment_id, meta=meta)
         self.display.trial_started(self, suggestion, workload, point.kind)
         began = time.monotonic()
-        try:
-            result = self.runner(point.config, workload)
-        except (KeyboardInterrupt, SystemExit):
-            self.store.finish_trial(trial_id, TrialState.FAIL, failure_kind="interrupted", error="interrupted")
-            raise
-        except NosqltuneError as exc:  # the harness reports trial problems in the result; this is a setup problem
-            self.store.finish_trial(trial_id, TrialState.FAIL, failure_kind="interrupted", error=str(exc))
-            raise
-        state = TrialState.COMPLETE if result.state == "COMPLETE" else TrialState.FAIL
-        self.store.finish_trial(trial_id, state, metrics={"summary": result.summary, **(result.metrics or {})},
-                                internals=result.internals, timings=result.timings,
-                                failure_kind=result.failure_kind, error=result.error,
-                                log_excerpt=result.log_excerpt)
+        row = self.store.record(trial_id, lambda: self.runner(point.config, workload))
         self.trials_used += 1
         self.seconds_used += time.monotonic() - began
-        return self.store.trial(trial_id)
+        return row
 
     # ------------------------------------------------------------------ values
     def _worst(self) -> float | None:
@@ -173,10 +149,8 @@ class TuningLoop:
         self.points.append(point)
         for row in point.rows:
             if (row.get("meta") or {}).get("cost") != point.cost:
-                self.store.finish_trial(row["id"], TrialState(row["state"]), metrics=row["metrics"],
-                                        internals=row["internals"], timings=row["timings"],
-                                        failure_kind=row["failure_kind"], error=row["error"],
-                                        log_excerpt=row["log_excerpt"], meta={"cost": point.cost})
+                self.store.update_meta(row["id"], {"cost": point.cost})
+                row.setdefault("meta", {})["cost"] = point.cost
         self._update_best(point)
         if point.ran:
             self.display.trial_finished(self, point.rows[-1], point.evaluation)
