@@ -347,6 +347,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop early when the best configuration has not changed for N suggestions")
     t.add_argument("--initial", type=int, metavar="N",
                    help="gp/smac: random (gp) or Sobol (smac) configurations before the model is used")
+    t.add_argument("--space-adapter", choices=["none", "llamatune"], default="none",
+                   help="llamatune: the optimizer searches a small synthetic space (random projection, special-value "
+                        "biasing, bucketization) mapped onto all the knobs (default none)")
+    t.add_argument("--llamatune-dims", type=int, default=16, metavar="D",
+                   help="llamatune: synthetic dimensions (default 16, at most the number of knobs)")
+    t.add_argument("--special-bias", type=float, default=0.2, metavar="P",
+                   help="llamatune: probability of a knob's special value (0 = disabled, ...) (default 0.2)")
+    t.add_argument("--max-unique", type=int, default=10000, metavar="K",
+                   help="llamatune: distinct values a numeric knob may take (default 10000)")
     t.add_argument("--resume", action="store_true",
                    help="continue the study (--study, --study-name) with its stored settings; --budget and "
                         "--max-time may be raised")

@@ -19,5 +19,12 @@ def make_optimizer(name: str, *args: Any, **kwargs: Any):
 
     if name not in OPTIMIZERS:
         raise NosqltuneError(f"unknown optimizer '{name}'; choose from {', '.join(OPTIMIZERS)}")
+    adapter = (kwargs.get("options") or {}).get("space_adapter")
+    if adapter == "llamatune":  # the optimizer searches LlamaTune's synthetic space
+        from .llamatune import LlamaTune
+
+        return LlamaTune(name, *args, **kwargs)
+    if adapter not in (None, "none"):
+        raise NosqltuneError(f"unknown space adapter '{adapter}'; choose none or llamatune")
     module, cls, _ = OPTIMIZERS[name]
     return getattr(importlib.import_module(f".{module}", __name__), cls)(*args, **kwargs)

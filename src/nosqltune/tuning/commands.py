@@ -156,15 +156,26 @@ def _new_run(args: argparse.Namespace, full_space):
         raise UsageError(str(exc)) from None
     _heap_mb(args.heap)
     settings = _settings(args)
+    searched = len(TuningSpace(subset, fixed).knobs)
+    options: dict[str, Any] = {k: v for k, v in (("initial", args.initial),) if v is not None}
+    if args.space_adapter == "llamatune":
+        from ..optimizers.llamatune import Projection
+
+        try:
+            searched = Projection(TuningSpace(subset, fixed), dims=args.llamatune_dims, special_bias=args.special_bias,
+                                  max_unique=args.max_unique).dims
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        options.update({"space_adapter": "llamatune", "llamatune_dims": args.llamatune_dims,
+                        "special_bias": args.special_bias, "max_unique": args.max_unique})
     if args.optimizer == "irace":
         from ..optimizers.irace import irace_executable, race_settings
 
         irace_executable()
         try:  # stored with the study, so a resume races with the same settings
-            race = race_settings(len(TuningSpace(subset, fixed).knobs), budget)
+            race = race_settings(searched, budget)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    options = {k: v for k, v in (("initial", args.initial),) if v is not None}
     if args.optimizer == "irace":
         options.update(race)
     spec = TuneSpec(optimizer=args.optimizer, workloads=[w.name for w in workloads], budget=budget,
