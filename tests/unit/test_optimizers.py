@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from nosqltune.optimizers import make_optimizer
 from nosqltune.optimizers.irace import (configurations_file, irace_executable, minimum_budget, parameters_file,
                                         race_settings)
 from nosqltune.optimizers.space import TuningSpace, from_unit, to_unit

@@ -15,7 +15,6 @@ the optimizer is told a penalty (the worst value seen so far), and the loop goes
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
