@@ -86,17 +86,6 @@ def test_defaults_are_the_calibrated_setup_and_flags_win(tmp_path):
     assert (w.records, w.operations, w.warmup_operations) == (2000, 500, 20_000)
 
 
-def test_help_imports_no_driver_or_heavy_library():
-    import subprocess
-    import sys
-
-    code = ("import sys; from nosqltune.cli import build_parser; build_parser().format_help(); "
-            "heavy = [m for m in ('cassandra', 'numpy', 'sklearn', 'smac', 'torch') if m in sys.modules]; "
-            "print(heavy)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
-
-
 @pytest.mark.parametrize("argv, message", [
     (["tune", "--objective", "p100"], "unknown objective"),
     (["tune", "--constraint", "p99-read<5"], "cannot read constraint"),
@@ -127,13 +116,16 @@ def test_tune_flags():
     assert build_parser().parse_args(["tune"]).include_default is True
 
 
-def test_tune_help_imports_no_heavy_library():
+HEAVY = ('cassandra', 'numpy', 'sklearn', 'smac', 'torch', 'ConfigSpace', 'scipy')
+
+
+@pytest.mark.parametrize("argv", [[], ["bench"], ["tune"], ["best"]])
+def test_help_imports_no_driver_or_heavy_library(argv):
     import subprocess
     import sys
 
-    code = ("import sys; from nosqltune.cli import main\ntry: main(['tune', '--help'])\nexcept SystemExit: pass\n"
-            "heavy = [m for m in ('cassandra', 'numpy', 'sklearn', 'smac', 'ConfigSpace', 'scipy') "
-            "if m in sys.modules]; print(heavy, file=sys.stderr)")
+    code = (f"import sys; from nosqltune.cli import main\ntry: main({argv + ['--help']!r})\nexcept SystemExit: pass\n"
+            f"heavy = [m for m in {HEAVY!r} if m in sys.modules]; print(heavy, file=sys.stderr)")
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
     assert err.strip() == "[]"
 
