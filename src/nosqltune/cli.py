@@ -285,6 +285,36 @@ def cmd_best(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_collect(args: argparse.Namespace) -> int:
+    from .surrogate.commands import cmd_collect as run
+
+    return run(args)
+
+
+def cmd_importance(args: argparse.Namespace) -> int:
+    from .surrogate.commands import cmd_importance as run
+
+    return run(args)
+
+
+def cmd_model_fit(args: argparse.Namespace) -> int:
+    from .surrogate.commands import cmd_model_fit as run
+
+    return run(args)
+
+
+def cmd_model_report(args: argparse.Namespace) -> int:
+    from .surrogate.commands import cmd_model_report as run
+
+    return run(args)
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from .surrogate.commands import cmd_recommend as run
+
+    return run(args)
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from .systems.cassandra.provision import DEFAULT_VERSION, cassandra_classpath
     from .workloads.loadgen import loadgen_classpath
@@ -310,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser(
-        "tune", help="search for a faster configuration: random, irace, gp or smac over a knob set",
+        "tune", help="search for a faster configuration: random, irace, gp, smac, rafiki or surrogate-sa",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run cold trials of the configurations an optimizer suggests, store every trial, and report "
                     "the best configuration found.\n\nExamples:\n"
@@ -322,9 +352,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "workloads (irace races them as instances).")
     _common(p)
     t = p.add_argument_group("tuning")
-    t.add_argument("--optimizer", default="smac", choices=["random", "irace", "gp", "smac"],
+    t.add_argument("--optimizer", default="smac", choices=["random", "irace", "gp", "smac", "rafiki", "surrogate-sa"],
                    help="random: uniform sampling; irace: iterated racing (R package); gp: Gaussian-process "
-                        "Bayesian optimization; smac: SMAC3 (default smac)")
+                        "Bayesian optimization; smac: SMAC3; rafiki: neural-net ensemble + genetic algorithm; "
+                        "surrogate-sa: random forest + simulated annealing (default smac)")
     t.add_argument("--knobs", default="irace23", metavar="SET|FILE",
                    help="knob set (irace23, rafiki5, vorstella5, mlos10, eppinger) or a YAML file of knob names "
                         "or narrowed ranges (default irace23); see `nosqltune knobs`")
@@ -346,7 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--patience", type=int, metavar="N",
                    help="stop early when the best configuration has not changed for N suggestions")
     t.add_argument("--initial", type=int, metavar="N",
-                   help="gp/smac: random (gp) or Sobol (smac) configurations before the model is used")
+                   help="gp/smac/rafiki/surrogate-sa: random (gp), Sobol (smac) or extremes-covering (rafiki, "
+                        "surrogate-sa) configurations before the model is used")
     t.add_argument("--space-adapter", choices=["none", "llamatune"], default="none",
                    help="llamatune: the optimizer searches a small synthetic space (random projection, special-value "
                         "biasing, bucketization) mapped onto all the knobs (default none)")
@@ -360,6 +392,98 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue the study (--study, --study-name) with its stored settings; --budget and "
                         "--max-time may be raised")
     p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser(
+        "collect", help="training data for surrogate models: every configuration on every read ratio, cold",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run one cold trial for every (read ratio, configuration) pair and store it (RAFIKI's "
+                    "workload-aware training data). The configurations are the default plus random ones in which "
+                    "every knob's minimum and maximum (and every choice) appears at least once. Resumable: run "
+                    "the same command again; extend it with a larger --configs or more --read-ratios.\n\n"
+                    "Example:\n  nosqltune collect --knobs rafiki5 --read-ratios 0:1:0.1 --configs 20 "
+                    "--study runs/train.db")
+    _common(p)
+    g = p.add_argument_group("collection")
+    g.add_argument("--knobs", default="rafiki5", metavar="SET|FILE", help="knob set or YAML file (default rafiki5)")
+    g.add_argument("--read-ratios", default="0:1:0.1", metavar="START:STOP:STEP|LIST",
+                   help="read ratios of the workloads (rest updates), e.g. 0:1:0.1 or 0.1,0.5,0.9 (default 0:1:0.1)")
+    g.add_argument("--configs", type=int, default=20, metavar="N",
+                   help="configurations, the default included (default 20)")
+    g.add_argument("--noise-repeats", type=int, default=2, metavar="N",
+                   help="extra runs of the default per workload, to measure the noise (default 2)")
+    g.add_argument("--seed", type=int, default=1, help="seed of the random configurations and order (default 1)")
+    g.add_argument("--limit", type=int, metavar="N", help="run at most N of the missing trials this time")
+    p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser(
+        "importance", help="which knobs matter: one knob at a time (measured), or from an existing study",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="RAFIKI's key-knob selection: measure every knob at each of --levels values (every choice "
+                    "of a categorical knob) with the others at their defaults, score each knob by the standard "
+                    "deviation of the objective over its levels, rank, and mark the top k at the largest drop "
+                    "between consecutive scores. Resumable. With --from-study, no trial is run: the ranking is "
+                    "the permutation importance of a model fitted to that study's trials.\n\nExamples:\n"
+                    "  nosqltune importance --workload read90 --knobs irace23\n"
+                    "  nosqltune importance --from-study runs/train.db --objective throughput")
+    _common(p)
+    g = p.add_argument_group("importance")
+    g.add_argument("--knobs", default="irace23", metavar="SET|FILE", help="knob set or YAML file (default irace23)")
+    g.add_argument("--levels", type=int, default=4, metavar="N", help="values per numeric knob (default 4)")
+    g.add_argument("--objective", default="throughput", metavar="METRIC",
+                   help="throughput or a latency such as p99-read (default throughput)")
+    g.add_argument("--chart", metavar="PNG", help="bar chart path (default next to the study)")
+    g.add_argument("--from-study", metavar="PATH", help="rank by permutation importance on this study's trials")
+    g.add_argument("--model", choices=["rf", "gbdt", "nn-ensemble"], default="rf",
+                   help="--from-study: the model whose error is measured (default rf)")
+    g.add_argument("--seed", type=int, default=0, help="--from-study: seed of the model and permutations")
+    p.set_defaults(func=cmd_importance)
+
+    p = sub.add_parser("model", help="surrogate models: fit one to a study, report accuracy",
+                       description="Surrogate models of performance = f(workload, knobs) learned from stored trials.")
+    p.set_defaults(func=lambda _args, _p=p: (_p.print_help(sys.stderr), 2)[1])
+    msub = p.add_subparsers(dest="model_command", metavar="ACTION")
+    m = msub.add_parser("fit", help="fit a model to a study's trials and save it",
+                        description="Fit a surrogate (nn-ensemble: RAFIKI's ensemble of small neural nets; rf / gbdt: "
+                                    "random forest / gradient-boosted trees tuned by grouped cross-validation) to "
+                                    "the complete trials of a collection or tuning study, and save it.")
+    m.add_argument("--study", required=True, metavar="PATH", help="trial store with a collection or tuning study")
+    m.add_argument("--study-name", help="study within the store (default: the collection)")
+    m.add_argument("--kind", choices=["nn-ensemble", "rf", "gbdt"], default="nn-ensemble", help="model (nn-ensemble)")
+    m.add_argument("--target", default="throughput", metavar="METRIC",
+                   help="throughput or a latency such as p99-read, avg-all (default throughput)")
+    m.add_argument("--out", metavar="DIR", help="model directory (default <study>.<target>.<kind>.model next to it)")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--json", action="store_true", help="print JSON")
+    m.set_defaults(func=cmd_model_fit)
+    m = msub.add_parser("report", help="accuracy on unseen configurations and workloads, error vs training size",
+                        description="Grouped splits (no configuration, or no workload, of the test side in "
+                                    "training), repeated: MAPE, R2 and RMSE per model kind, and the error on "
+                                    "unseen configurations versus the number of training trials.")
+    m.add_argument("--study", required=True, metavar="PATH")
+    m.add_argument("--study-name")
+    m.add_argument("--kinds", default="nn-ensemble,rf,gbdt", metavar="LIST", help="models to compare (all three)")
+    m.add_argument("--target", default="throughput", metavar="METRIC", help="metric (default throughput)")
+    m.add_argument("--repeats", type=int, default=5, metavar="N", help="random splits per figure (default 5)")
+    m.add_argument("--sizes", default="", metavar="LIST", help="training-set sizes for the learning curve, "
+                   "e.g. 25,50,100,200 (default: none)")
+    m.add_argument("--out", metavar="DIR", help="also write accuracy.md/.json and learning_curve.png here")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--json", action="store_true", help="print JSON")
+    m.set_defaults(func=cmd_model_report)
+
+    p = sub.add_parser("recommend", help="a configuration for a workload, from a fitted model (no trial)",
+                       description="Search a fitted surrogate (genetic algorithm or simulated annealing) for the "
+                                   "best configuration on a workload. Example: nosqltune recommend --model "
+                                   "runs/train.throughput.nn-ensemble.model --workload read=0.7")
+    p.add_argument("--model", required=True, metavar="DIR", help="directory written by `nosqltune model fit`")
+    p.add_argument("--workload", default="ycsb-a", metavar="NAME",
+                   help="read=0.7, read70, ycsb-a..f or a properties file (default ycsb-a)")
+    p.add_argument("--distribution", choices=["zipfian", "uniform", "latest"], help="request distribution")
+    p.add_argument("--search", default="ga", help="ga (genetic algorithm, RAFIKI) or anneal (simulated annealing, "
+                   "seed 004) (default ga)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--format", choices=["table", "yaml", "json"], default="table", help="output format (table)")
+    p.set_defaults(func=cmd_recommend)
 
     p = sub.add_parser("best", help="the best configuration of a tuning study, as a table, YAML or JSON",
                        description="Print the best configuration found by `nosqltune tune`: as a cassandra.yaml "

@@ -11,6 +11,9 @@ OPTIMIZERS = {
     "gp": ("gp", "GaussianProcessBO", "Bayesian optimization, Gaussian process + expected improvement (seed 000)"),
     "smac": ("smac_bo", "SMACOptimizer", "SMAC3, random-forest surrogate (seed 003)"),
     "irace": ("irace", "IraceOptimizer", "iterated racing with the R irace package (seed 001)"),
+    "rafiki": ("surrogate_search", "Rafiki", "neural-net ensemble surrogate searched by a genetic algorithm (seed 002)"),
+    "surrogate-sa": ("surrogate_search", "SurrogateAnnealing",
+                     "random-forest surrogate searched by simulated annealing (seed 004)"),
 }
 
 

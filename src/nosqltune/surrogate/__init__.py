@@ -1,0 +1,1 @@
+"""Surrogate models of performance = f(workload, knobs): data collection, models, search (seeds 002 and 004)."""

@@ -1,0 +1,166 @@
+"""Model inputs from stored trials: workload features, knob values and physical design, as one numeric row.
+
+Knobs are encoded as the optimizers see them (numbers scaled to [0, 1], log scale where the knob says so;
+categories one-hot; a knob whose condition is off holds its default). Workloads are described by their read
+ratio (RAFIKI's workload axis) and, when the data has more than one, their request distribution (one-hot).
+Physical design (node count, replication factor) enters as numbers when trials carry it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..errors import UsageError
+
+DISTRIBUTIONS = ("zipfian", "uniform", "latest")
+
+
+def workload_features(workload: Mapping[str, Any]) -> dict[str, Any]:
+    """Read ratio, request distribution and design of a stored workload (a Workload dict)."""
+    mix = workload.get("mix", {})
+    reads = float(mix.get("readproportion", 0) or 0)
+    writes = sum(float(mix.get(k, 0) or 0) for k in ("updateproportion", "insertproportion",
+                                                      "readmodifywriteproportion", "scanproportion"))
+    total = reads + writes
+    return {"read_ratio": round(reads / total, 6) if total else 0.0,
+            "distribution": mix.get("requestdistribution", "zipfian"),
+            "design": dict(workload.get("design") or {})}
+
+
+@dataclass
+class FeatureSpec:
+    """How a (configuration, workload) pair becomes a row; stored with a fitted model."""
+
+    knobs: Any                         # knob set name or mapping, as stored with the study
+    fixed: dict[str, Any] = field(default_factory=dict)
+    distributions: list[str] = field(default_factory=lambda: ["zipfian"])
+    design: list[str] = field(default_factory=list)
+
+    def space(self):
+        from ..knobs import load_space
+        from ..optimizers.space import TuningSpace
+
+        return TuningSpace(load_space("cassandra").subset(self.knobs), self.fixed)
+
+    def names(self, space=None) -> list[str]:
+        from ..optimizers.space import categorical, choices_of
+
+        space = space or self.space()
+        out = ["read_ratio"]
+        if len(self.distributions) > 1:
+            out += [f"distribution={d}" for d in self.distributions]
+        out += list(self.design)
+        for knob in space.knobs:
+            out += [f"{knob.name}={c}" for c in choices_of(knob)] if categorical(knob) else [knob.name]
+        return out
+
+    def knob_columns(self, space=None) -> dict[str, list[int]]:
+        """Column indexes of each knob (one for a number, one per choice for a category)."""
+        names = self.names(space)
+        out: dict[str, list[int]] = {}
+        for i, name in enumerate(names):
+            knob = name.split("=", 1)[0]
+            if knob not in ("read_ratio", "distribution") and knob not in self.design:
+                out.setdefault(knob, []).append(i)
+        return out
+
+    def workload_row(self, features: Mapping[str, Any]) -> list[float]:
+        row = [float(features["read_ratio"])]
+        if len(self.distributions) > 1:
+            row += [1.0 if features["distribution"] == d else 0.0 for d in self.distributions]
+        design = features.get("design") or {}
+        for name in self.design:
+            if name not in design:
+                raise UsageError(f"the model needs the design feature {name!r}")
+            row.append(float(design[name]))
+        return row
+
+    def row(self, space, config: Mapping[str, Any], features: Mapping[str, Any]) -> list[float]:
+        return self.workload_row(features) + space.encode(config)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"knobs": self.knobs, "fixed": self.fixed, "distributions": self.distributions,
+                "design": self.design}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "FeatureSpec":
+        return cls(**data)
+
+
+@dataclass
+class Table:
+    """Complete trials of a study as model rows."""
+
+    spec: FeatureSpec
+    X: Any                              # numpy array, one row per trial
+    metrics: list[dict[str, Any]]       # each trial's summary
+    configs: list[str]                  # canonical configuration key of each row (grouping: unseen configs)
+    workloads: list[str]                # workload name of each row (grouping: unseen workloads)
+    read_ratios: list[float]
+    trial_ids: list[int]
+    raw_configs: list[dict[str, Any]]
+
+    def target(self, metric: str):
+        """The metric per row (numpy), and the mask of rows that have it."""
+        import numpy as np
+
+        from ..tuning.objective import metric_value
+
+        values = [metric_value(metric, m) for m in self.metrics]
+        mask = np.array([v is not None and v > 0 for v in values])
+        return np.array([v if ok else np.nan for v, ok in zip(values, mask)], dtype=float), mask
+
+
+def study_knobs(study: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The knob subset and fixed values of a collection or tuning study."""
+    settings = study.get("settings") or {}
+    for key in ("collect", "tune"):
+        if key in settings:
+            return settings[key]["knobs"], dict(settings[key].get("fixed") or {})
+    raise UsageError(f"study '{study['name']}' is neither a collection nor a tuning run: no knob space stored")
+
+
+def pick_study(store, name: str | None) -> dict[str, Any]:
+    studies = list(store.studies())
+    if name:
+        found = store.find_study(name)
+        if not found:
+            raise UsageError(f"no study named '{name}' (studies: {', '.join(s['name'] for s in studies) or 'none'})")
+        return found
+    for preferred in ("collect", "tune"):
+        for s in studies:
+            if s["name"] == preferred:
+                return s
+    usable = [s for s in studies if {"collect", "tune"} & set(s.get("settings") or {})]
+    if len(usable) == 1:
+        return usable[0]
+    raise UsageError("the store has no collection or tuning study" if not usable else
+                     f"several studies ({', '.join(s['name'] for s in usable)}): pick one with --study-name")
+
+
+def load_table(study_path: str, study_name: str | None = None) -> Table:
+    """Every complete trial of the study (tagged collect or tune) as a Table."""
+    import numpy as np
+
+    from ..store import open_store
+
+    store = open_store(study_path)
+    try:
+        study = pick_study(store, study_name)
+        knobs, fixed = study_knobs(study)
+        rows = [r for r in store.trials(study["id"]) if r["state"] == "COMPLETE" and r["tag"] in ("collect", "tune")]
+    finally:
+        store.close()
+    if not rows:
+        raise UsageError(f"study '{study['name']}' has no complete trial to learn from")
+    features = [workload_features(r["workload"]) for r in rows]
+    distributions = sorted({f["distribution"] for f in features}, key=lambda d: (d not in DISTRIBUTIONS, d))
+    design = sorted({k for f in features for k in f["design"]})
+    spec = FeatureSpec(knobs=knobs, fixed=fixed, distributions=distributions, design=design)
+    space = spec.space()
+    X = np.array([spec.row(space, r["config"], f) for r, f in zip(rows, features)], dtype=float)
+    return Table(spec=spec, X=X, metrics=[r["metrics"]["summary"] for r in rows],
+                 configs=[space.key(r["config"]) for r in rows], workloads=[r["workload"]["name"] for r in rows],
+                 read_ratios=[f["read_ratio"] for f in features], trial_ids=[r["id"] for r in rows],
+                 raw_configs=[space.canonical(r["config"]) for r in rows])

@@ -1,0 +1,292 @@
+"""Search a surrogate instead of the datastore: a genetic algorithm (RAFIKI 3.7) and simulated annealing
+(seed 004), both over the knob space's types, ranges and conditions.
+
+A candidate is a genome with one real gene per knob: a number in the knob's own scale (its logarithm for
+log-scaled knobs), a category as a real in [0, n) whose integer part picks the choice. `Codec` turns a whole
+population into model rows at once (numpy, no per-candidate Python), with integers rounded, conditions
+applied (an inactive knob holds its default) and the same encoding as `TuningSpace.encode`.
+
+The GA follows RAFIKI's description of MATLAB's `ga`: a random initial population within the bounds,
+interpolating (intermediate) crossover that may step a little past its parents, Gaussian mutation, elites,
+and a penalty instead of a hard constraint for infeasible genomes (non-integers, out of bounds). Simulated
+annealing runs several Metropolis chains side by side with a geometric cooling schedule.
+
+SciPy's `dual_annealing` was tried for the annealing and left: it evaluates one point per call, and a
+forest's per-call overhead (about 10 ms) made a recommendation take seconds; pymoo or DEAP would add a
+dependency for a few dozen lines. Both searches here evaluate a population per model call.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..optimizers.space import FLOAT_DIGITS, TuningSpace, categorical, choices_of
+
+Score = Callable[[np.ndarray], np.ndarray]   # model rows -> values to MAXIMIZE
+METHODS = ("ga", "anneal")
+
+
+class Codec:
+    def __init__(self, space: TuningSpace, prefix: list[float] | None = None) -> None:
+        """`prefix`: columns put before the knob encoding in every row (the workload features)."""
+        self.space = space
+        self.prefix = np.asarray(prefix or [], dtype=float)
+        self.knobs = space.knobs
+        self.index = {k.name: i for i, k in enumerate(self.knobs)}
+        lo, hi = [], []
+        for knob in self.knobs:
+            if categorical(knob):
+                lo.append(0.0)
+                hi.append(float(len(choices_of(knob))))
+            elif knob.log and knob.range[0] > 0:
+                lo.append(math.log(knob.range[0]))
+                hi.append(math.log(knob.range[1] + (1 if knob.type == "int" else 0)))
+            else:
+                lo.append(float(knob.range[0]))
+                hi.append(float(knob.range[1]) + (1 if knob.type == "int" else 0))
+        self.lo, self.hi = np.array(lo), np.array(hi)
+        self.default_values = self.natural(self.genome(space.default())[None, :])[0]
+
+    def around(self, center: np.ndarray, radius: float) -> "Codec":
+        """The same codec with the numeric genes limited to `radius` (a share of each range) around
+        `center`: a trust region for model-guided steps that should not leave what the data covers."""
+        import copy
+
+        local = copy.copy(self)
+        width = self.hi - self.lo
+        cat = np.array([categorical(k) for k in self.knobs])
+        local.lo = np.where(cat, self.lo, np.maximum(self.lo, center - radius * width))
+        local.hi = np.where(cat, self.hi, np.minimum(self.hi, center + radius * width))
+        return local
+
+    @property
+    def dims(self) -> int:
+        return len(self.knobs)
+
+    def genome(self, config: dict[str, Any]) -> np.ndarray:
+        """A configuration's genome (at the centre of an integer's cell)."""
+        config = self.space.canonical(config)
+        out = []
+        for knob in self.knobs:
+            value = config[knob.name]
+            if categorical(knob):
+                out.append(choices_of(knob).index(value) + 0.5)
+            elif knob.log and knob.range[0] > 0:
+                out.append(math.log(value + (0.5 if knob.type == "int" else 0)))
+            else:
+                out.append(value + (0.5 if knob.type == "int" else 0))
+        return np.array(out, dtype=float)
+
+    def random(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return self.lo + rng.random((n, self.dims)) * (self.hi - self.lo)
+
+    def clip(self, G: np.ndarray) -> np.ndarray:
+        return np.clip(G, self.lo, np.nextafter(self.hi, self.lo))
+
+    def natural(self, G: np.ndarray) -> np.ndarray:
+        """Knob values (choice index for categories), integers floored to their cell, within bounds."""
+        G = self.clip(G)
+        V = np.empty_like(G)
+        for j, knob in enumerate(self.knobs):
+            g = G[:, j]
+            if categorical(knob):
+                V[:, j] = np.floor(g)
+            else:
+                v = np.exp(g) if knob.log and knob.range[0] > 0 else g
+                if knob.type == "int":
+                    v = np.floor(v)
+                else:
+                    v = np.round(v, FLOAT_DIGITS)
+                V[:, j] = np.clip(v, knob.range[0], knob.range[1])
+        return self._conditions(V)
+
+    def _conditions(self, V: np.ndarray) -> np.ndarray:
+        active = np.ones_like(V, dtype=bool)
+        for _ in range(len(self.knobs)):   # parents first: repeat until nothing changes (chains are short)
+            changed = False
+            for j, knob in enumerate(self.knobs):
+                mask = np.ones(len(V), dtype=bool)
+                for ref, op, literal in self.space.clauses[knob.name]:
+                    if ref not in self.index:
+                        continue
+                    r = self.index[ref]
+                    mask &= self._clause(self.knobs[r], V[:, r], op, literal) & active[:, r]
+                if not np.array_equal(mask, active[:, j]):
+                    active[:, j] = mask
+                    changed = True
+            if not changed:
+                break
+        return np.where(active, V, self.default_values if hasattr(self, "default_values") else V)
+
+    @staticmethod
+    def _clause(knob, values: np.ndarray, op: str, literal: Any) -> np.ndarray:
+        from ..knobs import _same
+
+        if categorical(knob):
+            choices = choices_of(knob)
+            wanted = literal if op in ("in", "not in") else (literal,)
+            hits = [i for i, c in enumerate(choices) if any(_same(c, w) for w in wanted)]
+            inside = np.isin(values, hits)
+            return ~inside if op in ("!=", "not in") else inside
+        if op in ("in", "not in", "==", "!="):
+            wanted = literal if op in ("in", "not in") else (literal,)
+            inside = np.isin(values, [float(w) for w in wanted])
+            return ~inside if op in ("!=", "not in") else inside
+        return {">": values > literal, ">=": values >= literal, "<": values < literal, "<=": values <= literal}[op]
+
+    def rows(self, G: np.ndarray) -> np.ndarray:
+        """Model rows (prefix + knob encoding) of a population."""
+        V = self.natural(G)
+        cols = []
+        for j, knob in enumerate(self.knobs):
+            v = V[:, j]
+            if categorical(knob):
+                cols.extend((v == i).astype(float) for i in range(len(choices_of(knob))))
+                continue
+            lo, hi = knob.range
+            if hi == lo:
+                cols.append(np.full(len(v), 0.5))
+            elif knob.type == "int" and knob.log and lo > 0:
+                cols.append((np.log(v + 0.5) - math.log(lo)) / (math.log(hi + 1) - math.log(lo)))
+            elif knob.type == "int":
+                cols.append((v - lo + 0.5) / (hi - lo + 1))
+            elif knob.log and lo > 0:
+                cols.append((np.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo)))
+            else:
+                cols.append((v - lo) / (hi - lo))
+        knobs = np.column_stack(cols)
+        return np.hstack([np.tile(self.prefix, (len(G), 1)), knobs]) if self.prefix.size else knobs
+
+    def penalty(self, G: np.ndarray) -> np.ndarray:
+        """How infeasible each genome is: distance outside the bounds plus distance from an integer (both
+        relative to the knob's range)."""
+        width = self.hi - self.lo
+        outside = (np.maximum(self.lo - G, 0) + np.maximum(G - self.hi, 0)) / width
+        frac = np.zeros_like(G)
+        for j, knob in enumerate(self.knobs):
+            if knob.type == "int" and not categorical(knob):
+                v = np.exp(G[:, j]) if knob.log and knob.range[0] > 0 else G[:, j]
+                cell = v - np.floor(v)          # the centre of an integer's cell (x.5) is the feasible point
+                frac[:, j] = np.abs(cell - 0.5) * 2 / max(knob.range[1] - knob.range[0] + 1, 1)
+        return outside.sum(axis=1) + frac.sum(axis=1)
+
+    def config(self, g: np.ndarray) -> dict[str, Any]:
+        V = self.natural(np.atleast_2d(g))[0]
+        out = {}
+        for j, knob in enumerate(self.knobs):
+            if categorical(knob):
+                out[knob.name] = choices_of(knob)[int(V[j])]
+            elif knob.type == "int":
+                out[knob.name] = int(V[j])
+            else:
+                out[knob.name] = float(V[j])
+        return self.space.canonical(out)
+
+
+@dataclass
+class SearchResult:
+    config: dict[str, Any]
+    value: float                 # the score of the configuration (the caller's objective, maximized)
+    evaluations: int
+    seconds: float
+    history: list[float] = field(default_factory=list)   # best score per generation / step
+
+
+def genetic(codec: Codec, score: Score, *, seed: int = 0, population: int = 60, generations: int = 60,
+            elites: int = 2, crossover: float = 0.8, mutation: float = 0.1, penalty: float = 1.0,
+            start: list[np.ndarray] | None = None) -> SearchResult:
+    started = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    width = codec.hi - codec.lo
+    P = codec.random(rng, population)
+    for i, g in enumerate(start or []):
+        P[i % population] = g
+    evaluations, history = 0, []
+
+    def fitness(G: np.ndarray) -> np.ndarray:
+        # the penalty is relative to the spread of the scores, so it matters whatever the objective's scale
+        raw = score(codec.rows(G))
+        spread = float(np.ptp(raw)) or 1.0
+        return raw - penalty * spread * codec.penalty(G)
+
+    F = fitness(P)
+    evaluations += len(P)
+    for gen in range(generations):
+        order = np.argsort(-F)
+        history.append(float(F[order[0]]))
+        children = [P[order[:elites]]]
+        need = population - elites
+        # tournament selection of two parents per child
+        a = rng.integers(0, population, (need, 2))
+        b = rng.integers(0, population, (need, 2))
+        p1 = P[np.where(F[a[:, 0]] >= F[a[:, 1]], a[:, 0], a[:, 1])]
+        p2 = P[np.where(F[b[:, 0]] >= F[b[:, 1]], b[:, 0], b[:, 1])]
+        alpha = rng.uniform(-0.25, 1.25, p1.shape)             # intermediate crossover, a little past parents
+        cross = rng.random(need) < crossover
+        kids = np.where(cross[:, None], p1 + alpha * (p2 - p1), p1)
+        scale = mutation * (1 - gen / max(generations, 1)) + 0.01
+        mutate = rng.random(kids.shape) < (1.0 / codec.dims + 0.05)
+        kids = kids + mutate * rng.normal(0, 1, kids.shape) * width * scale
+        children.append(kids)
+        P = np.vstack(children)
+        F = fitness(P)
+        evaluations += len(P)
+    # the answer is feasible: the best genomes snapped to their decoded (integral, in-bounds) values
+    order = np.argsort(-F)[: max(elites, 5)]
+    snapped = np.array([codec.genome(codec.config(P[i])) for i in order])
+    values = score(codec.rows(snapped))
+    evaluations += len(snapped)
+    best = int(np.argmax(values))
+    return SearchResult(codec.config(snapped[best]), float(values[best]), evaluations,
+                        time.perf_counter() - started, history)
+
+
+def anneal(codec: Codec, score: Score, *, seed: int = 0, chains: int = 32, steps: int = 200,
+           t_start: float = 0.05, t_end: float = 0.0005, step_size: float = 0.15,
+           start: list[np.ndarray] | None = None) -> SearchResult:
+    """Maximize `score` by simulated annealing; temperatures are in the score's units relative to the
+    spread of the first evaluations (so t_start=0.05 accepts a loss of 5% of that spread often at first)."""
+    started = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    width = codec.hi - codec.lo
+    X = codec.random(rng, chains)
+    for i, g in enumerate(start or []):
+        X[i % chains] = g
+    F = score(codec.rows(X))
+    scale = float(np.ptp(F)) or float(np.abs(F).mean()) or 1.0
+    best_i = int(np.argmax(F))
+    best_x, best_f = X[best_i].copy(), float(F[best_i])
+    evaluations, history = chains, []
+    cat = np.array([categorical(k) for k in codec.knobs])
+    for step in range(steps):
+        T = t_start * (t_end / t_start) ** (step / max(steps - 1, 1)) * scale
+        Y = X.copy()
+        moves = rng.random(X.shape) < (1.5 / codec.dims)
+        moves[np.arange(chains), rng.integers(0, codec.dims, chains)] = True   # at least one knob moves
+        numeric = moves & ~cat
+        Y = np.where(numeric, Y + rng.normal(0, 1, Y.shape) * width * step_size, Y)
+        Y = np.where(moves & cat, codec.lo + rng.random(Y.shape) * width, Y)
+        Y = codec.clip(Y)
+        G = score(codec.rows(Y))
+        evaluations += chains
+        accept = (G >= F) | (rng.random(chains) < np.exp(np.minimum((G - F) / T, 0)))
+        X = np.where(accept[:, None], Y, X)
+        F = np.where(accept, G, F)
+        i = int(np.argmax(F))
+        if F[i] > best_f:
+            best_x, best_f = X[i].copy(), float(F[i])
+        history.append(best_f)
+    return SearchResult(codec.config(best_x), best_f, evaluations, time.perf_counter() - started, history)
+
+
+def search(codec: Codec, score: Score, method: str = "ga", seed: int = 0, **options: Any) -> SearchResult:
+    if method == "ga":
+        return genetic(codec, score, seed=seed, **options)
+    if method == "anneal":
+        return anneal(codec, score, seed=seed, **options)
+    raise ValueError(f"unknown search {method!r}: use ga or anneal")
