@@ -388,6 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="llamatune: probability of a knob's special value (0 = disabled, ...) (default 0.2)")
     t.add_argument("--max-unique", type=int, default=10000, metavar="K",
                    help="llamatune: distinct values a numeric knob may take (default 10000)")
+    t.add_argument("--system", default=None, metavar="SYSTEM",
+                   help="cassandra (default), or surrogate:DATASET[:KIND] to answer trials from a model of a recorded "
+                        "dataset (e.g. surrogate:wide24) with its measured noise: compare optimizers in seconds")
     t.add_argument("--resume", action="store_true",
                    help="continue the study (--study, --study-name) with its stored settings; --budget and "
                         "--max-time may be raised")

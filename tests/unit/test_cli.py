@@ -108,6 +108,43 @@ def test_tune_bad_input_one_line_nothing_written(argv, message, capsys, tmp_path
     assert not (tmp_path / "s.db").exists() and not (tmp_path / "home").exists()
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["collect", "--read-ratios", "0:2:0.5"], "--read-ratios"),
+    (["collect", "--configs", "0"], "--configs"),
+    (["collect", "--workload", "ycsb-a"], "--read-ratios"),
+    (["collect", "--knobs", "irace42"], "unknown knob set"),
+    (["collect", "--knobs", "rafiki5", "--set", "concurrent_writes=16"], "collected over"),
+    (["importance", "--levels", "1"], "--levels"),
+    (["importance", "--workload", "ycsb-a,ycsb-b"], "one --workload"),
+    (["importance", "--objective", "p42-read"], "unknown objective"),
+    (["model", "fit", "--target", "p42-read"], "unknown target"),
+    (["model", "fit"], "no study store"),
+    (["model", "report", "--kinds", "svm"], "unknown model kind"),
+    (["model", "report"], "no study store"),
+    (["importance", "--from-study", "/nonexistent/x.db"], "no study store"),
+    (["tune", "--system", "surrogate:nope"], "unknown surrogate dataset"),
+    (["tune", "--system", "surrogate:wide24:svm"], "unknown surrogate model"),
+    (["tune", "--system", "mysql"], "unknown --system"),
+    (["tune", "--system", "surrogate:wide24", "--knobs", "irace23"], "no data for num_tokens"),
+])
+def test_surrogate_commands_bad_input(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path / "home"))
+    code = main(argv + ["--study", str(tmp_path / "s.db")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "s.db").exists() and not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["recommend", "--model", "/nonexistent/model"], "no fitted model"),
+    (["recommend", "--model", "/nonexistent/model", "--search", "hill"], "--search"),
+])
+def test_recommend_bad_input(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
 def test_tune_flags():
     args = build_parser().parse_args(["tune", "--workload", "ycsb-a,ycsb-b", "--optimizer", "gp", "--objective",
                                       "p99-read", "--constraint", "throughput>=100", "--no-default", "--budget", "9"])
@@ -119,7 +156,8 @@ def test_tune_flags():
 HEAVY = ('cassandra', 'numpy', 'sklearn', 'smac', 'torch', 'ConfigSpace', 'scipy')
 
 
-@pytest.mark.parametrize("argv", [[], ["bench"], ["tune"], ["best"]])
+@pytest.mark.parametrize("argv", [[], ["bench"], ["tune"], ["best"], ["collect"], ["importance"], ["model", "fit"],
+                                  ["recommend"]])
 def test_help_imports_no_driver_or_heavy_library(argv):
     import subprocess
     import sys

@@ -27,6 +27,7 @@ class SurrogateSearch(Optimizer):
     model_kind = "rf"
     method = "anneal"
     RADIUS = (0.3, 0.02)     # trust region: start (share of each knob's range), smallest before a restart
+    SEARCH = {"ga": {"population": 40, "generations": 40}, "anneal": {"chains": 32, "steps": 100}}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -69,7 +70,8 @@ class SurrogateSearch(Optimizer):
         codec = full.around(full.genome(best), self._radius)
         for attempt in range(3):
             result = search(codec, lambda rows: sign * np.log(model.predict(rows)), method=self.method,
-                            seed=self.seed * 7919 + self._asked * 31 + attempt, start=[codec.genome(best)])
+                            seed=self.seed * 7919 + self._asked * 31 + attempt, start=[codec.genome(best)],
+                            **self.SEARCH[self.method])
             if self.space.key(result.config) not in self._observed:
                 predicted = float(np.exp(sign * result.value))
                 return Suggestion(result.config, meta={"phase": "model", "predicted": round(predicted, 6)})

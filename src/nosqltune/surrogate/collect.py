@@ -17,6 +17,7 @@ from ..optimizers.space import TuningSpace, categorical, choices_of
 
 STUDY_NAME = "collect"
 TAG = "collect"
+MAX_BUSY = 0.25   # CPU share busy before a trial above which collection waits (another program is running)
 
 
 def parse_ratios(text: str) -> list[float]:
@@ -112,14 +113,53 @@ def done_entries(rows: Iterable[dict[str, Any]]) -> set[tuple[int, str, int]]:
     out = set()
     for row in rows:
         entry = (row.get("meta") or {}).get("collect")
-        if entry and row["state"] in ("COMPLETE", "FAIL") and row["failure_kind"] != "interrupted":
+        if entry and row.get("tag", TAG) == TAG and row["state"] in ("COMPLETE", "FAIL") \
+                and row["failure_kind"] != "interrupted":
             out.add((entry["config"], entry["workload"], entry["repeat"]))
     return out
 
 
+def cpu_busy(seconds: float = 1.0) -> float | None:
+    """Share of the machine's CPU time spent busy over `seconds` (from /proc/stat), None where unknown."""
+    import time
+
+    def sample() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat") as fh:
+                fields = [int(x) for x in fh.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        return sum(fields), fields[3] + (fields[4] if len(fields) > 4 else 0)
+
+    first = sample()
+    time.sleep(seconds)
+    second = sample()
+    if not first or not second or second[0] <= first[0]:
+        return None
+    return 1 - (second[1] - first[1]) / (second[0] - first[0])
+
+
+def wait_until_quiet(say: Callable[[str], None], limit: float = MAX_BUSY, patience: float = 600.0) -> float | None:
+    """Between trials nothing of ours runs: if the CPU is busy anyway, another program would slow the next
+    trial down, so wait (up to `patience` seconds) for it to calm down. Returns the last busy share."""
+    import time
+
+    started = time.monotonic()
+    busy = cpu_busy()
+    warned = False
+    while busy is not None and busy > limit and time.monotonic() - started < patience:
+        if not warned:
+            say(f"  the machine is {busy:.0%} busy before a trial: waiting for it to calm down")
+            warned = True
+        time.sleep(4)
+        busy = cpu_busy()
+    return busy
+
+
 def run_plan(store, study_id: int, plan: list[dict], configs: list[dict], fixed: dict[str, Any],
              workloads: dict[str, Any], run: Callable[[dict, Any], Any], *, environment_id: int | None,
-             workload_info: Callable[[Any], dict], say: Callable[[str], None], limit: int | None = None) -> dict:
+             workload_info: Callable[[Any], dict], say: Callable[[str], None], limit: int | None = None,
+             quiet: bool = True) -> dict:
     """Run the plan's missing entries in order; returns counts."""
     done = done_entries(store.trials(study_id))
     missing = [e for e in plan if (e["config"], e["workload"], e["repeat"]) not in done]
@@ -129,8 +169,9 @@ def run_plan(store, study_id: int, plan: list[dict], configs: list[dict], fixed:
     for n, entry in enumerate(missing, 1):
         config = {**fixed, **configs[entry["config"]]}
         workload = workloads[entry["workload"]]
+        busy = wait_until_quiet(say) if quiet else None
         trial_id = store.start_trial(study_id, config, workload_info(workload), tag=TAG,
-                                     environment_id=environment_id, meta={"collect": entry})
+                                     environment_id=environment_id, meta={"collect": entry, "busy_before": busy})
         say(f"[{len(done) + n}/{len(plan)}] configuration {entry['config']}"
             + (f" (noise repeat {entry['repeat']})" if entry["repeat"] else "") + f" on {entry['workload']}")
         row = store.record(trial_id, lambda: run(config, workload))

@@ -139,21 +139,42 @@ def pick_study(store, name: str | None) -> dict[str, Any]:
                      f"several studies ({', '.join(s['name'] for s in usable)}): pick one with --study-name")
 
 
-def load_table(study_path: str, study_name: str | None = None) -> Table:
-    """Every complete trial of the study (tagged collect or tune) as a Table."""
-    import numpy as np
+def existing_store(study_path: str):
+    """Open a store that must exist already (reading commands never create one)."""
+    from pathlib import Path
 
     from ..store import open_store
 
-    store = open_store(study_path)
+    if not str(study_path).startswith(("sqlite:", "postgresql:")) and not Path(study_path).exists():
+        raise UsageError(f"no study store at {study_path}")
+    return open_store(study_path)
+
+
+def _study_rows(study_path: str, study_name: str | None) -> tuple[str, Any, dict, list[dict]]:
+    store = existing_store(study_path)
     try:
         study = pick_study(store, study_name)
         knobs, fixed = study_knobs(study)
         rows = [r for r in store.trials(study["id"]) if r["state"] == "COMPLETE" and r["tag"] in ("collect", "tune")]
     finally:
         store.close()
+    return study["name"], knobs, fixed, rows
+
+
+def load_table(source: str, study_name: str | None = None) -> Table:
+    """Every complete trial (tagged collect or tune) of a study, or of an exported dataset file
+    (.json / .json.gz, see `surrogate.dataset`), as a Table."""
+    import numpy as np
+
+    if str(source).endswith((".json", ".json.gz")):
+        from .dataset import read_dataset
+
+        data = read_dataset(source)
+        name, knobs, fixed, rows = data["name"], data["knobs"], data["fixed"], data["trials"]
+    else:
+        name, knobs, fixed, rows = _study_rows(source, study_name)
     if not rows:
-        raise UsageError(f"study '{study['name']}' has no complete trial to learn from")
+        raise UsageError(f"study '{name}' has no complete trial to learn from")
     features = [workload_features(r["workload"]) for r in rows]
     distributions = sorted({f["distribution"] for f in features}, key=lambda d: (d not in DISTRIBUTIONS, d))
     design = sorted({k for f in features for k in f["design"]})

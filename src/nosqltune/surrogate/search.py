@@ -9,7 +9,8 @@ applied (an inactive knob holds its default) and the same encoding as `TuningSpa
 The GA follows RAFIKI's description of MATLAB's `ga`: a random initial population within the bounds,
 interpolating (intermediate) crossover that may step a little past its parents, Gaussian mutation, elites,
 and a penalty instead of a hard constraint for infeasible genomes (non-integers, out of bounds). Simulated
-annealing runs several Metropolis chains side by side with a geometric cooling schedule.
+annealing runs several Metropolis chains side by side with a geometric cooling schedule, the moves shrinking with
+the temperature.
 
 SciPy's `dual_annealing` was tried for the annealing and left: it evaluates one point per call, and a
 forest's per-call overhead (about 10 ms) made a recommendation take seconds; pymoo or DEAP would add a
@@ -247,7 +248,7 @@ def genetic(codec: Codec, score: Score, *, seed: int = 0, population: int = 60, 
 
 
 def anneal(codec: Codec, score: Score, *, seed: int = 0, chains: int = 32, steps: int = 200,
-           t_start: float = 0.05, t_end: float = 0.0005, step_size: float = 0.15,
+           t_start: float = 0.05, t_end: float = 1e-5, step_size: float = 0.15,
            start: list[np.ndarray] | None = None) -> SearchResult:
     """Maximize `score` by simulated annealing; temperatures are in the score's units relative to the
     spread of the first evaluations (so t_start=0.05 accepts a loss of 5% of that spread often at first)."""
@@ -264,12 +265,14 @@ def anneal(codec: Codec, score: Score, *, seed: int = 0, chains: int = 32, steps
     evaluations, history = chains, []
     cat = np.array([categorical(k) for k in codec.knobs])
     for step in range(steps):
-        T = t_start * (t_end / t_start) ** (step / max(steps - 1, 1)) * scale
+        progress = step / max(steps - 1, 1)
+        T = t_start * (t_end / t_start) ** progress * scale
+        size = step_size * 0.05 ** progress        # moves shrink with the temperature: coarse, then fine
         Y = X.copy()
         moves = rng.random(X.shape) < (1.5 / codec.dims)
         moves[np.arange(chains), rng.integers(0, codec.dims, chains)] = True   # at least one knob moves
         numeric = moves & ~cat
-        Y = np.where(numeric, Y + rng.normal(0, 1, Y.shape) * width * step_size, Y)
+        Y = np.where(numeric, Y + rng.normal(0, 1, Y.shape) * width * size, Y)
         Y = np.where(moves & cat, codec.lo + rng.random(Y.shape) * width, Y)
         Y = codec.clip(Y)
         G = score(codec.rows(Y))

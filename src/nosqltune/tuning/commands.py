@@ -54,6 +54,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from ..trial import TrialSettings, run_trial
     from ..workloads.spec import Workload
     from .loop import TuneSpec, TuningLoop
+    from .objective import Objective
     from .progress import TerminalDisplay
 
     full_space = load_space("cassandra")
@@ -78,25 +79,35 @@ def cmd_tune(args: argparse.Namespace) -> int:
             fixed = stored["fixed"]
             subset = full_space.subset(stored["knobs"])
             settings = TrialSettings(**stored["harness"])
+            system = stored.get("system", "cassandra")
             study_id = existing["id"]
         else:
             if existing and store.trials(existing["id"]):
                 raise UsageError(f"study '{study_name}' in {args.study} already has trials: add --resume to "
                                  "continue it, or pick another --study-name")
-            spec, workloads, fixed, subset, settings = fresh
-            study_id = store.study(study_name, "cassandra")
+            spec, workloads, fixed, subset, settings, system = fresh
+            study_id = store.study(study_name, system)
         space = TuningSpace(subset, fixed)
         store.update_study_settings(study_id, {"tune": {
             "spec": spec.to_dict(), "workloads": [w.to_dict() for w in workloads], "fixed": fixed,
             "knobs": _subset_mapping(subset, full_space), "knob_label": subset.label if not args.resume else
-            (stored or {}).get("knob_label"), "harness": settings.to_dict()}})
-        env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+            (stored or {}).get("knob_label"), "harness": settings.to_dict(), "system": system}})
         by_name = {w.name: w for w in workloads}
         display = TerminalDisplay()
+        if system.startswith("surrogate:"):
+            target = surrogate_target(system, spec.seed)
+            env_id = store.environment(target.fingerprint())
+            objective = Objective.from_dict(spec.objective)
+            needed = (objective.metric,) + tuple(c.metric for c in objective.constraints)
 
-        def runner(config: dict, workload: str):
-            return run_trial(full_space, {**fixed, **config}, by_name[workload], settings,
-                             progress=display.trial_phase)
+            def runner(config: dict, workload: str):
+                return target.run({**fixed, **config}, by_name[workload], metrics=needed)
+        else:
+            env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+
+            def runner(config: dict, workload: str):
+                return run_trial(full_space, {**fixed, **config}, by_name[workload], settings,
+                                 progress=display.trial_phase)
 
         loop = TuningLoop(store, study_id, spec, space, runner, workdir=_workdir(args, study_name, spec.optimizer),
                           environment_id=env_id, display=display,
@@ -156,6 +167,15 @@ def _new_run(args: argparse.Namespace, full_space):
         raise UsageError(str(exc)) from None
     _heap_mb(args.heap)
     settings = _settings(args)
+    system = args.system or "cassandra"
+    if system.startswith("surrogate:"):
+        target = surrogate_target(system, args.seed)
+        outside = sorted(set(subset.knobs) - set(target.knobs)) + sorted(set(fixed) - set(target.knobs))
+        if outside:
+            raise UsageError(f"the surrogate dataset has no data for {', '.join(outside)}: tune or fix only its knobs "
+                             f"({', '.join(target.knobs)})")
+    elif system != "cassandra":
+        raise UsageError(f"unknown --system {system!r}: use cassandra or surrogate:DATASET")
     searched = len(TuningSpace(subset, fixed).knobs)
     options: dict[str, Any] = {k: v for k, v in (("initial", args.initial),) if v is not None}
     if args.space_adapter == "llamatune":
@@ -181,7 +201,20 @@ def _new_run(args: argparse.Namespace, full_space):
     spec = TuneSpec(optimizer=args.optimizer, workloads=[w.name for w in workloads], budget=budget,
                     objective=objective.to_dict(), seed=args.seed, include_default=args.include_default,
                     max_seconds=parse_duration(args.max_time), patience=args.patience, options=options)
-    return spec, workloads, fixed, subset, settings
+    return spec, workloads, fixed, subset, settings, system
+
+
+def surrogate_target(system: str, seed: int):
+    """`surrogate:NAME[:KIND]` -> the target answering trials from the model of a recorded dataset."""
+    from ..surrogate.dataset import DEFAULT_KIND, SurrogateTarget
+    from ..surrogate.models import KINDS
+
+    _, _, rest = system.partition(":")
+    name, _, kind = rest.partition(":")
+    kind = kind or DEFAULT_KIND
+    if kind not in KINDS:
+        raise UsageError(f"unknown surrogate model {kind!r} in --system {system}: use one of {', '.join(KINDS)}")
+    return SurrogateTarget(name, kind=kind, seed=seed)
 
 
 def summarize(store, study_id: int, spec, space) -> dict[str, Any]:

@@ -1,0 +1,154 @@
+"""Recorded performance datasets and the surrogate target that answers trials from them.
+
+A dataset is a collection study exported to one compressed JSON file: the knob space, every complete trial
+(configuration, workload, metrics summary) and the environment fingerprint of the machine that measured it.
+Datasets shipped with nosqltune live in `surrogate/datasets/` and are named by their stem (`wide24`).
+
+`SurrogateTarget` stands in for a datastore in the tuning loop (`nosqltune tune --system surrogate:wide24`):
+a model fitted to the dataset predicts each metric, and the noise measured in the dataset (repeats of the
+default) is added to every answer, so that optimizers can be compared over many seeds in seconds (the cheap
+benchmark seed 001's conclusion asks for). Fitted models are cached per dataset, metric and model kind.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+import pickle
+import random
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+DATASETS = Path(__file__).parent / "datasets"
+DEFAULT_KIND = "rf"
+
+
+def export_dataset(study_path: str, out: Path, study_name: str | None = None, name: str | None = None) -> dict:
+    from ..store import open_store
+    from .features import pick_study, study_knobs
+
+    store = open_store(study_path)
+    try:
+        study = pick_study(store, study_name)
+        knobs, fixed = study_knobs(study)
+        rows = [r for r in store.trials(study["id"]) if r["state"] == "COMPLETE" and r["tag"] in ("collect", "tune")]
+        failed = [r for r in store.trials(study["id"]) if r["state"] == "FAIL" and r["failure_kind"] != "interrupted"]
+        env_ids = sorted({r["environment_id"] for r in rows if r["environment_id"] is not None})
+        environments = [json.loads(store._db.execute("SELECT fingerprint FROM environments WHERE id = ?",
+                                                     (i,)).fetchone()[0]) for i in env_ids]
+    finally:
+        store.close()
+    harness = (study["settings"].get("collect") or study["settings"].get("tune") or {}).get("harness")
+    data = {"name": name or Path(out).name.split(".")[0], "source": f"{Path(study_path).name}:{study['name']}",
+            "knobs": knobs, "fixed": fixed, "harness": harness, "environments": environments,
+            "failed_trials": [{"config": r["config"], "workload": r["workload"]["name"], "failure_kind":
+                               r["failure_kind"], "error": r["error"]} for r in failed],
+            "trials": [{"id": r["id"], "config": r["config"],
+                        "workload": {k: r["workload"][k] for k in ("name", "mix", "records", "operations", "threads")
+                                     if k in r["workload"]} | ({"design": r["workload"]["design"]}
+                                                               if r["workload"].get("design") else {}),
+                        "metrics": {"summary": r["metrics"]["summary"]}} for r in rows]}
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out, "wt") as fh:
+        json.dump(data, fh, separators=(",", ":"), default=str)
+    return data
+
+
+def resolve(name: str) -> Path:
+    path = Path(name)
+    if path.exists():
+        return path
+    packaged = DATASETS / f"{name}.json.gz"
+    if packaged.exists():
+        return packaged
+    known = sorted(p.name.split(".")[0] for p in DATASETS.glob("*.json.gz"))
+    raise UsageError(f"unknown surrogate dataset {name!r}: use a dataset file or one of {', '.join(known) or 'none shipped'}")
+
+
+def read_dataset(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt") as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the dataset {path}: {exc}") from None
+
+
+class SurrogateTarget:
+    def __init__(self, dataset: str, kind: str = DEFAULT_KIND, seed: int = 0) -> None:
+        from .features import load_table
+
+        self.path = resolve(dataset)
+        self.name = dataset
+        self.kind = kind
+        self.seed = seed
+        self.table = load_table(str(self.path))
+        self.data_hash = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
+        self._models: dict[str, Any] = {}
+        self._noise: dict[str, float] = {}
+        self._calls = 0
+        self.space = self.table.spec.space()
+
+    @property
+    def knobs(self) -> list[str]:
+        return [k.name for k in self.space.knobs]
+
+    def fingerprint(self) -> dict[str, Any]:
+        data = read_dataset(self.path)
+        return {"system": "surrogate", "dataset": self.path.name, "dataset_sha256": self.data_hash,
+                "model": self.kind, "measured_on": data.get("environments")}
+
+    def _model(self, metric: str):
+        if metric not in self._models:
+            from ..paths import cache_dir
+            from .pipeline import fit, noise
+
+            cache = cache_dir() / "surrogates" / f"{self.data_hash}.{metric}.{self.kind}.{self.seed}.pkl"
+            if cache.exists():
+                with open(cache, "rb") as fh:
+                    self._models[metric], self._noise[metric] = pickle.load(fh)
+            else:
+                model, _ = fit(self.table, self.kind, metric, seed=self.seed)
+                cv = noise(self.table, metric)["cv"] or 0.0
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                with open(cache.with_suffix(".tmp"), "wb") as fh:
+                    pickle.dump((model, cv), fh)
+                cache.with_suffix(".tmp").replace(cache)
+                self._models[metric], self._noise[metric] = model, cv
+        return self._models[metric]
+
+    def predict(self, metric: str, config: dict[str, Any], workload: dict[str, Any]) -> float:
+        """The model's value without noise."""
+        from .features import workload_features
+
+        model = self._model(metric)
+        row = self.table.spec.row(self.space, config, workload_features(workload))
+        return float(model.predict([row])[0])
+
+    def run(self, config: dict[str, Any], workload, metrics: tuple[str, ...] = ("throughput",)):
+        """One 'trial': the predicted metrics with the dataset's noise, as a COMPLETE TrialResult."""
+        from ..trial import TrialResult
+        from ..tuning.objective import metric_value  # noqa: F401  (summary keys follow its naming)
+
+        wl = workload.to_dict() if hasattr(workload, "to_dict") else dict(workload)
+        self._calls += 1
+        rng = random.Random(f"{self.seed}-{self._calls}-{json.dumps(config, sort_keys=True, default=str)}")
+        summary: dict[str, Any] = {}
+        for metric in dict.fromkeys(("throughput",) + tuple(metrics)):
+            value = self.predict(metric, config, wl)
+            value *= math.exp(rng.gauss(0.0, self._noise.get(metric, 0.0)))
+            summary[_summary_key(metric)] = value
+        return TrialResult(state="COMPLETE", summary=summary, metrics={"surrogate": self.kind})
+
+
+def _summary_key(metric: str) -> str:
+    if metric == "throughput":
+        return "throughput_ops_s"
+    stat, _, op = metric.partition("-")
+    return f"{op}_{stat}_ms"

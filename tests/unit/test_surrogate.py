@@ -1,0 +1,240 @@
+"""The surrogate pipeline on analytic functions and synthetic data: collection design, the knob codec, GA and
+annealing, the ensemble's pruning, grouped splits, importance scoring, and the model-based strategies."""
+
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nosqltune.knobs import load_space
+from nosqltune.optimizers import make_optimizer
+from nosqltune.optimizers.space import TuningSpace, categorical, choices_of
+from nosqltune.surrogate.accuracy import grouped_splits, leave_one_group_out, scores
+from nosqltune.surrogate.collect import design, done_entries, extremes, parse_ratios, plan_entries
+from nosqltune.surrogate.importance import key_count, level_config, levels, score
+from nosqltune.surrogate.models import NNEnsemble, TreeModel, load, save
+from nosqltune.surrogate.search import Codec, anneal, genetic
+
+from . import analytic
+
+
+@pytest.fixture(scope="module")
+def wide():
+    return TuningSpace(load_space("cassandra").subset("wide24"))
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    return TuningSpace(analytic.space())
+
+
+# ------------------------------------------------------------------------------------------- collection
+def test_read_ratio_ranges():
+    assert parse_ratios("0:1:0.25") == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert parse_ratios("0:1:0.1")[3] == 0.3 and len(parse_ratios("0:1:0.1")) == 11
+    assert parse_ratios("0.9,0.1,0.5,0.5") == [0.1, 0.5, 0.9]
+    for bad in ("0:2:0.5", "a,b", "0:1", "0:1:0", ""):
+        with pytest.raises(Exception, match="--read-ratios"):
+            parse_ratios(bad)
+
+
+def test_design_has_default_first_and_every_extreme(wide):
+    configs = design(wide, 30, seed=3)
+    assert len(configs) == 30 and configs[0] == wide.default()
+    assert all(c == wide.canonical(c) for c in configs)
+    present = {(n, repr(v)) for c in configs for n, v in c.items() if wide.is_active(n, c)}
+    missing = [e for e in extremes(wide) if (e[0], repr(e[1])) not in present]
+    assert missing == []
+    # conditional knobs got their extremes with the switch that makes them count
+    assert any(c["file_cache_enabled"] is True and c["file_cache_size"] == 2048 for c in configs)
+    assert design(wide, 30, seed=3) == configs and design(wide, 30, seed=4) != configs
+
+
+def test_design_extends_without_changing_the_first(wide):
+    first = design(wide, 12, seed=1)
+    more = design(wide, 40, seed=1, existing=first)
+    assert more[:12] == first and len(more) == 40
+    present = {(n, repr(v)) for c in more for n, v in c.items() if wide.is_active(n, c)}
+    assert all((n, repr(v)) in present for n, v in extremes(wide))
+
+
+def test_plan_is_the_full_cross_plus_noise_and_extends_in_place():
+    plan = plan_entries(4, ["r10", "r90"], 2, seed=1)
+    keys = [(e["config"], e["workload"], e["repeat"]) for e in plan]
+    assert len(keys) == len(set(keys)) == 4 * 2 + 2 * 2
+    assert {(c, w) for c, w, r in keys if r == 0} == {(c, w) for c in range(4) for w in ("r10", "r90")}
+    assert {(c, r) for c, _, r in keys if r} == {(0, 1), (0, 2)}
+    assert keys != sorted(keys)  # shuffled: drift spreads over the design
+    longer = plan_entries(6, ["r10", "r90", "r50"], 2, seed=1, existing=plan)
+    assert longer[:len(plan)] == plan and len(longer) == 6 * 3 + 3 * 2
+    rows = [{"meta": {"collect": plan[0]}, "state": "COMPLETE", "failure_kind": None},
+            {"meta": {"collect": plan[1]}, "state": "FAIL", "failure_kind": "refused"},
+            {"meta": {"collect": plan[2]}, "state": "FAIL", "failure_kind": "interrupted"}]
+    assert done_entries(rows) == {keys[0], keys[1]}
+
+
+# ------------------------------------------------------------------------------------------- codec, search
+@pytest.mark.parametrize("which", ["wide", "mixed"])
+def test_codec_rows_match_the_optimizers_encoding(which, request):
+    space = request.getfixturevalue(which)
+    codec = Codec(space, prefix=[0.25])
+    genomes = codec.random(np.random.default_rng(0), 300)
+    rows = codec.rows(genomes)
+    for g, row in zip(genomes, rows):
+        config = codec.config(g)
+        assert config == space.canonical(config)
+        assert np.allclose(row, [0.25] + space.encode(config))
+        assert codec.config(codec.genome(config)) == config
+
+
+def _quadratic(space):
+    """A function of model rows with its maximum (0) at the analytic space's known best configuration."""
+    best = {"threads": 24, "ratio": 0.7, "mode": "fast", "level": 14, "flag": True}
+    target = np.array(space.encode(best))
+    names = [k.name for k in space.knobs for _ in (choices_of(k) if categorical(k) else [0])]
+    weight = np.array([0.0 if n.startswith("noise") else 1.0 for n in names])
+    return best, lambda rows: -(((rows - target) ** 2) * weight).sum(axis=1)
+
+
+@pytest.mark.parametrize("method", [genetic, anneal])
+def test_search_finds_the_known_maximum(mixed, method):
+    best, fn = _quadratic(mixed)
+    codec = Codec(mixed)
+    for seed in range(3):
+        result = method(codec, fn, seed=seed)
+        assert result.value > -1e-3, result
+        assert {k: result.config[k] for k in ("threads", "mode", "level", "flag")} == \
+            {k: best[k] for k in ("threads", "mode", "level", "flag")}
+        assert abs(result.config["ratio"] - 0.7) < 0.02
+        assert result.history == sorted(result.history) or method is genetic  # annealing keeps its best
+
+
+def test_search_respects_bounds_types_and_conditions(mixed):
+    # a function that rewards leaving the ranges and wants `level` high whatever `mode` says
+    codec = Codec(mixed)
+    level_col = sum(len(choices_of(k)) if categorical(k) else 1 for k in mixed.knobs[:mixed.names.index("level")])
+    result = genetic(codec, lambda rows: rows.sum(axis=1) + 5 * rows[:, level_col], seed=0)
+    config = result.config
+    for knob in mixed.knobs:
+        value = config[knob.name]
+        if categorical(knob):
+            assert value in choices_of(knob)
+        else:
+            assert knob.range[0] <= value <= knob.range[1]
+            assert isinstance(value, int) == (knob.type == "int")
+    assert config["mode"] == "fast" and config["level"] == 20  # level only counts (and is encoded) under fast
+
+
+def test_genetic_penalizes_infeasible_genomes(mixed):
+    codec = Codec(mixed)
+    inside = codec.genome(mixed.default())
+    outside = inside.copy()
+    outside[0] = codec.hi[0] + 1.0
+    fractional = inside.copy()
+    fractional[mixed.names.index("level")] += 0.45
+    pen = codec.penalty(np.array([inside, outside, fractional]))
+    assert pen[0] == pytest.approx(0.0, abs=1e-12) and pen[1] > 0 and pen[2] > 0
+
+
+# ------------------------------------------------------------------------------------------- models
+def _analytic_data(space, n, seed):
+    rng = random.Random(seed)
+    configs = [space.sample(rng) for _ in range(n)]
+    return np.array([space.encode(c) for c in configs]), np.array([analytic.throughput(c) for c in configs])
+
+
+def test_ensemble_drops_the_worst_nets_and_averages_the_rest(mixed):
+    X, y = _analytic_data(mixed, 60, 0)
+    model = NNEnsemble(nets=10, drop=0.3, seed=1).fit(X, y)
+    assert len(model.weights) == 7 and len(model.train_errors) == 10
+    assert model.train_errors == sorted(model.train_errors)
+    Z = model.x_scale(X[:5])
+    by_hand = np.exp(np.mean([model._forward(w, Z) for w in model.weights], axis=0) * model.t_sd + model.t_mean)
+    assert np.allclose(model.predict(X[:5]), by_hand)
+    # the kept nets fit better than the dropped ones
+    kept = [float(np.sqrt(np.mean((model._forward(w, model.x_scale(X)) - (np.log(y) - model.t_mean) / model.t_sd) ** 2)))
+            for w in model.weights]
+    assert max(kept) <= model.train_errors[7] + 1e-9
+
+
+@pytest.mark.parametrize("make", [lambda: NNEnsemble(nets=8, seed=0), lambda: TreeModel("rf", tune=False),
+                                  lambda: TreeModel("gbdt")])
+def test_models_learn_an_analytic_function(mixed, make, tmp_path):
+    X, y = _analytic_data(mixed, 200, 1)
+    Xt, yt = _analytic_data(mixed, 200, 2)
+    model = make().fit(X, y, groups=list(range(len(X))))
+    assert scores(np.log(yt), np.log(model.predict(Xt)))["r2"] > 0.75
+    save(tmp_path / "m", model, {"kind": "x"})
+    again, meta = load(tmp_path / "m")
+    assert np.allclose(again.predict(Xt[:3]), model.predict(Xt[:3])) and meta == {"kind": "x"}
+
+
+def test_scores_against_hand_computed_values():
+    s = scores(np.array([100.0, 200.0, 300.0]), np.array([110.0, 190.0, 300.0]))
+    assert s["mape"] == pytest.approx((10 / 100 + 10 / 200) / 3 * 100)
+    assert s["rmse"] == pytest.approx(math.sqrt(200 / 3))
+    assert s["r2"] == pytest.approx(1 - 200 / 20000)
+
+
+def test_grouped_splits_keep_groups_apart():
+    groups = [f"c{i % 13}" for i in range(130)]
+    for train, test in grouped_splits(groups, repeats=6, seed=2):
+        assert not {groups[i] for i in train} & {groups[i] for i in test}
+        assert len(train) + len(test) == 130 and len(test) > 0
+    folds = leave_one_group_out(["a", "b", "a", "c"])
+    assert [sorted(test.tolist()) for _, test in folds] == [[0, 2], [1], [3]]
+
+
+# ------------------------------------------------------------------------------------------- importance
+def test_levels_cover_range_and_choices_not_the_default(wide):
+    lv = levels(wide, 4)
+    by_knob = {}
+    for name, value in lv:
+        by_knob.setdefault(name, []).append(value)
+    assert by_knob["concurrent_writes"][0] == 8 and by_knob["concurrent_writes"][-1] == 64
+    assert 32 not in by_knob["concurrent_writes"]  # the default is the baseline trial
+    assert by_knob["compaction_method"] == ["Leveled"]
+    assert by_knob["memtable_allocation_type"] == ["offheap_buffers", "offheap_objects"]
+    config, enabled = level_config(wide, "file_cache_size", 2048)
+    assert config["file_cache_size"] == 2048 and enabled == ["file_cache_enabled"] and config["file_cache_enabled"]
+
+
+def test_anova_scores_rank_by_spread_and_cut_at_the_largest_drop():
+    measured = {"a": {1: [100.0], 2: [140.0]}, "b": {1: [101.0], 2: [99.0]}, "c": {1: [60.0], 2: [130.0]},
+                "d": {1: [100.0]}}
+    ranked = score([100.0], measured)
+    assert [r["knob"] for r in ranked] == ["c", "a", "b", "d"]
+    assert ranked[0]["score"] == pytest.approx(np.std([100, 60, 130]))
+    assert ranked[-1]["score"] == 0.0 and ranked[0]["best_level"] == 2
+    assert key_count([r["score"] for r in ranked]) == 2
+    assert key_count([10.0, 1.0, 0.9]) == 1 and key_count([5.0]) == 1
+
+
+# ------------------------------------------------------------------------------------------- strategies
+def _run(name, space, seed, budget=25):
+    opt = make_optimizer(name, space, seed=seed, budget=budget, workloads=["w"], workdir=Path("/nonexistent"))
+    default = space.default()
+    opt.observe(default, -analytic.throughput(default))
+    best, seen = analytic.throughput(default), []
+    for _ in range(budget - 1):
+        suggestion = opt.ask()
+        assert suggestion.config == space.canonical(suggestion.config)
+        seen.append(space.key(suggestion.config))
+        value = analytic.throughput(suggestion.config)
+        opt.tell(suggestion, -value)
+        best = max(best, value)
+    return best, seen
+
+
+def test_surrogate_annealing_beats_random_search(mixed):
+    sa = [_run("surrogate-sa", mixed, seed)[0] for seed in range(4)]
+    rnd = [_run("random", mixed, seed)[0] for seed in range(4)]
+    assert sum(sa) / 4 > sum(rnd) / 4, (sa, rnd)
+
+
+def test_rafiki_strategy_suggests_new_valid_configurations(mixed):
+    best, seen = _run("rafiki", mixed, 0, budget=12)
+    assert len(set(seen)) == len(seen)  # every trial measures something new
+    assert best > analytic.throughput(mixed.default())
