@@ -7,7 +7,6 @@ import json
 import statistics
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -107,6 +106,21 @@ def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
         raw.update(load_overrides_file(args.config))
     raw.update(parse_assignments(args.assignments))
     return space.validate(raw, allow_outside_range=args.force)
+
+
+def _searched_space(args: argparse.Namespace, full_space, verb: str):
+    """--knobs (the searched subset) and --set/--config (fixed values) checked together: (fixed, subset, space)."""
+    from .optimizers.space import TuningSpace
+
+    fixed = _overrides(args, full_space)
+    subset = full_space.subset(args.knobs)
+    clash = sorted(set(fixed) & set(subset.knobs))
+    if clash:
+        raise UsageError(f"{', '.join(clash)} is {verb}; it cannot also be fixed with --set/--config")
+    try:
+        return fixed, subset, TuningSpace(subset, fixed)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _settings(args: argparse.Namespace):

@@ -2,7 +2,6 @@
 and a recommendation; one-knob-at-a-time importance; the rafiki strategy reaching its model step."""
 
 import json
-from pathlib import Path
 
 from nosqltune.cli import main
 from nosqltune.store import open_store

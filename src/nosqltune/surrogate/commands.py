@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from ..errors import NosqltuneError, UsageError
@@ -17,12 +16,11 @@ def _say(args) -> Any:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from ..cli import _overrides, _settings
+    from ..cli import _searched_space, _settings
     from ..environment import fingerprint
     from ..knobs import load_space
-    from ..optimizers.space import TuningSpace
     from ..store import open_store
-    from ..trial import TrialSettings, run_trial
+    from ..trial import run_trial
     from ..tuning.commands import _subset_mapping
     from ..workloads.spec import Workload
     from .collect import STUDY_NAME, design, parse_ratios, plan_entries, run_plan
@@ -35,15 +33,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         raise UsageError("collect runs each (workload, configuration) once; use --noise-repeats for repeats")
     full_space = load_space("cassandra")
     ratios = parse_ratios(args.read_ratios)
-    fixed = _overrides(args, full_space)
-    subset = full_space.subset(args.knobs)
-    clash = sorted(set(fixed) & set(subset.knobs))
-    if clash:
-        raise UsageError(f"{', '.join(clash)} is collected over; it cannot also be fixed with --set/--config")
-    try:
-        space = TuningSpace(subset, fixed)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    fixed, subset, space = _searched_space(args, full_space, "collected over")
     settings = _settings(args)
     workloads = [_ratio_workload(args, r) for r in ratios]
     knobs = _subset_mapping(subset, full_space)
@@ -145,10 +135,9 @@ def _print_ranking(args, ranked: list[dict], key: int, header: str, extra: dict[
 
 
 def _importance_measured(args: argparse.Namespace) -> int:
-    from ..cli import _build_workload, _overrides, _settings
+    from ..cli import _build_workload, _searched_space, _settings
     from ..environment import fingerprint
     from ..knobs import load_space
-    from ..optimizers.space import TuningSpace
     from ..store import open_store
     from ..trial import run_trial
     from ..tuning.commands import _subset_mapping
@@ -161,15 +150,7 @@ def _importance_measured(args: argparse.Namespace) -> int:
         raise UsageError("importance measures one workload; give one --workload")
     objective = Objective.parse(args.objective, [])
     full_space = load_space("cassandra")
-    fixed = _overrides(args, full_space)
-    subset = full_space.subset(args.knobs)
-    try:
-        space = TuningSpace(subset, {**fixed})
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    clash = sorted(set(fixed) & set(subset.knobs))
-    if clash:
-        raise UsageError(f"{', '.join(clash)} is measured; it cannot also be fixed with --set/--config")
+    fixed, subset, space = _searched_space(args, full_space, "measured")
     workload = _build_workload(args)
     settings = _settings(args)
     study_name = args.study_name or f"importance-{workload.name}"
@@ -259,7 +240,7 @@ def _importance_from_study(args: argparse.Namespace) -> int:
     chart = _chart_path(args, args.study_name or "study")
     chart.parent.mkdir(parents=True, exist_ok=True)
     bar_chart(ranked, key, chart, f"Permutation importance ({args.model} model of {metric}, {len(table.X)} trials)",
-              f"increase of mean |log error| when the knob is shuffled")
+              "increase of mean |log error| when the knob is shuffled")
     _print_ranking(args, ranked, key, f"permutation importance from {args.from_study} ({len(table.X)} trials, "
                    f"{args.model} model of {metric}; * = key)",
                    {"study": args.from_study, "metric": metric, "chart": str(chart)}, "")

@@ -134,7 +134,6 @@ class SurrogateTarget:
     def run(self, config: dict[str, Any], workload, metrics: tuple[str, ...] = ("throughput",)):
         """One 'trial': the predicted metrics with the dataset's noise, as a COMPLETE TrialResult."""
         from ..trial import TrialResult
-        from ..tuning.objective import metric_value  # noqa: F401  (summary keys follow its naming)
 
         wl = workload.to_dict() if hasattr(workload, "to_dict") else dict(workload)
         self._calls += 1

@@ -133,8 +133,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def _new_run(args: argparse.Namespace, full_space):
     """The settings of a new tuning run from the flags, all checked."""
-    from ..cli import _build_workload, _heap_mb, _overrides, _settings
-    from ..optimizers.space import TuningSpace
+    from ..cli import _build_workload, _heap_mb, _searched_space, _settings
     from .loop import TuneSpec
     from .objective import Objective
 
@@ -156,15 +155,7 @@ def _new_run(args: argparse.Namespace, full_space):
         workloads.append(_build_workload(args_one))
     if len({w.name for w in workloads}) != len(workloads):
         raise UsageError("--workload lists the same workload twice")
-    fixed = _overrides(args, full_space)
-    subset = full_space.subset(args.knobs)
-    clash = sorted(set(fixed) & set(subset.knobs))
-    if clash:
-        raise UsageError(f"{', '.join(clash)} is tuned; it cannot also be fixed with --set/--config")
-    try:
-        TuningSpace(subset, fixed)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    fixed, subset, searched_space = _searched_space(args, full_space, "tuned")
     _heap_mb(args.heap)
     settings = _settings(args)
     system = args.system or "cassandra"
@@ -176,13 +167,13 @@ def _new_run(args: argparse.Namespace, full_space):
                              f"({', '.join(target.knobs)})")
     elif system != "cassandra":
         raise UsageError(f"unknown --system {system!r}: use cassandra or surrogate:DATASET")
-    searched = len(TuningSpace(subset, fixed).knobs)
+    searched = len(searched_space.knobs)
     options: dict[str, Any] = {k: v for k, v in (("initial", args.initial),) if v is not None}
     if args.space_adapter == "llamatune":
         from ..optimizers.llamatune import Projection
 
         try:
-            searched = Projection(TuningSpace(subset, fixed), dims=args.llamatune_dims, special_bias=args.special_bias,
+            searched = Projection(searched_space, dims=args.llamatune_dims, special_bias=args.special_bias,
                                   max_unique=args.max_unique).dims
         except ValueError as exc:
             raise UsageError(str(exc)) from None
