@@ -329,6 +329,18 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .evaluation.commands import cmd_compare as run
+
+    return run(args)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .evaluation.commands import cmd_export as run
+
+    return run(args)
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from .systems.cassandra.provision import DEFAULT_VERSION, cassandra_classpath
     from .workloads.loadgen import loadgen_classpath
@@ -510,6 +522,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--study-name", default=None, help="study within the store (default tune)")
     p.add_argument("--format", choices=["table", "yaml", "json"], default="table", help="output format (table)")
     p.set_defaults(func=cmd_best)
+
+    p = sub.add_parser(
+        "compare", help="a tuning study's best configuration (and others) against the default, with statistics",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run the candidates and the default in interleaved cold rounds (ABC CBA ...) on the study's "
+                    "workloads and harness, then per candidate: speedup over the default of the same round (mean, "
+                    "median, 95%% bootstrap interval), Wilcoxon signed-rank p-value, and a verdict (better / no "
+                    "significant difference / worse). Runs are stored in the study; an interrupted comparison "
+                    "continues where it stopped.\n\nExamples:\n"
+                    "  nosqltune compare --study runs/a.db --repeat 10\n"
+                    "  nosqltune compare --study runs/a.db --candidates best,mine.yaml --repeat 10 --scale 10")
+    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
+    p.add_argument("--study-name", default=None, help="tuning study within the store (default tune)")
+    p.add_argument("--candidates", default="best", metavar="LIST",
+                   help="comma-separated: best (the study's best), default, or YAML files of knob values (default best;"
+                        " the default configuration is always run as the reference)")
+    p.add_argument("--repeat", type=int, default=10, metavar="N", help="interleaved rounds (default 10)")
+    p.add_argument("--scale", type=float, default=1.0, metavar="X",
+                   help="multiply records and operations by X, e.g. 10 to validate at 10x the tuning load (seed 001's "
+                        "TS2; a new dataset is loaded once) (default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("export", help="every trial of a store as CSV or JSON",
+                       description="Write the trials (all studies, or --study-name) as CSV (one flat row per trial: "
+                                   "knob.*, metric.*, timing.* columns) or JSON (the stored records).")
+    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
+    p.add_argument("--study-name", default=None, help="only this study")
+    p.add_argument("--format", choices=["csv", "json"], default="csv", help="output format (csv)")
+    p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("knobs", help="list a datastore's knob space", description="List the knob space: name, "
                        "type, range, default of the version in use, where it applies, meaning.")

@@ -238,3 +238,49 @@ def test_rafiki_strategy_suggests_new_valid_configurations(mixed):
     best, seen = _run("rafiki", mixed, 0, budget=12)
     assert len(set(seen)) == len(seen)  # every trial measures something new
     assert best > analytic.throughput(mixed.default())
+
+
+# ------------------------------------------------------------------------------------------- surrogate target
+def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch):
+    """The recorded dataset as a target: a tuning run in seconds, its best compared with the default on the same
+    surrogate (paired rounds, statistics stored in the study), the trials exported."""
+    import csv
+    import io
+    import json
+
+    from nosqltune.cli import main
+    from nosqltune.store import open_store
+    from nosqltune.surrogate.dataset import SurrogateTarget
+
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(tmp_path / "cache"))
+    target = SurrogateTarget("wide24", seed=0)
+    from nosqltune.workloads.spec import make_workload
+
+    w = make_workload("read90").to_dict()
+    default = target.space.default()
+    noiseless = target.predict("throughput", default, w)
+    draws = [target.run(default, w).summary["throughput_ops_s"] for _ in range(40)]
+    assert noiseless > 0 and len(set(draws)) == 40
+    assert 0.005 < np.std(np.log(draws)) < 0.15          # the dataset's measured noise, a few percent
+    assert target.predict("throughput", default, make_workload("read10").to_dict()) != noiseless
+
+    study = tmp_path / "s.db"
+    code = main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",
+                 "--optimizer", "random", "--budget", "12", "--study", str(study), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["trials"] == 12 and result["best"]["value"] > 0
+    env = [s for s in open_store(str(study))._db.execute("SELECT fingerprint FROM environments")]
+    assert "surrogate" in env[0][0] and (tmp_path / "cache" / "surrogates").exists()
+
+    code = main(["compare", "--study", str(study), "--repeat", "4", "--json"])
+    comparison = json.loads(capsys.readouterr().out)
+    stats = comparison["workloads"]["read90"]["stats"]["best"]
+    assert code == 0 and comparison["system"] == "surrogate:wide24" and stats["pairs"] == 4
+    assert stats["verdict"] in ("better", "no significant difference", "worse")
+    rows = open_store(str(study)).trials()
+    assert sum(r["tag"] == "compare" for r in rows) == 8 and len(rows) == 20
+
+    code = main(["export", "--study", str(study), "--format", "csv"])
+    records = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert code == 0 and len(records) == 20
+    assert {"knob.concurrent_writes", "metric.throughput_ops_s", "workload", "meta.candidate"} <= set(records[0])

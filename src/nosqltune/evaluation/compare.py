@@ -25,12 +25,13 @@ def schedule(labels: list[str], rounds: int) -> list[tuple[int, str]]:
 
 def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]], rounds: int,
                     runner: Callable[[dict[str, Any]], Any], *, workload_info: dict, environment_id: int | None = None,
-                    say: Callable[[str], None] = lambda _: None) -> dict[str, list[dict | None]]:
-    """Run what is missing; returns label -> rows by round (None where the run failed or is missing)."""
+                    say: Callable[[str], None] = lambda _: None, group: str | None = None) -> dict[str, list[dict | None]]:
+    """Run what is missing; returns label -> rows by round (None where the run failed or is missing).
+    `group` tells comparisons in the same study apart (e.g. one per workload and scale)."""
     done: dict[tuple[int, str], dict] = {}
     for row in store.trials(study_id):
         meta = row.get("meta") or {}
-        if row["tag"] != TAG or meta.get("candidate") not in candidates:
+        if row["tag"] != TAG or meta.get("candidate") not in candidates or meta.get("group") != group:
             continue
         if row["state"] == TrialState.RUNNING.value:
             store.finish_trial(row["id"], TrialState.FAIL, failure_kind="interrupted",
@@ -43,7 +44,8 @@ def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]],
         if (r, label) in done:
             continue
         trial_id = store.start_trial(study_id, candidates[label], workload_info, tag=TAG,
-                                     environment_id=environment_id, meta={"round": r, "candidate": label})
+                                     environment_id=environment_id,
+                                     meta={"round": r, "candidate": label, **({"group": group} if group else {})})
         say(f"[{i + 1}/{len(plan)}] round {r + 1}/{rounds}: {label}")
         row = store.record(trial_id, lambda: runner(candidates[label]))
         done[(r, label)] = row

@@ -1,0 +1,212 @@
+"""`nosqltune compare` and `nosqltune export`: what a tuning result is worth, and the trials as data."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from typing import Any
+
+from ..errors import UsageError
+
+SPECIAL = ("best", "default")
+
+
+def _tuning_study(args):
+    from ..surrogate.features import existing_store
+    from ..tuning.commands import DEFAULT_STUDY_NAME
+
+    store = existing_store(args.study)
+    name = args.study_name or DEFAULT_STUDY_NAME
+    study = store.find_study(name)
+    tune = (study or {}).get("settings", {}).get("tune")
+    if not tune:
+        store.close()
+        raise UsageError(f"no tuning study '{name}' in {args.study} (compare needs a study made by `nosqltune tune`)")
+    return store, study, tune
+
+
+def parse_candidates(text: str, space, best: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """'best,default,my.yaml' -> label -> knob overrides; the default always comes first."""
+    from pathlib import Path
+
+    from ..knobs import load_overrides_file
+
+    out: dict[str, dict[str, Any]] = {"default": {}}
+    for item in (t.strip() for t in text.split(",")):
+        if not item or item == "default":
+            continue
+        if item == "best":
+            if best is None:
+                raise UsageError("the study has no best configuration yet (no completed trial)")
+            out["best"] = best
+        elif Path(item).exists():
+            out[Path(item).stem] = space.validate(load_overrides_file(item))
+        else:
+            raise UsageError(f"unknown candidate {item!r}: use best, default or a YAML file of knob values")
+    if len(out) < 2:
+        raise UsageError("--candidates names nothing to compare with the default")
+    return out
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..environment import fingerprint
+    from ..knobs import load_space
+    from ..optimizers.space import TuningSpace
+    from ..trial import TrialSettings, run_trial
+    from ..tuning.loop import TuneSpec
+    from ..tuning.objective import Objective, metric_value
+    from ..tuning.results import best_configuration
+    from ..workloads.spec import Workload
+    from .compare import run_interleaved
+    from .stats import compare
+
+    if args.repeat < 2:
+        raise UsageError("--repeat must be at least 2 (a comparison needs repeated pairs)")
+    if args.scale <= 0:
+        raise UsageError("--scale must be positive")
+    full_space = load_space("cassandra")
+    store, study, tune = _tuning_study(args)
+    try:
+        spec = TuneSpec(**tune["spec"])
+        objective = Objective.from_dict(spec.objective)
+        space = TuningSpace(full_space.subset(tune["knobs"]), tune["fixed"])
+        rows = [r for r in store.trials(study["id"]) if r["tag"] == "tune"]
+        best = best_configuration(rows, objective, spec.workloads, space)
+        candidates = parse_candidates(args.candidates, full_space, best["config"] if best else None)
+        candidates = {k: {**tune["fixed"], **v} for k, v in candidates.items()}
+        settings = TrialSettings(**tune["harness"])
+        system = tune.get("system", "cassandra")
+        if system.startswith("surrogate:"):   # a study on a surrogate is compared on the same surrogate
+            from ..tuning.commands import surrogate_target
+
+            target = surrogate_target(system, spec.seed)
+            env_id = store.environment(target.fingerprint())
+
+            def run(overrides, workload):
+                return target.run(overrides, workload, metrics=(objective.metric,))
+        else:
+            env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+
+            def run(overrides, workload):
+                return run_trial(full_space, overrides, workload, settings, progress=say)
+        say = _say(args)
+        result: dict[str, Any] = {"study": args.study, "study_name": study["name"], "system": system,
+                                  "metric": objective.metric,
+                                  "scale": args.scale, "candidates": candidates, "workloads": {}}
+        for stored in tune["workloads"]:
+            workload = Workload.from_dict(stored)
+            if args.scale != 1:
+                workload = Workload.from_dict({**stored, "records": int(workload.records * args.scale),
+                                               "operations": int(workload.operations * args.scale)})
+            group = f"{workload.name}-x{args.scale:g}"
+            say(f"{workload.name} at x{args.scale:g}: {args.repeat} interleaved rounds of {', '.join(candidates)}")
+            runs = run_interleaved(store, study["id"], candidates, args.repeat,
+                                   lambda overrides: run(overrides, workload),
+                                   workload_info={**workload.to_dict(), "harness": settings.to_dict()},
+                                   environment_id=env_id, say=say, group=group)
+            values = {k: [metric_value(objective.metric, r["metrics"]["summary"]) if r else None for r in v]
+                      for k, v in runs.items()}
+            stats = {k: compare(k, values[k], values["default"], maximize=objective.maximize).to_dict()
+                     for k in candidates if k != "default"}
+            result["workloads"][workload.name] = {"group": group, "values": values, "stats": stats}
+        store.update_study_settings(study["id"], {**study["settings"], "compare": {
+            **study["settings"].get("compare", {}), f"x{args.scale:g}": result}})
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(result, default=str))
+    else:
+        print(format_comparison(result, objective.unit))
+    return 0
+
+
+def _say(args):
+    from ..cli import _progress
+
+    return _progress(args)
+
+
+def format_comparison(result: dict[str, Any], unit: str) -> str:
+    lines = [f"{result['metric']} ({unit}), study {result['study_name']}, scale x{result['scale']:g}: "
+             "speedup = candidate / default of the same round (> 1 is better)"]
+    for name, w in result["workloads"].items():
+        lines.append(f"\n{name}:")
+        for label, values in w["values"].items():
+            got = [v for v in values if v is not None]
+            mean = sum(got) / len(got) if got else float("nan")
+            lines.append(f"  {label:<14} mean {mean:10.4g} over {len(got)} runs"
+                         + (f" ({len(values) - len(got)} failed)" if len(got) < len(values) else ""))
+        for label, s in w["stats"].items():
+            if s["mean_speedup"] is None:
+                lines.append(f"  {label}: {s['verdict']}")
+                continue
+            interval = f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}]" if s["ci_low"] is not None else "-"
+            p = f"{s['p_value']:.4f}" if s["p_value"] is not None else "-"
+            lines.append(f"  {label} vs default: mean x{s['mean_speedup']:.3f}, median x{s['median_speedup']:.3f}, "
+                         f"95% interval {interval}, Wilcoxon p = {p} over {s['pairs']} pairs: {s['verdict'].upper()}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- export
+FLAT = ("id", "number", "state", "tag", "failure_kind", "error", "started_at", "finished_at", "environment_id")
+
+
+def flatten(row: dict[str, Any]) -> dict[str, Any]:
+    """One trial as one flat record: fields, knob values (knob.NAME), workload, summary metrics, timings."""
+    out = {k: row.get(k) for k in FLAT}
+    out["study"] = row.get("study_name")
+    workload = row.get("workload") or {}
+    out["workload"] = workload.get("name")
+    out["read_ratio"] = (workload.get("mix") or {}).get("readproportion")
+    for key in ("records", "operations", "threads"):
+        out[f"workload.{key}"] = workload.get(key)
+    for name, value in sorted((row.get("config") or {}).items()):
+        out[f"knob.{name}"] = value
+    for name, value in sorted(((row.get("metrics") or {}).get("summary") or {}).items()):
+        out[f"metric.{name}"] = value
+    for name, value in sorted((row.get("timings") or {}).items()):
+        out[f"timing.{name}"] = value
+    meta = row.get("meta") or {}
+    for key in ("candidate", "round", "group", "suggestion", "optimizer"):
+        if key in meta:
+            out[f"meta.{key}"] = meta[key]
+    return out
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ..surrogate.features import existing_store
+
+    store = existing_store(args.study)
+    try:
+        studies = {s["id"]: s for s in store.studies()}
+        if args.study_name:
+            chosen = [s for s in studies.values() if s["name"] == args.study_name]
+            if not chosen:
+                raise UsageError(f"no study named '{args.study_name}' in {args.study} "
+                                 f"(studies: {', '.join(s['name'] for s in studies.values()) or 'none'})")
+            ids = {chosen[0]["id"]}
+        else:
+            ids = set(studies)
+        rows = [dict(r, study_name=studies[r["study_id"]]["name"]) for r in store.trials() if r["study_id"] in ids]
+    finally:
+        store.close()
+    out = open(args.out, "w", newline="") if args.out else sys.stdout
+    try:
+        if args.format == "json":
+            json.dump(rows, out, default=str)
+            out.write("\n")
+        else:
+            flat = [flatten(r) for r in rows]
+            columns = list(dict.fromkeys(k for r in flat for k in r))
+            writer = csv.DictWriter(out, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(flat)
+    finally:
+        if args.out:
+            out.close()
+    if args.out:
+        print(f"{len(rows)} trials written to {args.out}", file=sys.stderr)
+    return 0
+
