@@ -5,10 +5,12 @@
    x read ratios 0.1, 0.3, 0.5, 0.7, 0.9, plus 3 extra runs of the default per read ratio (the noise);
    30K measured operations after the 20K warm-up, 100K records, 16 threads, C1 JIT (a reduced setup: the
    calibrated CV at 30K operations was 3.1%, bench/results/noise-pretouch.md).
-2. Trials slowed down by another program on the machine are set aside and run again: a trial whose node
-   took longer than CONTENDED_BOOT_S to boot (3.6-4.4 s on a quiet machine; 5-6 s while something else
-   used the CPU) gets the tag `contended` (kept in the store, left out of every model) and its plan entry
-   runs again. Later trials also record the CPU share busy before they started (`busy_before`).
+2. Trials slowed down by another program on the machine are set aside and run again. The first trials
+   of this dataset ran before `collect` checked that the machine was idle, while other work ran beside
+   them: such a trial whose node took longer than CONTENDED_BOOT_S to boot (3.6-4.6 s on a quiet machine;
+   5-6 s while something else used the CPU) gets the tag `contended` (kept in the store, left out of
+   every model) and its plan entry runs again. Trials run since then waited for an idle CPU and record
+   the busy share they saw (`busy_before`); they are not set aside.
 3. The study is exported to src/nosqltune/surrogate/datasets/wide24.json.gz (trials + environment
    fingerprint), the dataset `--system surrogate:wide24` answers from.
 
@@ -55,7 +57,9 @@ def set_aside_contended(db: Path) -> int:
         n = 0
         for row in store.trials(study["id"]):
             boot = (row.get("timings") or {}).get("boot_s")
-            if row["tag"] == "collect" and row["state"] == "COMPLETE" and boot and boot > CONTENDED_BOOT_S:
+            guarded = "busy_before" in (row.get("meta") or {})   # ran after a check that the machine was idle
+            if row["tag"] == "collect" and row["state"] == "COMPLETE" and not guarded and boot \
+                    and boot > CONTENDED_BOOT_S:
                 with store._db:
                     store._db.execute("UPDATE trials SET tag = 'contended' WHERE id = ?", (row["id"],))
                 n += 1
@@ -94,7 +98,7 @@ def main() -> None:
     p.add_argument("--configs", type=int, default=50)
     p.add_argument("--noise-repeats", type=int, default=3)
     p.add_argument("--operations", type=int, default=30000)
-    p.add_argument("--rounds", type=int, default=3, help="collect / set aside contended trials rounds")
+    p.add_argument("--rounds", type=int, default=2, help="collect / set aside contended trials rounds")
     a = p.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     db = RESULTS / "wide24.db"

@@ -2,7 +2,7 @@
 """Surrogate accuracy and recommendation on the wide24 dataset (issue 5 targets, no datastore needed).
 
 1. Accuracy (RAFIKI Table 2 / seed 004 Table 5): `nosqltune model report` for nn-ensemble, rf and gbdt:
-   unseen configurations (10 grouped random splits, 20% of the configurations held out) and unseen workloads
+   unseen configurations (5 grouped random splits, 20% of the configurations held out) and unseen workloads
    (each read ratio held out in turn); MAPE of throughput versus training-set size (25..200).
    Target: MAPE <= 5% on unseen configurations with at most 200 training trials.
 2. Recommendation time: `nosqltune recommend` end to end (a new process: imports, model load, search) and
@@ -49,7 +49,7 @@ def run(*args: str) -> tuple[str, float]:
 
 def accuracy() -> dict:
     log("accuracy report (this fits a few hundred models)")
-    out, seconds = run("model", "report", "--study", str(DATASET), "--repeats", "10", "--sizes", "25,50,100,150,200",
+    out, seconds = run("model", "report", "--study", str(DATASET), "--repeats", "5", "--sizes", "25,50,100,150,200",
                        "--out", str(RESULTS), "--json")
     result = json.loads(out)
     log(f"accuracy done in {seconds:.0f} s")

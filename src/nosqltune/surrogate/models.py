@@ -120,7 +120,7 @@ class TreeModel:
 
             labels = groups if groups is not None else np.arange(len(X))
             search = GridSearchCV(self._estimator(), self.GRIDS[self.kind], cv=GroupKFold(min(self.folds, distinct)),
-                                  scoring="neg_root_mean_squared_error")
+                                  scoring="neg_root_mean_squared_error", n_jobs=-1)
             search.fit(X, t, groups=labels)
             params = dict(search.best_params_)
         self.model = self._estimator(**params).fit(X, t)
