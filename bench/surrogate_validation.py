@@ -2,8 +2,8 @@
 """The surrogate's recommendation on real Cassandra (RAFIKI Fig. 4 / Table 3; seed 004's gap to the best
 training example).
 
-For read ratios 0.1, 0.5 and 0.9: the configuration `nosqltune recommend` gives (a model fitted to the whole
-wide24 dataset, GA search), the best configuration measured in the dataset for that read ratio (one cold
+For read ratios 0.1, 0.5 and 0.9: the configuration `nosqltune recommend` gives (the most accurate model kind
+of accuracy.json fitted to the whole wide24 dataset, GA search), the best configuration measured in the dataset for that read ratio (one cold
 run each, so partly luck), and the default, in --rounds interleaved cold rounds (ABC CBA ...) on the
 collection's setup (100K records, 30K measured operations after 20K warm-up, 16 threads, C1 JIT). Paired
 speedups over the default of the same round, 95% bootstrap interval, Wilcoxon signed-rank p.
@@ -64,8 +64,15 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ratios", default="0.9,0.5,0.1")
     p.add_argument("--rounds", type=int, default=6)
-    p.add_argument("--kind", default="nn-ensemble")
+    p.add_argument("--kind", default="auto",
+                   help="model kind; auto: the lowest MAPE on unseen configurations in accuracy.json (nn-ensemble "
+                        "without it)")
     a = p.parse_args()
+    if a.kind == "auto":
+        acc = RESULTS / "accuracy.json"
+        rows = [r for r in json.loads(acc.read_text())["accuracy"] if r["split"] == "configs"] if acc.exists() else []
+        a.kind = min(rows, key=lambda r: r["mape"])["kind"] if rows else "nn-ensemble"
+        log(f"model: {a.kind}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     state_path = RESULTS / "validation.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
@@ -102,7 +109,7 @@ def main() -> int:
 
 def write(state: dict) -> None:
     lines = ["# Surrogate recommendation versus default on real Cassandra", "",
-             "Model fitted to the whole wide24 dataset, GA search; candidates run in interleaved cold rounds. "
+             f"Model: {next(iter(state.values()))['model']} fitted to the whole wide24 dataset, GA search; candidates run in interleaved cold rounds. "
              "Speedup = candidate / default of the same round (mean, 95% bootstrap interval); p: Wilcoxon "
              "signed-rank.", "",
              "| read ratio | candidate | predicted ops/s | mean measured ops/s | speedup vs default | 95% interval "

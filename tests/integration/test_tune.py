@@ -98,3 +98,21 @@ def test_interrupted_tune_resumes_without_lost_or_repeated_trials(nosqltune_home
     assert finished[2]["config"] == before[2]["config"]  # the interrupted suggestion ran again
     assert [r["meta"]["suggestion"] for r in finished] == [0, 1, 2, 3]
     assert json.loads(done.stdout)["trials"] == 4
+
+
+def test_compare_best_with_default_on_real_cassandra(nosqltune_home, tmp_path, capsys):
+    study = tmp_path / "cmp.db"
+    code, _ = tune(study, capsys, "--optimizer", "random", "--knobs", "rafiki5", "--budget", "2")
+    assert code == 0
+    code = main(["compare", "--study", str(study), "--repeat", "2", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0
+    entry = result["workloads"]["ycsb-a"]
+    assert len(entry["values"]["default"]) == len(entry["values"]["best"]) == 2
+    assert all(v and v > 0 for v in entry["values"]["default"] + entry["values"]["best"])
+    assert entry["stats"]["best"]["pairs"] == 2 and entry["stats"]["best"]["verdict"]
+    rows = [r for r in open_store(str(study)).trials() if r["tag"] == "compare"]
+    assert [(r["meta"]["round"], r["meta"]["candidate"]) for r in rows] == \
+        [(0, "default"), (0, "best"), (1, "best"), (1, "default")]          # interleaved ABBA
+    stored = open_store(str(study)).find_study("tune")["settings"]["compare"]["x1"]
+    assert stored["workloads"]["ycsb-a"]["stats"]["best"]["pairs"] == 2
