@@ -235,15 +235,18 @@ def _importance_from_study(args: argparse.Namespace) -> int:
 
     table = load_table(args.from_study, args.study_name)
     metric = args.objective
-    ranked = permutation_importance(table, metric, kind=args.model, seed=args.seed)
+    everything = permutation_importance(table, metric, kind=args.model, seed=args.seed)
+    ranked = [r for r in everything if r["feature"] == "knob"]     # the workload's own effect is not a knob's
     key = key_count([r["score"] for r in ranked])
     chart = _chart_path(args, args.study_name or "study")
     chart.parent.mkdir(parents=True, exist_ok=True)
     bar_chart(ranked, key, chart, f"Permutation importance ({args.model} model of {metric}, {len(table.X)} trials)",
               "increase of mean |log error| when the knob is shuffled")
+    workload = [r for r in everything if r["feature"] == "workload"]
     _print_ranking(args, ranked, key, f"permutation importance from {args.from_study} ({len(table.X)} trials, "
-                   f"{args.model} model of {metric}; * = key)",
-                   {"study": args.from_study, "metric": metric, "chart": str(chart)}, "")
+                   f"{args.model} model of {metric}; * = key)"
+                   + "".join(f"\n  workload feature {r['knob']}: {r['score']:.4g}" for r in workload),
+                   {"study": args.from_study, "metric": metric, "chart": str(chart), "workload_features": workload}, "")
     return 0
 
 

@@ -95,7 +95,7 @@ def permutation_importance(table, metric: str, kind: str = "rf", repeats: int = 
             Xp[:, cols] = X[order][:, cols]
             losses.append(float(np.mean(np.abs(np.log(model.predict(Xp)) - y))) - base)
         ranked.append({"knob": name, "score": float(np.mean(losses)), "sd": float(np.std(losses)),
-                       "relative": float(np.mean(losses))})
+                       "relative": float(np.mean(losses)), "feature": "workload" if name == "read_ratio" else "knob"})
     ranked.sort(key=lambda r: (-r["score"], r["knob"]))
     return ranked
 
