@@ -4,7 +4,10 @@ and a recommendation; one-knob-at-a-time importance; the rafiki strategy reachin
 import json
 
 from nosqltune.cli import main
+from nosqltune.knobs import load_space
+from nosqltune.optimizers.space import TuningSpace
 from nosqltune.store import open_store
+from nosqltune.surrogate.importance import levels
 
 from .test_bench import SMALL
 
@@ -53,8 +56,10 @@ def test_importance_one_knob_at_a_time(nosqltune_home, tmp_path, capsys):
                        "--study", str(study), "--chart", str(tmp_path / "imp.png"))
     assert code == 0, result
     rows = open_store(str(study)).trials()
-    # the default, compaction Leveled, concurrent_writes at 8 and at 64
-    assert len(rows) == 4 and all(r["state"] == "COMPLETE" for r in rows)
+    # the default, then every other compaction method and concurrent_writes at 8 and at 64
+    space = TuningSpace(load_space("cassandra").subset(str(knobs)))
+    assert {v for k, v in levels(space, 2) if k == "concurrent_writes"} == {8, 64}
+    assert len(rows) == 1 + len(levels(space, 2)) and all(r["state"] == "COMPLETE" for r in rows)
     assert {r["knob"] for r in result["ranking"]} == {"compaction_method", "concurrent_writes"}
     assert 1 <= len(result["key_knobs"]) <= 2 and (tmp_path / "imp.png").stat().st_size > 1000
 
