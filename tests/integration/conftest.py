@@ -28,6 +28,15 @@ def nosqltune_home(tmp_path_factory):
         os.environ["NOSQLTUNE_HOME"] = old
 
 
+def sigint_default() -> None:
+    """For child processes that tests interrupt: Ctrl-C's default action, even when the test run itself was
+    started in the background (a non-interactive shell starts background jobs with SIGINT ignored, and the
+    children would inherit that)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def our_jvms(marker: str) -> list[str]:
     """Command lines of live processes (not zombies) whose arguments mention `marker`."""
     out = subprocess.run(["pgrep", "-a", "-f", marker], capture_output=True, text=True).stdout

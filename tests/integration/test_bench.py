@@ -13,7 +13,7 @@ import pytest
 from nosqltune.cli import main
 from nosqltune.store import open_store
 
-from .conftest import our_jvms
+from .conftest import our_jvms, sigint_default
 
 # small enough for CI, large enough that flushes, the key cache and both JVMs do real work
 SMALL = ["--records", "5000", "--operations", "6000", "--threads", "8", "--warmup-ops", "3000", "--heap", "1G"]
@@ -90,7 +90,8 @@ def test_interrupt_leaves_no_jvm_and_marks_the_trial(nosqltune_home, tmp_path):
     env = {**os.environ, "NOSQLTUNE_HOME": str(nosqltune_home),
            "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "nosqltune", "bench", *SMALL, "--operations", "500000",
-                             "--study", str(study)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             "--study", str(study)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=sigint_default)
     deadline = time.monotonic() + 240
     # wait until the measured phase runs: a client JVM of ours is up
     while time.monotonic() < deadline and not [p for p in our_jvms(str(nosqltune_home)) if "PhasedClient" in p

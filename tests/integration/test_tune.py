@@ -13,7 +13,7 @@ import pytest
 from nosqltune.cli import main
 from nosqltune.store import open_store
 
-from .conftest import our_jvms
+from .conftest import our_jvms, sigint_default
 from .test_bench import SMALL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +68,8 @@ def test_interrupted_tune_resumes_without_lost_or_repeated_trials(nosqltune_home
     cmd = [sys.executable, "-m", "nosqltune", "tune", "--workload", "ycsb-a", *SMALL, "--study", str(study),
            "--optimizer", "smac", "--knobs", "rafiki5", "--budget", "4", "--json"]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     deadline = time.time() + 400
     while time.time() < deadline:
         time.sleep(0.5)

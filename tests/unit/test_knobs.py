@@ -119,7 +119,7 @@ def test_unknown_set_lists_the_available_ones(space):
     with pytest.raises(KnobError) as err:
         space.subset("irace24")
     assert str(err.value) == ("unknown knob set 'irace24' for cassandra; "
-                              "available: irace23, rafiki5, vorstella5, mlos10, eppinger")
+                              "available: irace23, wide24, rafiki5, vorstella5, mlos10, eppinger")
 
 
 def test_subset_from_a_list_keeps_file_order(space):
