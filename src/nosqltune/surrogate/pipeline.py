@@ -32,7 +32,8 @@ def best_measured(table, metric: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i in np.flatnonzero(mask):
         name = table.workloads[i]
-        if name not in out or (y[i] > out[name]["value"]) == maximize and y[i] != out[name]["value"]:
+        better = name not in out or (y[i] > out[name]["value"] if maximize else y[i] < out[name]["value"])
+        if better:
             out[name] = {"value": float(y[i]), "config": table.raw_configs[i], "read_ratio": table.read_ratios[i]}
     return out
 

@@ -51,7 +51,8 @@ class Codec:
                 lo.append(float(knob.range[0]))
                 hi.append(float(knob.range[1]) + (1 if knob.type == "int" else 0))
         self.lo, self.hi = np.array(lo), np.array(hi)
-        self.default_values = self.natural(self.genome(space.default())[None, :])[0]
+        # the default is consistent with the conditions, so its values need no condition pass
+        self.default_values = self._values(self.genome(space.default())[None, :])[0]
 
     def around(self, center: np.ndarray, radius: float) -> "Codec":
         """The same codec with the numeric genes limited to `radius` (a share of each range) around
@@ -90,7 +91,11 @@ class Codec:
         return np.clip(G, self.lo, np.nextafter(self.hi, self.lo))
 
     def natural(self, G: np.ndarray) -> np.ndarray:
-        """Knob values (choice index for categories), integers floored to their cell, within bounds."""
+        """Knob values (choice index for categories), integers floored to their cell, within bounds; a knob
+        whose condition is off holds its default."""
+        return self._conditions(self._values(G))
+
+    def _values(self, G: np.ndarray) -> np.ndarray:
         G = self.clip(G)
         V = np.empty_like(G)
         for j, knob in enumerate(self.knobs):
@@ -104,7 +109,7 @@ class Codec:
                 else:
                     v = np.round(v, FLOAT_DIGITS)
                 V[:, j] = np.clip(v, knob.range[0], knob.range[1])
-        return self._conditions(V)
+        return V
 
     def _conditions(self, V: np.ndarray) -> np.ndarray:
         active = np.ones_like(V, dtype=bool)
@@ -122,7 +127,7 @@ class Codec:
                     changed = True
             if not changed:
                 break
-        return np.where(active, V, self.default_values if hasattr(self, "default_values") else V)
+        return np.where(active, V, self.default_values)
 
     @staticmethod
     def _clause(knob, values: np.ndarray, op: str, literal: Any) -> np.ndarray:
