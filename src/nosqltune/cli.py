@@ -134,10 +134,15 @@ def _settings(args: argparse.Namespace):
 
 
 def _progress(args: argparse.Namespace):
-    quiet = args.json and not sys.stderr.isatty()
+    """Progress lines on stderr (stdout carries the result); with --json, one JSON object per line."""
+    as_json = getattr(args, "json", False)
 
     def say(message: str) -> None:
-        if not quiet:
+        if as_json:
+            from .tuning.progress import progress_json
+
+            print(progress_json(message), file=sys.stderr, flush=True)
+        else:
             print(f"  {message}", file=sys.stderr, flush=True)
     return say
 
@@ -331,6 +336,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from .evaluation.commands import cmd_compare as run
+
+    return run(args)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report.commands import cmd_report as run
 
     return run(args)
 
@@ -536,14 +547,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
     p.add_argument("--study-name", default=None, help="tuning study within the store (default tune)")
     p.add_argument("--candidates", default="best", metavar="LIST",
-                   help="comma-separated: best (the study's best), default, or YAML files of knob values (default best;"
-                        " the default configuration is always run as the reference)")
+                   help="comma-separated: best (the study's best), default, best-practice (Cassandra's documented "
+                        "rules of thumb for this machine: concurrent_writes = 8 x cores, concurrent_reads = 16 x "
+                        "drives, ...; see `nosqltune knobs`), or YAML files of knob values (default best; the default "
+                        "configuration is always run as the reference)")
     p.add_argument("--repeat", type=int, default=10, metavar="N", help="interleaved rounds (default 10)")
     p.add_argument("--scale", type=float, default=1.0, metavar="X",
                    help="multiply records and operations by X, e.g. 10 to validate at 10x the tuning load (seed 001's "
                         "TS2; a new dataset is loaded once) (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "report", help="a self-contained HTML report (plots also as PNG) of a store's tuning studies",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Write OUT/index.html, one page that opens offline (figures embedded), and every figure as a "
+                    "PNG file in OUT: study summary and environment fingerprint, best-so-far convergence per "
+                    "optimizer, speedup boxplots with p-values from `nosqltune compare`, knob values per "
+                    "iteration, knob/objective correlations, knob importance, node internals over the measured "
+                    "phase for default vs best, predicted vs measured, and the best configuration as a "
+                    "cassandra.yaml fragment with its diff against the default.\n\nExamples:\n"
+                    "  nosqltune report --study runs/a.db --out report/\n"
+                    "  nosqltune report --study runs/a.db --study-name tune-gp --out report-gp/ --json")
+    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
+    p.add_argument("--study-name", default=None, help="only this tuning study (default: every tuning study)")
+    p.add_argument("--out", default="report", metavar="DIR", help="output folder (default report/)")
+    p.add_argument("--json", action="store_true", help="print the written files as JSON")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("export", help="every trial of a store as CSV or JSON",
                        description="Write the trials (all studies, or --study-name) as CSV (one flat row per trial: "

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import TrialError
+from .errors import SetupError, TrialError
 from .knobs import KnobSpace
 from .paths import work_dir
 from .systems.cassandra import cql, internals
@@ -174,7 +174,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                  f"{workload.threads} threads")
         metrics = run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=home / "run",
                              timeout=_client_timeout(workload, "run"), cpus=settings.client_cpus,
-                             jvm_flags=settings.jvm_flags())
+                             jvm_flags=settings.jvm_flags(), jmx_port=node.ports.jmx)
         if not node.is_running():
             raise TrialError("crashed", f"Cassandra died during the run: {node.failure_cause()}",
                              node.log_excerpt())
@@ -200,6 +200,10 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
         result.log_excerpt = exc.log_excerpt or (node.log_excerpt() if node else "")
     except (KeyboardInterrupt, SystemExit):
         result.failure_kind, result.error = "interrupted", "interrupted by the user"
+        raise
+    except SetupError:
+        # the tooling is broken (a client that does not build, missing jars), not the configuration: stop the
+        # command (exit 3); the store marks the trial interrupted, so a rerun measures it again
         raise
     except Exception as exc:  # a bug or an unforeseen fault: the trial still ends as FAIL with the reason
         result.failure_kind, result.error = "error", f"{type(exc).__name__}: {exc}"

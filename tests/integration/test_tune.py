@@ -117,3 +117,21 @@ def test_compare_best_with_default_on_real_cassandra(nosqltune_home, tmp_path, c
         [(0, "default"), (0, "best"), (1, "best"), (1, "default")]          # interleaved ABBA
     stored = open_store(str(study)).find_study("tune")["settings"]["compare"]["x1"]
     assert stored["workloads"]["ycsb-a"]["stats"]["best"]["pairs"] == 2
+    # every measured phase carries its per-second series: client p99 and the node's internals over JMX
+    for row in rows:
+        series = row["metrics"]["intervals"]
+        seconds = len(row["metrics"]["intervals_ops_s"])
+        assert seconds >= 2 and all(len(series[k]) == seconds for k in
+                                    ("p99_ms", "sstables", "sstables_per_read", "disk_used_mb"))
+        assert all(v is not None and v > 0 for v in series["p99_ms"] + series["disk_used_mb"])
+        assert all(v is not None and v >= 1 for v in series["sstables"])
+
+    # the best-practice baseline on the same study, then the report of it all
+    code = main(["compare", "--study", str(study), "--candidates", "best-practice", "--repeat", "2", "--json"])
+    practice = json.loads(capsys.readouterr().out)
+    assert code == 0 and practice["candidates"]["best-practice"]["concurrent_writes"] == 8 * practice[
+        "best_practice"]["machine"]["cores"]
+    assert practice["workloads"]["ycsb-a"]["stats"]["best-practice"]["pairs"] == 2
+    code = main(["report", "--study", str(study), "--out", str(tmp_path / "report"), "--json"])
+    written = json.loads(capsys.readouterr().out)
+    assert code == 0 and any(f.endswith("tune-internals.png") for f in written["figures"])

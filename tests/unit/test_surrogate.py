@@ -267,8 +267,11 @@ def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch):
     study = tmp_path / "s.db"
     code = main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",
                  "--optimizer", "random", "--budget", "12", "--study", str(study), "--json"])
-    result = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
     assert code == 0 and result["trials"] == 12 and result["best"]["value"] > 0
+    progress = [json.loads(line) for line in captured.err.splitlines()]    # --json: progress as JSON lines
+    assert sum(p["progress"].startswith("[") for p in progress) == 12 and all("time" in p for p in progress)
     env = [s for s in open_store(str(study))._db.execute("SELECT fingerprint FROM environments")]
     assert "surrogate" in env[0][0] and (tmp_path / "cache" / "surrogates").exists()
 

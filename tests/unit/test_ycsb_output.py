@@ -51,3 +51,14 @@ def test_properties_file_roundtrip(tmp_path):
     path = tmp_path / "w.properties"
     write_properties(path, {"readallfields": True, "recordcount": 1000, "requestdistribution": "zipfian"})
     assert path.read_text().splitlines() == ["readallfields=true", "recordcount=1000", "requestdistribution=zipfian"]
+
+
+def test_per_second_series_beside_the_throughput():
+    text = (Path(__file__).parent / "data" / "ycsb_run_a.out").read_text()
+    text += ("[INTERVALS], P99(ms), 4.1 3.9 NaN 4.4 4.0\n"
+             "[INTERVALS], SSTablesPerRead, 1.000 1.200 1.250 1.300 1.310\n"
+             "[INTERVALS], DiskUsed(MB), 80.5 80.5 96.0 96.0 96.0\n")
+    m = parse_output(text)
+    assert m["intervals_ops_s"] == [4700, 4950, 5012.5, 4880, 4925]
+    assert m["intervals"]["p99_ms"] == [4.1, 3.9, None, 4.4, 4.0]        # NaN (no operation that second) -> None
+    assert m["intervals"]["sstables_per_read"][-1] == 1.31 and m["intervals"]["disk_used_mb"][2] == 96.0

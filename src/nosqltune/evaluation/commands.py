@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import UsageError
 
-SPECIAL = ("best", "default")
+SPECIAL = ("best", "default", "best-practice")
 
 
 def _tuning_study(args):
@@ -27,8 +27,9 @@ def _tuning_study(args):
     return store, study, tune
 
 
-def parse_candidates(text: str, space, best: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """'best,default,my.yaml' -> label -> knob overrides; the default always comes first."""
+def parse_candidates(text: str, space, best: dict[str, Any] | None,
+                     best_practice: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """'best,default,best-practice,my.yaml' -> label -> knob overrides; the default always comes first."""
     from pathlib import Path
 
     from ..knobs import load_overrides_file
@@ -41,10 +42,13 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None) -> dict[str,
             if best is None:
                 raise UsageError("the study has no best configuration yet (no completed trial)")
             out["best"] = best
+        elif item == "best-practice" and best_practice is not None:
+            out["best-practice"] = best_practice
         elif Path(item).exists():
             out[Path(item).stem] = space.validate(load_overrides_file(item))
         else:
-            raise UsageError(f"unknown candidate {item!r}: use best, default or a YAML file of knob values")
+            raise UsageError(f"unknown candidate {item!r}: use best, default, best-practice or a YAML file "
+                             "of knob values")
     if len(out) < 2:
         raise UsageError("--candidates names nothing to compare with the default")
     return out
@@ -59,6 +63,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..tuning.objective import Objective, metric_value
     from ..tuning.results import best_configuration
     from ..workloads.spec import Workload
+    from ..paths import cache_dir
+    from .best_practice import best_practice, machine_facts
     from .compare import run_interleaved
     from .stats import compare
 
@@ -74,10 +80,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         space = TuningSpace(full_space.subset(tune["knobs"]), tune["fixed"])
         rows = [r for r in store.trials(study["id"]) if r["tag"] == "tune"]
         best = best_configuration(rows, objective, spec.workloads, space)
-        candidates = parse_candidates(args.candidates, full_space, best["config"] if best else None)
-        candidates = {k: {**tune["fixed"], **v} for k, v in candidates.items()}
         settings = TrialSettings(**tune["harness"])
         system = tune.get("system", "cassandra")
+        facts = machine_facts(heap_mb=settings.heap_mb, data_path=cache_dir(), server_cpus=settings.server_cpus)
+        practice, rules = best_practice(full_space, facts)
+        if system.startswith("surrogate:"):   # the surrogate answers for its own knobs only
+            practice = {k: v for k, v in practice.items() if k in space.names}
+            rules = {k: v for k, v in rules.items() if k in practice}
+        candidates = parse_candidates(args.candidates, full_space, best["config"] if best else None, practice)
+        candidates = {k: {**tune["fixed"], **v} for k, v in candidates.items()}
         if system.startswith("surrogate:"):   # a study on a surrogate is compared on the same surrogate
             from ..tuning.commands import surrogate_target
 
@@ -92,15 +103,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
             def run(overrides, workload):
                 return run_trial(full_space, overrides, workload, settings, progress=say)
         say = _say(args)
+        # each set of candidates has its own rounds (the default is re-run beside them, so every pair ran
+        # side by side) and its own stored result; plain best-vs-default keeps the bare scale as its key
+        others = [k for k in candidates if k != "default"]
+        suffix = "" if others == ["best"] else ":" + "+".join(others)
         result: dict[str, Any] = {"study": args.study, "study_name": study["name"], "system": system,
                                   "metric": objective.metric,
                                   "scale": args.scale, "candidates": candidates, "workloads": {}}
+        if "best-practice" in candidates:
+            result["best_practice"] = {"machine": facts, "rules": rules}
         for stored in tune["workloads"]:
             workload = Workload.from_dict(stored)
             if args.scale != 1:
                 workload = Workload.from_dict({**stored, "records": int(workload.records * args.scale),
                                                "operations": int(workload.operations * args.scale)})
-            group = f"{workload.name}-x{args.scale:g}"
+            group = f"{workload.name}-x{args.scale:g}{suffix}"
             say(f"{workload.name} at x{args.scale:g}: {args.repeat} interleaved rounds of {', '.join(candidates)}")
             runs = run_interleaved(store, study["id"], candidates, args.repeat,
                                    lambda overrides: run(overrides, workload),
@@ -112,7 +129,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                      for k in candidates if k != "default"}
             result["workloads"][workload.name] = {"group": group, "values": values, "stats": stats}
         store.update_study_settings(study["id"], {**study["settings"], "compare": {
-            **study["settings"].get("compare", {}), f"x{args.scale:g}": result}})
+            **study["settings"].get("compare", {}), f"x{args.scale:g}{suffix}": result}})
     finally:
         store.close()
     if args.json:

@@ -36,7 +36,7 @@ _LEGACY_SUFFIXES = ("_in_mb", "_in_kb", "_mb_per_sec", "_megabits_per_sec", "_in
 
 _KNOB_FIELDS = frozenset({
     "type", "range", "bounds", "choices", "default", "default_rule", "unit", "log", "applies", "key",
-    "value_map", "reload", "live", "condition", "special", "description", "sources", "notes"})
+    "value_map", "reload", "live", "condition", "special", "description", "sources", "notes", "best_practice"})
 _REQUIRED_FIELDS = ("type", "default", "applies", "key", "description")
 _TOP_FIELDS = frozenset({"system", "version", "reference_setup", "knobs", "knob_sets"})
 _SET_FIELDS = frozenset({"description", "source", "knobs", "ranges", "choices"})
@@ -147,6 +147,7 @@ class Knob:
     notes: str | None = None
     default_rule: str | None = None
     bounds: tuple | None = None    # what the datastore accepts (None side: unbounded)
+    best_practice: dict | None = field(default=None, hash=False)  # {rule, source}: a documented rule of thumb
 
     def __post_init__(self) -> None:
         for name in ("range", "choices", "bounds"):
@@ -625,6 +626,20 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
     sources = spec.get("sources", [])
     if not isinstance(sources, list) or not all(isinstance(s, str) and s for s in sources):
         raise fail("field sources must be a list of strings")
+    best = spec.get("best_practice")
+    if best is not None:
+        if not isinstance(best, Mapping) or set(best) != {"rule", "source"} \
+                or not all(isinstance(v, str) and v.strip() for v in best.values()):
+            raise fail("field best_practice must be {rule: EXPRESSION, source: TEXT}")
+        if kind not in ("int", "float"):
+            raise fail("field best_practice is for numeric knobs")
+        from ..evaluation.best_practice import FACTS, evaluate
+
+        try:
+            evaluate(best["rule"], {f: 1 for f in FACTS})
+        except KnobError as exc:
+            raise fail(f"field {exc}") from None
+        best = {"rule": best["rule"].strip(), "source": " ".join(best["source"].split())}
     special = spec.get("special", [])
     if not isinstance(special, list):
         raise fail("field special must be a list")
@@ -633,7 +648,7 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
                 key=key, range=rng, choices=choices, unit=unit, log=log, value_map=value_map,
                 reload=spec.get("reload", False), live=spec.get("live"), condition=spec.get("condition"),
                 special=(), sources=tuple(sources), notes=spec.get("notes"),
-                default_rule=spec.get("default_rule"), bounds=bounds)
+                default_rule=spec.get("default_rule"), bounds=bounds, best_practice=best)
     try:
         default = knob.coerce(spec["default"])
     except KnobError as exc:

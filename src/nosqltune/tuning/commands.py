@@ -93,7 +93,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             "knobs": _subset_mapping(subset, full_space), "knob_label": subset.label if not args.resume else
             (stored or {}).get("knob_label"), "harness": settings.to_dict(), "system": system}})
         by_name = {w.name: w for w in workloads}
-        display = TerminalDisplay()
+        display = TerminalDisplay(json_lines=args.json)
         if system.startswith("surrogate:"):
             target = surrogate_target(system, spec.seed)
             env_id = store.environment(target.fingerprint())

@@ -29,11 +29,21 @@ def format_config(config: dict[str, Any], limit: int = 6) -> str:
     return " ".join(items[:limit]) + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
 
 
+def progress_json(text: str) -> str:
+    import json
+
+    return json.dumps({"progress": text.strip(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+
 class TerminalDisplay(Display):
-    def __init__(self, stream: TextIO | None = None, force: bool = False) -> None:
+    """Progress on stderr: one line per trial start and end (plus a live phase line on a terminal); with
+    `json_lines`, each line is a JSON object {"progress": TEXT, "time": ISO-8601} for scripts."""
+
+    def __init__(self, stream: TextIO | None = None, json_lines: bool = False) -> None:
         self.stream = stream or sys.stderr
-        self.enabled = force or self.stream.isatty()
-        self.live = self.stream.isatty()
+        self.enabled = True
+        self.json_lines = json_lines
+        self.live = self.stream.isatty() and not json_lines
         self._phase_shown = False
         self._trial_began = 0.0
         self._base = 0  # trials the study had before this session (replayed, not run now)
@@ -44,6 +54,8 @@ class TerminalDisplay(Display):
         if self._phase_shown:
             self.stream.write("\r\033[K")
             self._phase_shown = False
+        if self.json_lines:
+            text = progress_json(text)
         self.stream.write(text + "\n")
         self.stream.flush()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import time
@@ -30,12 +31,17 @@ def _number(text: str) -> float | int:
     return int(value) if value.is_integer() and "." not in text else value
 
 
+# PhasedClient's per-second series beside the throughput -> our names
+INTERVAL_SERIES = {"P99(ms)": "p99_ms", "SSTables": "sstables", "SSTablesPerRead": "sstables_per_read",
+                   "DiskUsed(MB)": "disk_used_mb", "PendingCompactions": "pending_compactions"}
+
+
 def parse_output(text: str) -> dict[str, Any]:
     """YCSB's text exporter output (plus PhasedClient's WARMUP/INTERVALS lines) -> metrics.
 
     Returns {"runtime_ms", "throughput_ops_s", "operations": {OP: {count, avg_us, p95_us, ..., returns}},
     "failed": {OP: {...}} for OP-FAILED sections, "errors": non-OK returns + failed ops,
-    "warmup": {...}, "intervals_ops_s": [...]}.
+    "warmup": {...}, "intervals_ops_s": [...], "intervals": {"p99_ms": [...], "sstables": [...], ...}}.
     """
     result: dict[str, Any] = {"runtime_ms": None, "throughput_ops_s": None, "operations": {}, "failed": {},
                               "errors": 0, "warmup": {}, "intervals_ops_s": []}
@@ -54,7 +60,12 @@ def parse_output(text: str) -> dict[str, Any]:
                    "Errors": "errors"}.get(metric, metric)
             result["warmup"][key] = (value == "true") if key == "steady" else _number(value)
         elif section == "INTERVALS":
-            result["intervals_ops_s"] = [float(v) for v in value.split()]
+            values = [float(v) for v in value.split()]
+            if metric == "Throughput(ops/sec)":
+                result["intervals_ops_s"] = values
+            else:   # per-second series of the measured phase: client p99, node internals over JMX
+                key = INTERVAL_SERIES.get(metric, metric.lower())
+                result.setdefault("intervals", {})[key] = [None if math.isnan(v) else v for v in values]
         elif section in _NON_OPERATIONS or section.startswith("TOTAL_GC"):
             continue
         else:
@@ -106,14 +117,18 @@ def write_properties(path: Path, props: dict[str, Any]) -> None:
 
 
 def run_client(phase: str, workload: Workload, *, host: str, port: int, trial_dir: Path,
-               timeout: float, cpus: str | None = None, jvm_flags: list[str] | None = None) -> dict[str, Any]:
+               timeout: float, cpus: str | None = None, jvm_flags: list[str] | None = None,
+               jmx_port: int | None = None) -> dict[str, Any]:
     """Run PhasedClient for `phase` ('load' or 'run'); returns parsed metrics plus 'wall_seconds'.
+    `jmx_port`: the node's JMX port, for node internals sampled every second of the measured phase.
 
     TrialError('workload') when the client fails, prints no result or exceeds `timeout` (a hang)."""
     trial_dir.mkdir(parents=True, exist_ok=True)
     props_file = trial_dir / f"{phase}.properties"
     props = workload.properties(phase)
     props.update({"hosts": host, "port": port})
+    if jmx_port:
+        props["internals.jmx.port"] = jmx_port
     write_properties(props_file, props)
     args = ["-load" if phase == "load" else "-t", "-P", str(props_file), "-s"]
     cmd = loadgen_java_command(CLIENT_CLASS, args, CLIENT_JVM_FLAGS + (jvm_flags or []))

@@ -26,11 +26,25 @@ final class DelegatingDB extends DB {
   private final DB delegate;
   private final boolean forwardCleanup;
   private final AtomicLong failures;
+  private final org.HdrHistogram.Recorder latencies;
 
   DelegatingDB(DB delegate, boolean forwardCleanup, AtomicLong failures) {
+    this(delegate, forwardCleanup, failures, null);
+  }
+
+  /** {@code latencies}: every operation's latency in microseconds, for per-second percentiles (may be null). */
+  DelegatingDB(DB delegate, boolean forwardCleanup, AtomicLong failures, org.HdrHistogram.Recorder latencies) {
     this.delegate = delegate;
     this.forwardCleanup = forwardCleanup;
     this.failures = failures;
+    this.latencies = latencies;
+  }
+
+  private Status timed(long startNs, Status s) {
+    if (latencies != null) {
+      latencies.recordValue(Math.max(0, (System.nanoTime() - startNs) / 1000));
+    }
+    return count(s);
   }
 
   @Override
@@ -64,27 +78,32 @@ final class DelegatingDB extends DB {
 
   @Override
   public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
-    return count(delegate.read(table, key, fields, result));
+    long st = System.nanoTime();
+    return timed(st, delegate.read(table, key, fields, result));
   }
 
   @Override
   public Status scan(String table, String startkey, int recordcount, Set<String> fields,
                      Vector<HashMap<String, ByteIterator>> result) {
-    return count(delegate.scan(table, startkey, recordcount, fields, result));
+    long st = System.nanoTime();
+    return timed(st, delegate.scan(table, startkey, recordcount, fields, result));
   }
 
   @Override
   public Status update(String table, String key, Map<String, ByteIterator> values) {
-    return count(delegate.update(table, key, values));
+    long st = System.nanoTime();
+    return timed(st, delegate.update(table, key, values));
   }
 
   @Override
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
-    return count(delegate.insert(table, key, values));
+    long st = System.nanoTime();
+    return timed(st, delegate.insert(table, key, values));
   }
 
   @Override
   public Status delete(String table, String key) {
-    return count(delegate.delete(table, key));
+    long st = System.nanoTime();
+    return timed(st, delegate.delete(table, key));
   }
 }

@@ -279,6 +279,79 @@ public final class NodeInternals {
     }
   }
 
+  // ---------------------------------------------------------------- sampling during a run
+
+  /**
+   * A few node gauges read once a second during PhasedClient's measured phase ({@code internals.jmx.port}):
+   * live SSTables, SSTables per read (the mean of the node's recent, decaying histogram), live data on disk,
+   * pending compactions. A failed read gives NaN for that second (warned once); it never fails the run.
+   */
+  static final class Sampler implements PhasedClient.Probe {
+    private final JMXConnector connector;
+    private final MBeanServerConnection mbs;
+    private final String table;
+    private boolean warned;
+
+    private Sampler(JMXConnector connector, String keyspace, String table) throws IOException {
+      this.connector = connector;
+      this.mbs = connector.getMBeanServerConnection();
+      this.table = METRICS + ":type=Table,keyspace=" + quoteIfNeeded(keyspace) + ",scope=" + quoteIfNeeded(table)
+          + ",name=";
+    }
+
+    /** Connected to the node's JMX port, or null (with a warning) when it cannot be reached. */
+    static Sampler open(String host, int port, String keyspace, String table) {
+      ExecutorService ex = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "jmx-connect");
+        t.setDaemon(true);
+        return t;
+      });
+      Args a = new Args();
+      a.host = host;
+      a.jmxPort = port;
+      try {
+        return new Sampler(connect(ex, a), keyspace, table);
+      } catch (Failure | IOException e) {
+        System.err.println("[loadgen] warning: no node internals over the run: " + e.getMessage());
+        return null;
+      } finally {
+        ex.shutdown();
+      }
+    }
+
+    @Override
+    public Map<String, Double> sample() {
+      Map<String, Double> m = new LinkedHashMap<>();
+      try {
+        m.put("SSTables", number(attr(mbs, table + "LiveSSTableCount", "Value"), 1));
+        m.put("SSTablesPerRead", number(attr(mbs, table + "SSTablesPerReadHistogram", "Mean"), 1));
+        m.put("DiskUsed(MB)", number(attr(mbs, table + "LiveDiskSpaceUsed", "Count"), 1.0 / (1 << 20)));
+        m.put("PendingCompactions", number(attr(mbs, METRICS + ":type=Compaction,name=PendingTasks", "Value"), 1));
+      } catch (IOException e) {
+        if (!warned) {
+          warned = true;
+          System.err.println("[loadgen] warning: node internals not read: " + CassandraCQLClient.oneLine(e));
+        }
+        for (String k : new String[] {"SSTables", "SSTablesPerRead", "DiskUsed(MB)", "PendingCompactions"}) {
+          m.putIfAbsent(k, Double.NaN);
+        }
+      }
+      return m;
+    }
+
+    private static double number(Object v, double scale) {
+      return v instanceof Number ? ((Number) v).doubleValue() * scale : Double.NaN;
+    }
+
+    void close() {
+      try {
+        connector.close();
+      } catch (IOException ignored) {
+        // the run is over anyway
+      }
+    }
+  }
+
   // ---------------------------------------------------------------- stats
 
   static Map<String, Object> stats(MBeanServerConnection mbs, String ks, String table) throws IOException {

@@ -10,6 +10,7 @@ import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -214,7 +215,22 @@ public final class PhasedClient {
     return s;
   }
 
-  /** Samples an operation counter every second; optionally prints status lines to stderr. */
+  /** Something sampled once a second beside the throughput: name -> value (NaN when unavailable). */
+  interface Probe {
+    Map<String, Double> sample();
+  }
+
+  /** Per-second latency percentile of the measured operations, from the recorder DelegatingDB fills. */
+  static Probe latencyProbe(org.HdrHistogram.Recorder latencies) {
+    return () -> {
+      org.HdrHistogram.Histogram h = latencies.getIntervalHistogram();
+      Map<String, Double> m = new LinkedHashMap<>();
+      m.put("P99(ms)", h.getTotalCount() > 0 ? h.getValueAtPercentile(99.0) / 1000.0 : Double.NaN);
+      return m;
+    };
+  }
+
+  /** Samples an operation counter (and any probes) every second; optionally prints status lines to stderr. */
   static final class Monitor extends Thread {
     private final String phase;
     private final String label;
@@ -223,6 +239,8 @@ public final class PhasedClient {
     private final int statusInterval;
     private final boolean status;
     private final List<Double> samples = Collections.synchronizedList(new ArrayList<>());
+    final List<Probe> probes = new ArrayList<>();
+    private final Map<String, List<Double>> series = new LinkedHashMap<>();
     private volatile boolean stopped;
 
     Monitor(String phase, String label, AtomicLong counter, long startNs, boolean status,
@@ -256,6 +274,18 @@ public final class PhasedClient {
         samples.add((ops - lastOps) * 1e9 / (now - lastNs));
         lastOps = ops;
         lastNs = now;
+        for (Probe probe : probes) {
+          Map<String, Double> values = probe.sample();
+          synchronized (series) {
+            for (Map.Entry<String, Double> e : values.entrySet()) {
+              List<Double> list = series.computeIfAbsent(e.getKey(), k -> new ArrayList<>());
+              while (list.size() < samples.size() - 1) {
+                list.add(Double.NaN); // keep the series aligned with the throughput samples
+              }
+              list.add(e.getValue());
+            }
+          }
+        }
         if (status && tick % statusInterval == 0) {
           double cur = (ops - statusOps) * 1e9 / (now - statusNs);
           statusOps = ops;
@@ -263,6 +293,14 @@ public final class PhasedClient {
           System.err.printf(Locale.ROOT, "%s[status] phase=%s elapsed=%ds ops=%d current=%.1f ops/s%n",
               label.isEmpty() ? "" : label + " ", phase, tick, ops, cur);
         }
+      }
+    }
+
+    Map<String, List<Double>> series() {
+      synchronized (series) {
+        Map<String, List<Double>> copy = new LinkedHashMap<>();
+        series.forEach((k, v) -> copy.put(k, new ArrayList<>(v)));
+        return copy;
       }
     }
 
@@ -495,6 +533,7 @@ public final class PhasedClient {
     final String label = props.getProperty("label", "");
     final int statusInterval = (int) longProp(props, "status.interval", 10);
     final long maxExecutionTime = longProp(props, "maxexecutiontime", 0);
+    final int internalsPort = (int) longProp(props, "internals.jmx.port", 0);
     int threadCount = (int) longProp(props, "threadcount", 1);
     if (threadCount <= 0) {
       throw new UsageException("threadcount must be positive");
@@ -633,8 +672,9 @@ public final class PhasedClient {
     // which CoreWorkload measures itself, outside DBWrapper.
     resetMeasurements();
     List<DBWrapper> wrappers = new ArrayList<>();
+    org.HdrHistogram.Recorder latencies = new org.HdrHistogram.Recorder(3);
     for (Worker w : workers) {
-      DBWrapper wrapper = new DBWrapper(new DelegatingDB(w.raw, true, null), tracer);
+      DBWrapper wrapper = new DBWrapper(new DelegatingDB(w.raw, true, null, latencies), tracer);
       wrapper.init(); // reads reportlatencyforeacherror / latencytrackederrors; no second binding init
       wrappers.add(wrapper);
       w.measuredDb = wrapper;
@@ -659,6 +699,14 @@ public final class PhasedClient {
     long measureStartNs = System.nanoTime();
     Monitor mon = new Monitor(doTransactions ? "run" : "load", label, run.measuredOps, measureStartNs,
         status, statusInterval);
+    mon.probes.add(latencyProbe(latencies));
+    NodeInternals.Sampler node = internalsPort > 0
+        ? NodeInternals.Sampler.open("127.0.0.1", internalsPort, props.getProperty("internals.keyspace", "ycsb"),
+            props.getProperty("internals.table", "usertable"))
+        : null;
+    if (node != null) {
+      mon.probes.add(node);
+    }
     mon.start();
     long st = System.currentTimeMillis();
     if (terminator != null) {
@@ -668,6 +716,10 @@ public final class PhasedClient {
     run.measureDone.await();
     long en = System.currentTimeMillis();
     List<Double> samples = mon.finish();
+    Map<String, List<Double>> series = mon.series();
+    if (node != null) {
+      node.close();
+    }
     if (terminator != null) {
       terminator.interrupt();
     }
@@ -718,6 +770,14 @@ public final class PhasedClient {
       sb.append(formatDouble(samples.get(i)));
     }
     results.println(sb.toString().trim());
+    for (Map.Entry<String, List<Double>> e : series.entrySet()) {
+      StringBuilder line = new StringBuilder("[INTERVALS], " + e.getKey() + ", ");
+      for (int i = 0; i < e.getValue().size(); i++) {
+        double v = e.getValue().get(i);
+        line.append(i > 0 ? " " : "").append(Double.isNaN(v) ? "NaN" : String.format(Locale.ROOT, "%.3f", v));
+      }
+      results.println(line.toString().trim());
+    }
     results.flush();
     System.err.printf(Locale.ROOT, "[loadgen] done: %d ops in %d ms (%.1f ops/s)%n",
         opsDone, runtime, runtime > 0 ? 1000.0 * opsDone / runtime : 0.0);

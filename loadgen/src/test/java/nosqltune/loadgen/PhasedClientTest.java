@@ -3,6 +3,7 @@ package nosqltune.loadgen;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -106,6 +107,16 @@ class PhasedClientTest {
     for (String s : intervals.split(" ")) {
       Double.parseDouble(s);
     }
+    // the per-second p99 of the measured operations, aligned with the throughput samples; no JMX port
+    // was given, so no node series
+    String p99 = r.get("[INTERVALS] P99(ms)");
+    assertNotNull(p99);
+    assertEquals(intervals.split(" ").length, p99.split(" ").length);
+    for (String s : p99.split(" ")) {
+      double v = Double.parseDouble(s);
+      assertTrue(v >= 0 && v < 1000, "p99 " + v);
+    }
+    assertNull(r.get("[INTERVALS] SSTables"));
     assertEquals(4, MemoryDB.INITS.get());
     assertEquals(0, MemoryDB.DOUBLE_INITS.get());
     assertEquals(4, MemoryDB.CLEANUPS.get());

@@ -1,0 +1,106 @@
+"""The "best practice" baseline (seed 000 compares against it): knob values computed from the rules of thumb
+Cassandra documents, for this machine.
+
+Each rule is data: a knob's `best_practice: {rule: EXPRESSION, source: TEXT}` in the knob file, where
+EXPRESSION uses the machine facts `cores`, `drives` (data directories: one in our harness), `ssd` (1 when
+the data directory's disk is not rotational) and `heap_mib`, numbers, + - * / //, min, max and
+`A if COND else B`. A value is rounded for integer knobs and kept within what the datastore accepts.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+from typing import Any
+
+from ..knobs import KnobError, KnobSpace
+
+FACTS = ("cores", "drives", "ssd", "heap_mib")
+_FUNCTIONS = {"min": min, "max": max}
+_BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b}
+_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+            ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+
+
+def evaluate(rule: str, facts: dict[str, float]) -> float:
+    """The value of a rule; KnobError for anything outside the small grammar above."""
+    try:
+        tree = ast.parse(rule, mode="eval")
+    except SyntaxError:
+        raise KnobError(f"best-practice rule {rule!r} is not an expression") from None
+
+    def value(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return value(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in facts:
+                raise KnobError(f"best-practice rule {rule!r} uses {node.id!r}; known: {', '.join(FACTS)}")
+            return facts[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS \
+                and node.args and not node.keywords:
+            return _FUNCTIONS[node.func.id](*(value(a) for a in node.args))
+        if isinstance(node, ast.IfExp):
+            return value(node.body) if value(node.test) else value(node.orelse)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+            return _COMPARE[type(node.ops[0])](value(node.left), value(node.comparators[0]))
+        raise KnobError(f"best-practice rule {rule!r}: {ast.dump(node)[:40]}... is not allowed")
+    return value(tree)
+
+
+def rotational(path: Path) -> bool | None:
+    """Whether the disk holding `path` spins (sysfs), or None when it cannot be told."""
+    try:
+        dev = os.stat(path).st_dev
+        base = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
+        for queue in (base / "queue", base.parent / "queue"):   # a partition's queue is its disk's
+            flag = queue / "rotational"
+            if flag.exists():
+                return flag.read_text().strip() == "1"
+    except OSError:
+        pass
+    return None
+
+
+def cpu_list(text: str) -> set[int]:
+    """A taskset CPU list ('0', '0-1,3') as a set of CPU numbers."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def machine_facts(*, heap_mb: int, data_path: Path, server_cpus: str | None = None) -> dict[str, Any]:
+    """cores (the CPUs Cassandra may use), drives (our node has one data directory), ssd, heap_mib."""
+    if server_cpus:
+        cores = len(cpu_list(server_cpus))
+    else:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    spins = rotational(data_path)
+    return {"cores": cores, "drives": 1, "ssd": 0 if spins is None or spins else 1, "heap_mib": heap_mb,
+            "disk": "unknown" if spins is None else ("rotational" if spins else "ssd")}
+
+
+def best_practice(space: KnobSpace, facts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(knob overrides, knob -> {rule, source, value}) for every knob of `space` that has a rule."""
+    overrides, why = {}, {}
+    numbers = {k: facts[k] for k in FACTS}
+    for knob in space.knobs.values():
+        if not knob.best_practice:
+            continue
+        raw = evaluate(knob.best_practice["rule"], numbers)
+        lo, hi = knob.bounds or (None, None)
+        if lo is not None:
+            raw = max(raw, lo)
+        if hi is not None:
+            raw = min(raw, hi)
+        value = int(round(raw)) if knob.type == "int" else float(raw)
+        overrides[knob.name] = value
+        why[knob.name] = {**knob.best_practice, "value": value}
+    return overrides, why

@@ -1,0 +1,135 @@
+"""What a report shows, read from a study store: one TuningView per tuning study."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UsageError
+
+
+@dataclass
+class TuningView:
+    name: str
+    settings: dict[str, Any]
+    objective: Any                      # tuning.objective.Objective
+    space: Any                          # optimizers.space.TuningSpace
+    fixed: dict[str, Any]
+    rows: list[dict[str, Any]]          # the tuning trials, in run order
+    entries: list[dict[str, Any]]       # one per configuration, in the order first measured
+    best: dict[str, Any] | None
+    default: dict[str, Any] | None
+    compare_rows: list[dict[str, Any]] = field(default_factory=list)
+    environments: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tune(self) -> dict[str, Any]:
+        return self.settings["tune"]
+
+    @property
+    def label(self) -> str:
+        spec = self.tune["spec"]
+        adapter = spec.get("options", {}).get("space_adapter")
+        return f"{self.name} ({spec['optimizer']}{' + ' + adapter if adapter and adapter != 'none' else ''})"
+
+    @property
+    def comparisons(self) -> dict[str, Any]:
+        return self.settings.get("compare", {})
+
+    def values(self) -> list[float | None]:
+        """The objective value of each configuration in the order it was first measured (None: failed or
+        infeasible)."""
+        return [e["value"] if e["feasible"] else None for e in self.entries]
+
+
+def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
+    from ..knobs import load_space
+    from ..optimizers.space import TuningSpace
+    from ..surrogate.features import existing_store
+    from ..tuning.objective import Objective
+    from ..tuning.results import best_configuration, configurations, default_entry
+
+    store = existing_store(path)
+    try:
+        studies = [s for s in store.studies() if s["settings"].get("tune")]
+        if study_name:
+            studies = [s for s in studies if s["name"] == study_name]
+        if not studies:
+            raise UsageError(f"no tuning study{' named ' + repr(study_name) if study_name else ''} in {path} "
+                             "(a report needs a study made by `nosqltune tune`)")
+        full = load_space("cassandra")
+        fingerprints = {r["id"]: json.loads(r["fingerprint"])
+                        for r in store._db.execute("SELECT id, fingerprint FROM environments")}
+        views = []
+        for study in studies:
+            tune = study["settings"]["tune"]
+            objective = Objective.from_dict(tune["spec"]["objective"])
+            space = TuningSpace(full.subset(tune["knobs"]), tune["fixed"])
+            rows = store.trials(study["id"])
+            tuned = [r for r in rows if r["tag"] == "tune"]
+            workloads = tune["spec"]["workloads"]
+            entries = sorted(configurations(tuned, objective, workloads, space), key=lambda e: min(e["trial_ids"]))
+            env_ids = sorted({r["environment_id"] for r in rows if r["environment_id"] is not None})
+            views.append(TuningView(
+                name=study["name"], settings=study["settings"], objective=objective, space=space,
+                fixed=tune["fixed"], rows=tuned, entries=entries,
+                best=best_configuration(tuned, objective, workloads, space),
+                default=default_entry(tuned, objective, workloads, space),
+                compare_rows=[r for r in rows if r["tag"] == "compare"],
+                environments=[fingerprints[i] for i in env_ids if i in fingerprints]))
+        return views
+    finally:
+        store.close()
+
+
+def best_so_far(values: list[float | None], maximize: bool) -> list[float | None]:
+    out, best = [], None
+    for v in values:
+        if v is not None and (best is None or (v > best if maximize else v < best)):
+            best = v
+        out.append(best)
+    return out
+
+
+def knob_matrix(view: TuningView) -> tuple[list[str], list[list[float]], list[float]]:
+    """(knob names, one numeric row per complete configuration, objective values): categorical knobs as
+    their choice index, booleans as 0/1; knobs that never changed are left out."""
+    names = [k.name for k in view.space.knobs]
+    rows, values = [], []
+    for entry in view.entries:
+        if entry["value"] is None:
+            continue
+        rows.append([numeric(view.space.by_name[n], entry["config"][n]) for n in names])
+        values.append(entry["value"])
+    keep = [i for i in range(len(names)) if len({r[i] for r in rows}) > 1]
+    return [names[i] for i in keep], [[r[i] for i in keep] for r in rows], values
+
+
+def numeric(knob, value) -> float:
+    if knob.type == "bool":
+        return float(bool(value))
+    if knob.type == "enum":
+        return float(list(knob.choices).index(value))
+    return float(value)
+
+
+def internals_runs(view: TuningView) -> dict[str, dict[str, Any]]:
+    """label -> metrics of one run each of the default and the best, for the over-the-run plots: from the
+    comparison (its first complete round with per-second series), else from the tuning trials."""
+    out: dict[str, dict[str, Any]] = {}
+    for label in ("default", "best"):
+        runs = [r for r in view.compare_rows if r["state"] == "COMPLETE"
+                and (r.get("meta") or {}).get("candidate") == label]
+        runs.sort(key=lambda r: (not (r["metrics"] or {}).get("intervals"), r["id"]))
+        if runs:
+            out[label] = runs[0]["metrics"]
+    if len(out) < 2:
+        pick = {"default": view.default, "best": view.best}
+        for label, entry in pick.items():
+            if label in out or not entry:
+                continue
+            rows = [r for r in view.rows if r["id"] in entry["trial_ids"] and r["state"] == "COMPLETE"]
+            if rows:
+                out[label] = rows[0]["metrics"]
+    return out

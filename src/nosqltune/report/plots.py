@@ -1,0 +1,261 @@
+"""The report's figures (matplotlib, Agg): each function returns a Figure, or None when the study holds
+nothing to draw it from (the page then says why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .data import TuningView, best_so_far, internals_runs, knob_matrix
+
+MIN_FOR_MODEL = 10   # configurations needed before a model-based plot (importance, predicted vs measured)
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def convergence(views: list[TuningView]):
+    plt = _plt()
+    metrics = list(dict.fromkeys(v.objective.metric for v in views))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(7.5 * len(metrics), 4.2), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        for view in (v for v in views if v.objective.metric == metric):
+            values = view.values()
+            xs = range(1, len(values) + 1)
+            line, = ax.plot(xs, best_so_far(values, view.objective.maximize), label=view.label, linewidth=2)
+            ax.scatter([x for x, v in zip(xs, values) if v is not None], [v for v in values if v is not None],
+                       s=12, alpha=0.35, color=line.get_color())
+            if view.default and view.default["value"]:
+                ax.axhline(view.default["value"], color=line.get_color(), linestyle=":", linewidth=1)
+        ax.set_xlabel("configurations measured")
+        ax.set_ylabel(f"{metric} ({views[0].objective.unit if views[0].objective.metric == metric else ''})")
+        ax.set_title("best so far (line), each configuration (dots), default (dotted)", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def speedup_boxes(view: TuningView):
+    """One box per (candidate, workload, scale): per-round speedups over the default, with the p-value."""
+    from ..evaluation.stats import speedups
+
+    boxes, labels = [], []
+    for scale, result in sorted(view.comparisons.items()):
+        for workload, w in result.get("workloads", {}).items():
+            for candidate, stats in w["stats"].items():
+                values = speedups(w["values"][candidate], w["values"]["default"], maximize=view.objective.maximize)
+                if not values:
+                    continue
+                p = stats.get("p_value")
+                boxes.append(values)
+                labels.append(f"{candidate}\n{workload} {scale}\np = {p:.3g}" if p is not None
+                              else f"{candidate}\n{workload} {scale}\np = -")
+    if not boxes:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.9 * len(boxes) + 1.5), 4.2))
+    ax.boxplot(boxes, showmeans=True)
+    for i, values in enumerate(boxes, start=1):
+        ax.scatter([i] * len(values), values, s=10, alpha=0.5, color="black", zorder=3)
+    ax.set_xticks(range(1, len(boxes) + 1), labels, fontsize=8)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_ylabel("speedup over the default (same round)")
+    ax.set_title(f"{view.name}: interleaved cold rounds (> 1 is better; Wilcoxon signed-rank p)", fontsize=10)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return fig
+
+
+def knob_values(view: TuningView):
+    names, rows, values = knob_matrix(view)
+    if not names or len(rows) < 2:
+        return None
+    plt = _plt()
+    cols = min(4, len(names))
+    nrows = (len(names) + cols - 1) // cols
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.4 * cols, 1.0 + 2.3 * nrows), squeeze=False,
+                             layout="constrained")
+    best_i = max(range(len(values)), key=lambda i: values[i] if view.objective.maximize else -values[i])
+    xs = list(range(1, len(rows) + 1))
+    for i, ax in enumerate(axes.flat):
+        if i >= len(names):
+            ax.axis("off")
+            continue
+        ys = [r[i] for r in rows]
+        sc = ax.scatter(xs, ys, c=values, cmap="viridis", s=14)
+        ax.scatter([xs[best_i]], [ys[best_i]], marker="*", s=110, color="red", zorder=3)
+        knob = view.space.by_name[names[i]]
+        if knob.type == "enum":
+            ax.set_yticks(range(len(knob.choices)), [str(c)[:10] for c in knob.choices], fontsize=7)
+        if knob.log:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(ScalarFormatter())
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(names[i], fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.colorbar(sc, ax=axes, shrink=0.6, label=view.objective.metric)
+    fig.suptitle(f"{view.name}: knob values per configuration measured (colour: {view.objective.metric}; "
+                 "star: best)", fontsize=10)
+    return fig
+
+
+def correlations(view: TuningView) -> tuple[Any, dict[str, dict[str, float]]] | None:
+    """Spearman rank correlation of each knob with the objective and the main metrics."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    names, rows, values = knob_matrix(view)
+    if not names or len(rows) < 5:
+        return None
+    columns = {view.objective.metric: values}
+    for metric in ("throughput_ops_s", "read_p99_ms", "update_p99_ms"):
+        series = [_first_summary(view, e).get(metric) for e in view.entries if e["value"] is not None]
+        if all(isinstance(v, (int, float)) for v in series) and metric != _summary_key(view.objective.metric):
+            columns[metric] = series
+    X = np.array(rows, dtype=float)
+    table = {}
+    M = np.zeros((len(names), len(columns)))
+    for j, (metric, ys) in enumerate(columns.items()):
+        for i, name in enumerate(names):
+            rho = spearmanr(X[:, i], ys).statistic
+            M[i, j] = 0.0 if np.isnan(rho) else rho
+            table.setdefault(name, {})[metric] = float(M[i, j])
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(2.0 + 1.5 * len(columns), 1.0 + 0.32 * len(names)))
+    im = ax.imshow(M, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(columns)), list(columns), fontsize=8, rotation=20)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    for i in range(len(names)):
+        for j in range(len(columns)):
+            ax.text(j, i, f"{M[i, j]:.2f}", ha="center", va="center", fontsize=7)
+    fig.colorbar(im, ax=ax, label="Spearman rank correlation")
+    ax.set_title(f"{view.name}: knob / metric correlation over {len(rows)} configurations", fontsize=10)
+    fig.tight_layout()
+    return fig, table
+
+
+def _summary_key(metric: str) -> str:
+    return "throughput_ops_s" if metric == "throughput" else metric
+
+
+def _first_summary(view: TuningView, entry: dict) -> dict:
+    per = entry.get("per_workload") or {}
+    return next(iter(per.values()), {}) if per else {}
+
+
+def _forest(view: TuningView):
+    import numpy as np
+    from sklearn.ensemble import RandomForestRegressor
+
+    names, rows, values = knob_matrix(view)
+    if len(rows) < MIN_FOR_MODEL or not names:
+        return None
+    X, y = np.array(rows, dtype=float), np.log(np.array(values, dtype=float))
+    return names, X, y, RandomForestRegressor(n_estimators=200, min_samples_leaf=2, random_state=0)
+
+
+def importance(view: TuningView):
+    """Permutation importance of each knob in a random forest fitted to the study's configurations."""
+    from sklearn.inspection import permutation_importance
+
+    fitted = _forest(view)
+    if fitted is None:
+        return None
+    names, X, y, model = fitted
+    model.fit(X, y)
+    result = permutation_importance(model, X, y, n_repeats=10, random_state=0)
+    order = sorted(range(len(names)), key=lambda i: result.importances_mean[i])
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 1.0 + 0.3 * len(names)))
+    ax.barh([names[i] for i in order], [result.importances_mean[i] for i in order],
+            xerr=[result.importances_std[i] for i in order], color="#4c72b0")
+    ax.set_xlabel(f"drop in R² of log({view.objective.metric}) when the knob is shuffled")
+    ax.set_title(f"{view.name}: knob importance (random forest on {len(y)} configurations)", fontsize=10)
+    ax.tick_params(labelsize=8)
+    ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    return fig
+
+
+def predicted_vs_measured(view: TuningView):
+    """The optimizer's own predictions where it recorded them (rafiki, surrogate-sa); otherwise out-of-fold
+    predictions of a random forest fitted to the study (5-fold), i.e. how well a surrogate would do here."""
+    import numpy as np
+
+    own = [(r["meta"]["predicted"], r["metrics"]["summary"]) for r in view.rows
+           if r["state"] == "COMPLETE" and (r.get("meta") or {}).get("predicted") is not None]
+    from ..tuning.objective import metric_value
+
+    if len(own) >= 3:
+        predicted = np.array([p for p, _ in own], dtype=float)
+        measured = np.array([metric_value(view.objective.metric, s) for _, s in own], dtype=float)
+        source = f"{view.tune['spec']['optimizer']}'s model at suggestion time"
+    else:
+        from sklearn.model_selection import cross_val_predict
+
+        fitted = _forest(view)
+        if fitted is None:
+            return None
+        _, X, y, model = fitted
+        predicted = np.exp(cross_val_predict(model, X, y, cv=min(5, len(y))))
+        measured = np.exp(y)
+        source = "random forest fitted to this study, out-of-fold (5-fold)"
+    mape = float(np.mean(np.abs(predicted - measured) / measured) * 100)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 4.6))
+    ax.scatter(measured, predicted, s=16, alpha=0.7)
+    lo, hi = float(min(measured.min(), predicted.min())), float(max(measured.max(), predicted.max()))
+    ax.plot([lo, hi], [lo, hi], color="grey", linestyle="--", linewidth=1)
+    ax.set_xlabel(f"measured {view.objective.metric}")
+    ax.set_ylabel(f"predicted {view.objective.metric}")
+    ax.set_title(f"{view.name}: {source}\nMAPE {mape:.1f}% over {len(measured)} configurations", fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+INTERNAL_PANELS = (("throughput", "throughput (ops/s)"), ("p99_ms", "client p99 latency (ms)"),
+                   ("sstables_per_read", "SSTables per read (node, recent mean)"),
+                   ("disk_used_mb", "live data on disk (MiB)"))
+
+
+def internals(view: TuningView):
+    """Per-second series of the measured phase, default vs best (one cold run each)."""
+    runs = internals_runs(view)
+    if not runs:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.2))
+    drawn = 0
+    for ax, (key, title) in zip(axes.flat, INTERNAL_PANELS):
+        for label, metrics in runs.items():
+            series = metrics.get("intervals_ops_s") if key == "throughput" else (metrics.get("intervals") or {}).get(key)
+            if not series:
+                continue
+            xs = [i + 1 for i, v in enumerate(series) if v is not None]
+            ax.plot(xs, [v for v in series if v is not None], label=label, linewidth=1.6,
+                    color="#888888" if label == "default" else "#c44e52")
+            drawn += 1
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("second of the measured phase", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "not recorded for these runs\n(trials made before per-second sampling)",
+                    ha="center", va="center", fontsize=8, transform=ax.transAxes, color="grey")
+    if not drawn:
+        plt.close(fig)
+        return None
+    fig.suptitle(f"{view.name}: node and client over the measured phase, default vs best", fontsize=10)
+    fig.tight_layout()
+    return fig
