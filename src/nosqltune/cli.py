@@ -265,7 +265,8 @@ def cmd_knobs(args: argparse.Namespace) -> int:
         print(json.dumps([{"name": k.name, "type": k.type, "range": k.range, "choices": k.choices,
                            "default": k.default, "default_rule": k.default_rule, "unit": k.unit, "log": k.log,
                            "applies": k.applies, "key": k.key, "reload": k.reload, "live": k.live,
-                           "condition": k.condition, "description": k.description} for k in knobs]))
+                           "condition": k.condition, "special": list(k.special), "best_practice": k.best_practice,
+                           "description": k.description} for k in knobs]))
         return 0
     print(f"{space.system} {space.version} knob space: {len(knobs)} knobs"
           + (f" (set {args.set})" if args.set else f"; sets: {', '.join(space.knob_sets)}"))

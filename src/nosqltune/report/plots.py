@@ -233,6 +233,8 @@ def internals(view: TuningView):
     if not runs:
         return None
     plt = _plt()
+    from matplotlib.ticker import MaxNLocator
+
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.2))
     drawn = 0
     for ax, (key, title) in zip(axes.flat, INTERNAL_PANELS):
@@ -245,6 +247,7 @@ def internals(view: TuningView):
                     color="#888888" if label == "default" else "#c44e52")
             drawn += 1
         ax.set_title(title, fontsize=9)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("second of the measured phase", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
