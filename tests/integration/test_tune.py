@@ -121,7 +121,7 @@ def test_compare_best_with_default_on_real_cassandra(nosqltune_home, tmp_path, c
     for row in rows:
         series = row["metrics"]["intervals"]
         seconds = len(row["metrics"]["intervals_ops_s"])
-        assert seconds >= 2 and all(len(series[k]) == seconds for k in
+        assert seconds >= 1 and all(len(series[k]) == seconds for k in
                                     ("p99_ms", "sstables", "sstables_per_read", "disk_used_mb"))
         assert all(v is not None and v > 0 for v in series["p99_ms"] + series["disk_used_mb"])
         assert all(v is not None and v >= 1 for v in series["sstables"])
