@@ -12,29 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+from common import RESULTS, log, nosqltune  # bench/common.py
+
 STUDY = RESULTS / "tuning" / "llamatune-a.db"
 
 
-def log(message: str) -> None:
-    print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
-
-
-def nosqltune(*args: str) -> str:
-    cmd = [sys.executable, "-m", "nosqltune", *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    log(" ".join(cmd[2:]))
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
-    return proc.stdout
 
 
 def main() -> int:

@@ -122,7 +122,6 @@ def ceiling(target, read: float) -> float:
     random configurations and a large genetic search (GA of the surrogate module, 10x its usual population)."""
     import numpy as np
 
-    from nosqltune.optimizers.space import TuningSpace
     from nosqltune.surrogate.features import workload_features
     from nosqltune.surrogate.search import Codec, genetic
     from nosqltune.workloads.spec import make_workload

@@ -17,28 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from common import RESULTS, ROOT, log, nosqltune  # bench/common.py
+
 sys.path.insert(0, str(ROOT / "src"))
-RESULTS = ROOT / "bench" / "results"
 
 
-def log(message: str) -> None:
-    print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
-
-
-def nosqltune(*args: str, capture: bool = False) -> str:
-    cmd = [sys.executable, "-m", "nosqltune", *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE if capture else None, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
-    return proc.stdout or ""
 
 
 def has_trials(db: Path, name: str) -> bool:

@@ -1,6 +1,5 @@
 """Faults on real nodes: ports taken by someone else, a workload YCSB rejects; each gives a clear cause."""
 
-import json
 import socket
 
 import pytest

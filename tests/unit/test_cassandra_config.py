@@ -1,6 +1,5 @@
 """Rendering a node's cassandra.yaml and placing knobs where they apply (yaml, CQL table/keyspace)."""
 
-from pathlib import Path
 
 import pytest
 import yaml

@@ -1,0 +1,28 @@
+"""What the benchmark scripts share: a timestamped log line, and running `nosqltune` from this checkout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def nosqltune(*args: str, capture: bool = True) -> str:
+    """Run one nosqltune command of this checkout; its stdout when `capture` (progress stays on stderr). A
+    failing command ends the benchmark with its exit code in the message (the run can be resumed)."""
+    cmd = [sys.executable, "-m", "nosqltune", *args]
+    log(" ".join(cmd[2:]))
+    proc = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                          stdout=subprocess.PIPE if capture else None, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
+    return proc.stdout or ""
