@@ -25,7 +25,7 @@ __all__ = ["KnobError", "Knob", "KnobSpace", "load_space", "load_space_file", "p
            "load_overrides_file"]
 
 TYPES = ("int", "float", "bool", "enum")
-APPLIES = ("yaml", "table", "keyspace", "jvm")
+APPLIES = ("yaml", "table", "keyspace", "jvm", "config")  # config: a directive of the datastore's own config file (redis.conf)
 # unit suffixes of Cassandra 5.0 (storage, rate, duration); values are integers in the given unit
 UNITS = ("B", "KiB", "MiB", "GiB", "B/s", "KiB/s", "MiB/s", "ns", "us", "ms", "s", "m", "h", "d")
 
@@ -594,6 +594,10 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
     if applies == "jvm":
         if "{value}" not in key:
             raise fail("field key of a jvm knob must be a flag template holding {value}")
+    elif applies == "config":
+        if not re.fullmatch(r"[a-z][a-z0-9-]*( [^\n]*)?", key) or (" " in key and "{value}" not in key):
+            raise fail(f"field key of a config knob must be a directive name, or a directive line holding "
+                       f"{{value}}, got {key!r}")
     elif not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", key):
         raise fail(f"field key must be a dotted name, got {key!r}")
     value_map = spec.get("value_map")
