@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything nosqltune needs on a fresh Debian machine, idempotently:
-# Java 17 + Maven, R's irace, chromium (apt-get, only if missing), the Python package with its test extras (pip),
+# Java 17 + Maven, R's irace, redis-server, chromium (apt-get, only if missing), the Python package with its test extras (pip),
 # Cassandra's jars (Maven, into ~/.cache/nosqltune) and the loadgen YCSB client (Maven build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,8 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v taskset >/dev/null 2>&1 || need_apt+=(util-linux)
 # irace, the R package (seed 001), from Debian; without recommends it is about 56 MB instead of 650 MB
 [ -x /usr/lib/R/site-library/irace/bin/irace ] || need_apt+=(r-base-core r-cran-irace)
+# Debian's redis-server (Redis 7.0), the second datastore (issue 7); no service is started for it
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 # Debian's chromium: the tests open the HTML report in a real headless browser
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
