@@ -27,9 +27,10 @@ from nosqltune.environment import fingerprint  # noqa: E402
 from nosqltune.knobs import load_space  # noqa: E402
 from nosqltune.paths import work_dir  # noqa: E402
 from nosqltune.systems.cassandra.config import place  # noqa: E402
-from nosqltune.systems.cassandra.dataset import dataset_for  # noqa: E402
+from nosqltune.systems.dataset import dataset_for  # noqa: E402
 from nosqltune.systems.cassandra.node import CassandraNode  # noqa: E402
-from nosqltune.trial import TrialSettings, build_dataset, ensure_dataset  # noqa: E402
+from nosqltune.systems.cassandra.trial import build_dataset, ensure_dataset  # noqa: E402
+from nosqltune.trial import TrialSettings  # noqa: E402
 from nosqltune.workloads.spec import make_workload  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -30,12 +30,11 @@ def recommend(cells: list[dict[str, Any]], max_cv: float) -> dict[str, Any] | No
 
 
 def calibrate(args: argparse.Namespace) -> int:
-    from .cli import _build_workload, _progress, _settings, _stats, run_trials
-    from .knobs import load_space
+    from .cli import _build_workload, _progress, _settings, _stats, run_trials, trial_target
     from .workloads.spec import Workload
 
-    space = load_space("cassandra")
     settings = _settings(args)
+    space = trial_target(settings).knob_space(settings)
     base = Workload(name="base", mix={})  # the defaults stand where no grid or flag is given
     grid = list(itertools.product(_ints(args.grid_records, args.records or base.records),
                                   _ints(args.grid_operations, args.operations or base.operations),

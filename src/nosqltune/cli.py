@@ -16,7 +16,7 @@ DEFAULT_STUDY = ".nosqltune/study.db"
 DEFAULT_JIT = "c1"
 
 
-def _common(parser: argparse.ArgumentParser, *, repeat: int = 1) -> None:
+def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool = False) -> None:
     """The flags every trial-running command spells the same way."""
     w = parser.add_argument_group("workload")
     w.add_argument("--workload", metavar="NAME", default=None,
@@ -45,6 +45,14 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1) -> None:
     c.add_argument("--force", action="store_true",
                    help="accept values outside the knob's tuning range (Cassandra still validates them)")
     h = parser.add_argument_group("harness")
+    h.add_argument("--system", default=None, metavar="SYSTEM",
+                   help="datastore: cassandra (default), redis (a local redis-server), or external (any datastore, "
+                        "driven by the commands of --target-file)"
+                        + ("; or surrogate:DATASET[:KIND] to answer trials from a model of a recorded dataset "
+                           "(e.g. surrogate:wide24) with its measured noise: compare optimizers in seconds"
+                           if surrogate else ""))
+    h.add_argument("--target-file", metavar="YAML", help="--system external: how to configure, start, stop, check "
+                   "and reset the datastore, one command per step (see README)")
     h.add_argument("--repeat", type=int, metavar="N", default=repeat, help=f"cold trials per configuration "
                                                                            f"(default {repeat})")
     h.add_argument("--study", metavar="PATH_OR_URL", default=DEFAULT_STUDY,
@@ -52,7 +60,7 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1) -> None:
     h.add_argument("--study-name", default=None, help="study within the store (default: the command's name)")
     h.add_argument("--cassandra-version", default=None, help="Cassandra release from Maven (default 5.0.6)")
     h.add_argument("--heap", default="2G", metavar="SIZE", help="Cassandra heap, e.g. 2G or 1536M (default 2G)")
-    h.add_argument("--server-cpus", metavar="LIST", help="pin Cassandra to these CPUs (taskset list, e.g. 0)")
+    h.add_argument("--server-cpus", metavar="LIST", help="pin the datastore to these CPUs (taskset list, e.g. 0)")
     h.add_argument("--client-cpus", metavar="LIST", help="pin the YCSB client to these CPUs (e.g. 1)")
     h.add_argument("--restore", choices=["link", "copy", "reload"], default="link",
                    help="how each cold trial gets its data: link (default; hard-link immutable SSTable files, "
@@ -124,13 +132,37 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str):
 
 
 def _settings(args: argparse.Namespace):
+    """The harness settings of the flags, the datastore (--system, --target-file) checked."""
+    from .systems import TARGETS
     from .systems.cassandra.provision import DEFAULT_VERSION
     from .trial import TrialSettings
 
     _positive("repeat", args.repeat)
-    return TrialSettings(cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=_heap_mb(args.heap),
+    system = args.system or "cassandra"
+    if system.startswith("surrogate:") and args.command == "tune":
+        system = "cassandra"   # tune's surrogate answers trials itself; its harness settings are the default
+    if system not in TARGETS:
+        raise UsageError(f"unknown --system {system!r}: use " + ", ".join(TARGETS)
+                         + (" or surrogate:DATASET" if args.command == "tune" else ""))
+    target_file = getattr(args, "target_file", None)
+    if (system == "external") != bool(target_file):
+        raise UsageError("--system external needs --target-file YAML" if system == "external"
+                         else "--target-file goes with --system external")
+    if target_file:
+        from .systems.external.target import load_target
+
+        target_file = str(load_target(target_file).path)   # checked now, stored absolute
+    return TrialSettings(system=system, target_file=target_file,
+                         cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=_heap_mb(args.heap),
                          server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
                          keep_node=args.keep_nodes, jit=args.jit)
+
+
+def trial_target(settings):
+    """The target module of the settings' datastore (systems/<name>/trial.py)."""
+    from .systems import target
+
+    return target(settings.system)
 
 
 def _progress(args: argparse.Namespace):
@@ -158,14 +190,13 @@ def _stats(values: list[float]) -> dict[str, float | None]:
 
 def run_trials(args, space, overrides, workload, settings, *, tag: str, study_name: str) -> list[dict]:
     """Run `args.repeat` cold trials of one configuration, storing each; returns the stored rows."""
-    from .environment import fingerprint
     from .store import TrialState, open_store
     from .trial import run_trial
 
     say = _progress(args)
     store = open_store(args.study)
-    study_id = store.study(study_name, "cassandra", {"harness": settings.to_dict()})
-    env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+    study_id = store.study(study_name, settings.system, {"harness": settings.to_dict()})
+    env_id = store.environment(trial_target(settings).fingerprint(settings))
     rows = []
     try:
         for i in range(args.repeat):
@@ -235,12 +266,12 @@ def _fmt(value: float | None) -> str:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .knobs import load_space
-
-    space = load_space("cassandra")
+    settings = _settings(args)
+    target = trial_target(settings)
+    space = target.knob_space(settings)
     overrides = _overrides(args, space)
     workload = _build_workload(args)
-    settings = _settings(args)
+    target.preflight(workload, settings)
     rows = run_trials(args, space, overrides, workload, settings, tag="bench",
                       study_name=args.study_name or "bench")
     throughputs = [r["metrics"]["summary"]["throughput_ops_s"] for r in rows if r["state"] == "COMPLETE"]
@@ -372,8 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("bench", help="benchmark one configuration with repeated cold trials",
-                       description="Boot Cassandra on restored data, warm up, run a YCSB workload, and store each "
-                                   "trial. Example: nosqltune bench --workload ycsb-a --repeat 5")
+                       description="Start the datastore on restored data, warm up, run a YCSB workload, and store "
+                                   "each trial. Examples: nosqltune bench --workload ycsb-a --repeat 5; "
+                                   "nosqltune bench --system redis --workload ycsb-c --repeat 5")
     _common(p)
     p.set_defaults(func=cmd_bench)
 
@@ -388,15 +420,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "  nosqltune tune --study runs/a.db --resume        # continue after Ctrl-C or a crash\n\n"
                     "--workload takes a comma-separated list: the objective is then the geometric mean over the "
                     "workloads (irace races them as instances).")
-    _common(p)
+    _common(p, surrogate=True)
     t = p.add_argument_group("tuning")
     t.add_argument("--optimizer", default="smac", choices=["random", "irace", "gp", "smac", "rafiki", "surrogate-sa"],
                    help="random: uniform sampling; irace: iterated racing (R package); gp: Gaussian-process "
                         "Bayesian optimization; smac: SMAC3; rafiki: neural-net ensemble + genetic algorithm; "
                         "surrogate-sa: random forest + simulated annealing (default smac)")
-    t.add_argument("--knobs", default="irace23", metavar="SET|FILE",
-                   help="knob set (irace23, rafiki5, vorstella5, mlos10, eppinger) or a YAML file of knob names "
-                        "or narrowed ranges (default irace23); see `nosqltune knobs`")
+    t.add_argument("--knobs", default=None, metavar="SET|FILE",
+                   help="knob set (Cassandra: irace23, rafiki5, vorstella5, mlos10, eppinger; Redis: mlos6, operator) "
+                        "or a YAML file of knob names or narrowed ranges (default: irace23 for Cassandra, mlos6 for "
+                        "Redis, every knob of an external target); see `nosqltune knobs SYSTEM`")
     t.add_argument("--budget", type=int, default=None, metavar="N",
                    help="cold trials at most, the default included (default 40)")
     t.add_argument("--max-time", metavar="DURATION", help="stop after this much trial time, e.g. 90m or 2h")
@@ -426,9 +459,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="llamatune: probability of a knob's special value (0 = disabled, ...) (default 0.2)")
     t.add_argument("--max-unique", type=int, default=10000, metavar="K",
                    help="llamatune: distinct values a numeric knob may take (default 10000)")
-    t.add_argument("--system", default=None, metavar="SYSTEM",
-                   help="cassandra (default), or surrogate:DATASET[:KIND] to answer trials from a model of a recorded "
-                        "dataset (e.g. surrogate:wide24) with its measured noise: compare optimizers in seconds")
     t.add_argument("--resume", action="store_true",
                    help="continue the study (--study, --study-name) with its stored settings; --budget and "
                         "--max-time may be raised")

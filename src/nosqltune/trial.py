@@ -1,30 +1,25 @@
-"""One cold trial of Cassandra: restore data -> boot -> apply table/keyspace knobs -> warm up + measure -> stop."""
+"""A trial: one cold run of one configuration on one workload, against the datastore the settings name.
+
+The datastore-specific work lives in `systems/<name>/trial.py`; this module holds what every target shares:
+the harness settings stored with each trial, the result, and the rule that too many failed operations
+make a failed trial."""
 
 from __future__ import annotations
 
-import shutil
-import time
-import uuid
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import SetupError, TrialError
-from .knobs import KnobSpace
-from .paths import work_dir
-from .systems.cassandra import cql, internals
-from .systems.cassandra.config import PlacedConfig, place
-from .systems.cassandra.dataset import KEYSPACE, TABLE, Dataset, create_dataset, dataset_for, dataset_key
-from .systems.cassandra.node import CassandraNode
 from .systems.cassandra.provision import DEFAULT_VERSION
-from .workloads.spec import Workload
-from .workloads.ycsb import run_client, summary
+
+if TYPE_CHECKING:
+    from .knobs import KnobSpace
+    from .workloads.spec import Workload
 
 Progress = Callable[[str], None]
 MAX_ERROR_SHARE = 0.01  # a trial with more failed operations than this is a failed trial
 
 
-def _quiet(_: str) -> None:
+def quiet(_: str) -> None:
     pass
 
 
@@ -32,6 +27,8 @@ def _quiet(_: str) -> None:
 class TrialSettings:
     """How trials run (the harness, not the datastore's knobs); stored with every trial."""
 
+    system: str = "cassandra"           # the target: cassandra | redis | external (see systems/__init__.py)
+    target_file: str | None = None      # the external target's description (system external)
     cassandra_version: str = DEFAULT_VERSION
     heap_mb: int = 2048
     server_cpus: str | None = None      # taskset list for Cassandra, e.g. "0"
@@ -67,178 +64,21 @@ class TrialResult:
     log_excerpt: str | None = None
 
 
-def _create_schema(address: str, port: int, fieldcount: int) -> None:
-    fields = ", ".join(f"field{i} varchar" for i in range(fieldcount))
-    with cql.session(address, port) as sess:
-        sess.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
-                     "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-        sess.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (y_id varchar PRIMARY KEY, {fields})")
+def judge_errors(result: TrialResult, metrics: dict[str, Any]) -> None:
+    """Mark a measured run COMPLETE, or FAIL when more than MAX_ERROR_SHARE of its operations failed."""
+    result.state = "COMPLETE"
+    measured = sum(op.get("count", 0) for op in metrics["operations"].values()) + metrics["errors"]
+    if metrics["errors"]:
+        result.error = f"{metrics['errors']} of {measured} operations failed"
+        if metrics["errors"] > MAX_ERROR_SHARE * measured:
+            # failed operations return fast and inflate throughput: such a figure is not a result
+            result.state, result.failure_kind = "FAIL", "workload"
 
 
-def _client_timeout(workload: Workload, phase: str) -> float:
-    if phase == "load":
-        return 120 + workload.records / 200
-    measured = workload.max_seconds or workload.operations / 200
-    return 90 + workload.warmup_max_seconds + measured
+def run_trial(space: "KnobSpace", overrides: dict[str, Any], workload: "Workload", settings: TrialSettings,
+              progress: Progress = quiet) -> TrialResult:
+    """Run one cold trial on the settings' datastore; never raises for a trial failure (the result says FAIL
+    and why). Raises SetupError when the tooling itself is broken."""
+    from .systems import target
 
-
-def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, settings: TrialSettings,
-                  progress: Progress = _quiet) -> Dataset:
-    """Boot a fresh node (with the load-affecting knobs), create the schema, load, drain: the dataset."""
-
-    def build(home: Path) -> dict[str, Any]:
-        # only the knobs that shape the loaded data (e.g. num_tokens) are set while loading
-        node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
-                             yaml_overrides=placed.reload_yaml, cpus=settings.server_cpus)
-        with node:
-            progress(f"loading {workload.records} records (dataset {dataset.key})")
-            boot = node.start(settings.boot_timeout)
-            _create_schema(node.address, node.ports.native, workload.fieldcount)
-            loader = Workload.from_dict({**workload.to_dict(), "threads": settings.load_threads})
-            load = run_client("load", loader, host=node.address, port=node.ports.native,
-                              trial_dir=home / "load", timeout=_client_timeout(workload, "load"),
-                              cpus=settings.client_cpus)
-            started = time.monotonic()
-            node.stop(drain=True)
-            drain_s = time.monotonic() - started
-        if load["errors"]:
-            raise TrialError("workload", f"loading the dataset had {load['errors']} failed inserts")
-        for sub in ("commitlog", "saved_caches", "hints", "cdc_raw", "conf", "logs", "load"):
-            shutil.rmtree(home / sub, ignore_errors=True)
-        return {"key": dataset.key, "records": workload.records, "data": workload.dataset_properties(),
-                "reload_knobs": placed.reload, "cassandra_version": settings.cassandra_version,
-                "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
-                "drain_s": drain_s, "created_at": time.time()}
-
-    return create_dataset(dataset, build)
-
-
-def ensure_dataset(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
-                   progress: Progress = _quiet) -> tuple[Dataset, float]:
-    """The dataset this trial restores, built first if missing; returns it and the seconds spent building."""
-    return _ensure_dataset(place(space, overrides), workload, settings, progress)
-
-
-def _ensure_dataset(placed: PlacedConfig, workload: Workload, settings: TrialSettings,
-                    progress: Progress) -> tuple[Dataset, float]:
-    key = dataset_key(settings.cassandra_version, workload.dataset_properties(), placed.reload, settings.heap_mb)
-    dataset = dataset_for(key)
-    if dataset.exists():
-        return dataset, 0.0
-    started = time.monotonic()
-    build_dataset(dataset, workload, placed, settings, progress)
-    return dataset, time.monotonic() - started
-
-
-def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
-              progress: Progress = _quiet) -> TrialResult:
-    """Run one cold trial; never raises for a trial failure (the result says FAIL and why)."""
-    timings: dict[str, float] = {}
-    started = time.monotonic()
-    home = work_dir() / "nodes" / uuid.uuid4().hex[:12]
-    node: CassandraNode | None = None
-    result = TrialResult(state="FAIL")
-    try:
-        placed = place(space, overrides)
-        if settings.restore_mode == "reload":
-            dataset = dataset_for("reload-" + home.name)
-            t0 = time.monotonic()
-            build_dataset(dataset, workload, placed, settings, progress)
-            timings["load_s"] = time.monotonic() - t0
-        else:
-            dataset, built = _ensure_dataset(placed, workload, settings, progress)
-            if built:
-                timings["dataset_build_s"] = built
-        progress("restoring data")
-        timings["restore_s"] = dataset.restore_into(home / "data", "copy" if settings.restore_mode == "copy"
-                                                    else "link")
-        node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
-                             yaml_overrides=placed.yaml, jvm_flags=settings.jvm_flags() + placed.jvm,
-                             cpus=settings.server_cpus)
-        progress("booting Cassandra")
-        timings["boot_s"] = node.start(settings.boot_timeout)
-        t0 = time.monotonic()
-        statements = placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)
-        if statements:
-            progress("applying table/keyspace knobs")
-        with cql.session(node.address, node.ports.native) as sess:
-            for statement in statements:
-                try:
-                    sess.execute(statement)
-                except Exception as exc:
-                    raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
-            applied = _read_back(sess, placed)
-        timings["apply_s"] = time.monotonic() - t0
-        before = internals.node_stats(node.ports.jmx)
-        progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
-                 f"{workload.threads} threads")
-        metrics = run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=home / "run",
-                             timeout=_client_timeout(workload, "run"), cpus=settings.client_cpus,
-                             jvm_flags=settings.jvm_flags(), jmx_port=node.ports.jmx)
-        if not node.is_running():
-            raise TrialError("crashed", f"Cassandra died during the run: {node.failure_cause()}",
-                             node.log_excerpt())
-        after = internals.node_stats(node.ports.jmx)
-        timings["client_s"] = metrics.pop("wall_seconds")
-        timings["warmup_s"] = metrics["warmup"].get("runtime_ms", 0) / 1000.0
-        timings["measure_s"] = (metrics["runtime_ms"] or 0) / 1000.0
-        result.metrics = metrics
-        result.summary = summary(metrics)
-        result.internals = {**after, **applied,
-                            "gc_time_ms_run": _delta(before, after, "gc_total_time_ms"),
-                            "gc_count_run": _delta(before, after, "gc_total_count"),
-                            "compactions_completed_run": _delta(before, after, "completed_compactions")}
-        result.state = "COMPLETE"
-        measured = sum(op.get("count", 0) for op in metrics["operations"].values()) + metrics["errors"]
-        if metrics["errors"]:
-            result.error = f"{metrics['errors']} of {measured} operations failed"
-            if metrics["errors"] > MAX_ERROR_SHARE * measured:
-                # failed operations return fast and inflate throughput: such a figure is not a result
-                result.state, result.failure_kind = "FAIL", "workload"
-    except TrialError as exc:
-        result.failure_kind, result.error = exc.kind, str(exc)
-        result.log_excerpt = exc.log_excerpt or (node.log_excerpt() if node else "")
-    except (KeyboardInterrupt, SystemExit):
-        result.failure_kind, result.error = "interrupted", "interrupted by the user"
-        raise
-    except SetupError:
-        # the tooling is broken (a client that does not build, missing jars), not the configuration: stop the
-        # command (exit 3); the store marks the trial interrupted, so a rerun measures it again
-        raise
-    except Exception as exc:  # a bug or an unforeseen fault: the trial still ends as FAIL with the reason
-        result.failure_kind, result.error = "error", f"{type(exc).__name__}: {exc}"
-        result.log_excerpt = node.log_excerpt() if node else ""
-    finally:
-        t0 = time.monotonic()
-        if node is not None:
-            # the trial's data is thrown away: no drain, no shutdown hook, SIGKILL
-            node.stop(drain=False, timeout=0)
-        timings["stop_s"] = time.monotonic() - t0
-        timings["total_s"] = time.monotonic() - started
-        result.timings = timings
-        if not settings.keep_node:
-            shutil.rmtree(home, ignore_errors=True)
-        if settings.restore_mode == "reload":
-            shutil.rmtree(work_dir() / "datasets" / ("reload-" + home.name), ignore_errors=True)
-    return result
-
-
-def _read_back(sess, placed: PlacedConfig) -> dict[str, Any]:
-    """What the node itself reports for the overridden settings and the table/keyspace options: evidence
-    that a configuration was applied, not just written."""
-    table = sess.execute("SELECT compaction, compression, caching FROM system_schema.tables "
-                         "WHERE keyspace_name = %s AND table_name = %s", (KEYSPACE, TABLE)).one()
-    keyspace = sess.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
-                            (KEYSPACE,)).one()
-    wanted = set(placed.yaml)
-    settings = {row.name: row.value for row in sess.execute("SELECT name, value FROM system_views.settings")
-                if row.name in wanted} if wanted else {}
-    return {"node_settings": settings,
-            "table_options": {k: dict(getattr(table, k) or {}) for k in ("compaction", "compression", "caching")},
-            "keyspace_replication": dict(keyspace.replication) if keyspace else {}}
-
-
-def _delta(before: dict, after: dict, key: str) -> float | None:
-    if before.get(key) is None or after.get(key) is None:
-        return None
-    return after[key] - before[key]
+    return target(settings.system).run_trial(space, overrides, workload, settings, progress)

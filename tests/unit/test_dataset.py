@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from nosqltune.systems.cassandra.dataset import Dataset, create_dataset, dataset_key
+from nosqltune.systems.cassandra.trial import cassandra_dataset_key as dataset_key
+from nosqltune.systems.dataset import Dataset, create_dataset
 from nosqltune.trial import TrialSettings
 
 

@@ -43,6 +43,8 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
                 raise UsageError("the study has no best configuration yet (no completed trial)")
             out["best"] = best
         elif item == "best-practice" and best_practice is not None:
+            if not best_practice:
+                raise UsageError(f"the {space.system} knob space has no best-practice rules (Cassandra's has)")
             out["best-practice"] = best_practice
         elif Path(item).exists():
             out[Path(item).stem] = space.validate(load_overrides_file(item))
@@ -55,8 +57,7 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..environment import fingerprint
-    from ..knobs import load_space
+    from ..cli import trial_target
     from ..optimizers.space import TuningSpace
     from ..trial import TrialSettings, run_trial
     from ..tuning.loop import TuneSpec
@@ -72,15 +73,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError("--repeat must be at least 2 (a comparison needs repeated pairs)")
     if args.scale <= 0:
         raise UsageError("--scale must be positive")
-    full_space = load_space("cassandra")
     store, study, tune = _tuning_study(args)
     try:
+        settings = TrialSettings(**tune["harness"])
+        full_space = trial_target(settings).knob_space(settings)
         spec = TuneSpec(**tune["spec"])
         objective = Objective.from_dict(spec.objective)
         space = TuningSpace(full_space.subset(tune["knobs"]), tune["fixed"])
         rows = [r for r in store.trials(study["id"]) if r["tag"] == "tune"]
         best = best_configuration(rows, objective, spec.workloads, space)
-        settings = TrialSettings(**tune["harness"])
         system = tune.get("system", "cassandra")
         facts = machine_facts(heap_mb=settings.heap_mb, data_path=cache_dir(), server_cpus=settings.server_cpus)
         practice, rules = best_practice(full_space, facts)
@@ -98,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             def run(overrides, workload):
                 return target.run(overrides, workload, metrics=(objective.metric,))
         else:
-            env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+            env_id = store.environment(trial_target(settings).fingerprint(settings))
 
             def run(overrides, workload):
                 return run_trial(full_space, overrides, workload, settings, progress=say)
@@ -112,11 +113,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                   "scale": args.scale, "candidates": candidates, "workloads": {}}
         if "best-practice" in candidates:
             result["best_practice"] = {"machine": facts, "rules": rules}
-        for stored in tune["workloads"]:
-            workload = Workload.from_dict(stored)
-            if args.scale != 1:
-                workload = Workload.from_dict({**stored, "records": int(workload.records * args.scale),
-                                               "operations": int(workload.operations * args.scale)})
+        workloads = [Workload.from_dict(w if args.scale == 1 else
+                                        {**w, "records": int(w["records"] * args.scale),
+                                         "operations": int(w["operations"] * args.scale)})
+                     for w in tune["workloads"]]
+        if not system.startswith("surrogate:"):
+            for workload in workloads:   # e.g. the memory guard of Redis at --scale 10
+                trial_target(settings).preflight(workload, settings)
+        for workload in workloads:
             group = f"{workload.name}-x{args.scale:g}{suffix}"
             say(f"{workload.name} at x{args.scale:g}: {args.repeat} interleaved rounds of {', '.join(candidates)}")
             runs = run_interleaved(store, study["id"], candidates, args.repeat,

@@ -44,7 +44,8 @@ class TuningView:
 
 
 def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
-    from ..knobs import load_space
+    from ..systems import target
+    from ..trial import TrialSettings
     from ..optimizers.space import TuningSpace
     from ..surrogate.features import existing_store
     from ..tuning.objective import Objective
@@ -58,14 +59,14 @@ def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
         if not studies:
             raise UsageError(f"no tuning study{' named ' + repr(study_name) if study_name else ''} in {path} "
                              "(a report needs a study made by `nosqltune tune`)")
-        full = load_space("cassandra")
         fingerprints = {r["id"]: json.loads(r["fingerprint"])
                         for r in store._db.execute("SELECT id, fingerprint FROM environments")}
         views = []
         for study in studies:
             tune = study["settings"]["tune"]
             objective = Objective.from_dict(tune["spec"]["objective"])
-            space = TuningSpace(full.subset(tune["knobs"]), tune["fixed"])
+            settings = TrialSettings(**tune["harness"])
+            space = TuningSpace(target(settings.system).knob_space(settings).subset(tune["knobs"]), tune["fixed"])
             rows = store.trials(study["id"])
             tuned = [r for r in rows if r["tag"] == "tune"]
             workloads = tune["spec"]["workloads"]

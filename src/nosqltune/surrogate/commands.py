@@ -16,9 +16,7 @@ def _say(args) -> Any:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from ..cli import _searched_space, _settings
-    from ..environment import fingerprint
-    from ..knobs import load_space
+    from ..cli import _searched_space, _settings, trial_target
     from ..store import open_store
     from ..trial import run_trial
     from ..tuning.commands import _subset_mapping
@@ -31,11 +29,14 @@ def cmd_collect(args: argparse.Namespace) -> int:
         raise UsageError("--configs must be positive, --noise-repeats and --limit not negative")
     if args.repeat != 1:
         raise UsageError("collect runs each (workload, configuration) once; use --noise-repeats for repeats")
-    full_space = load_space("cassandra")
+    settings = _settings(args)
+    target = trial_target(settings)
+    full_space = target.knob_space(settings)
     ratios = parse_ratios(args.read_ratios)
     fixed, subset, space = _searched_space(args, full_space, "collected over")
-    settings = _settings(args)
     workloads = [_ratio_workload(args, r) for r in ratios]
+    for workload in workloads:
+        target.preflight(workload, settings)
     knobs = _subset_mapping(subset, full_space)
     study_name = args.study_name or STUDY_NAME
     say = _say(args)
@@ -69,12 +70,12 @@ def cmd_collect(args: argparse.Namespace) -> int:
             configs = design(space, args.configs, seed)
             noise = args.noise_repeats
             plan = plan_entries(len(configs), list(merged), noise, seed)
-            study_id = existing["id"] if existing else store.study(study_name, "cassandra")
+            study_id = existing["id"] if existing else store.study(study_name, settings.system)
         store.update_study_settings(study_id, {"collect": {
             "knobs": knobs, "knob_label": subset.label, "fixed": fixed, "harness": settings.to_dict(),
             "seed": seed, "noise_repeats": noise, "workloads": [w.to_dict() for w in merged.values()],
             "configs": configs, "plan": plan}})
-        env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+        env_id = store.environment(target.fingerprint(settings))
         say(f"collection '{study_name}': {len(configs)} configurations x {len(merged)} workloads "
             f"+ {noise} noise repeats of the default per workload = {len(plan)} trials")
         counts = run_plan(store, study_id, plan, configs, fixed, merged,
@@ -135,9 +136,7 @@ def _print_ranking(args, ranked: list[dict], key: int, header: str, extra: dict[
 
 
 def _importance_measured(args: argparse.Namespace) -> int:
-    from ..cli import _build_workload, _searched_space, _settings
-    from ..environment import fingerprint
-    from ..knobs import load_space
+    from ..cli import _build_workload, _searched_space, _settings, trial_target
     from ..store import open_store
     from ..trial import run_trial
     from ..tuning.commands import _subset_mapping
@@ -149,10 +148,12 @@ def _importance_measured(args: argparse.Namespace) -> int:
     if args.workload and "," in args.workload:
         raise UsageError("importance measures one workload; give one --workload")
     objective = Objective.parse(args.objective, [])
-    full_space = load_space("cassandra")
+    settings = _settings(args)
+    target = trial_target(settings)
+    full_space = target.knob_space(settings)
     fixed, subset, space = _searched_space(args, full_space, "measured")
     workload = _build_workload(args)
-    settings = _settings(args)
+    target.preflight(workload, settings)
     study_name = args.study_name or f"importance-{workload.name}"
     plan = [{"knob": None, "value": None, "repeat": r} for r in range(args.repeat)]
     plan += [{"knob": k, "value": v, "repeat": r} for k, v in levels(space, args.levels) for r in range(args.repeat)]
@@ -167,9 +168,9 @@ def _importance_measured(args: argparse.Namespace) -> int:
                 json.dumps(stored_settings, sort_keys=True, default=str):
             raise UsageError(f"study '{study_name}' in {args.study} holds an importance run with other settings: "
                              "pick another --study-name")
-        study_id = existing["id"] if existing else store.study(study_name, "cassandra")
+        study_id = existing["id"] if existing else store.study(study_name, settings.system)
         store.update_study_settings(study_id, {"importance": stored_settings})
-        env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+        env_id = store.environment(target.fingerprint(settings))
 
         def entry_key(e):
             return (e["knob"], json.dumps(e["value"]), e["repeat"])

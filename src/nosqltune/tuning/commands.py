@@ -47,8 +47,7 @@ def _workdir(args, study_name: str, optimizer: str) -> Path:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from ..environment import fingerprint
-    from ..knobs import load_space
+    from ..cli import _settings, trial_target
     from ..optimizers.space import TuningSpace
     from ..store import open_store
     from ..trial import TrialSettings, run_trial
@@ -57,9 +56,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .objective import Objective
     from .progress import TerminalDisplay
 
-    full_space = load_space("cassandra")
     study_name = args.study_name or DEFAULT_STUDY_NAME
-    fresh = None if args.resume else _new_run(args, full_space)  # bad input is refused before the store is touched
+    if not args.resume:   # bad input is refused before the store is touched
+        settings = _settings(args)
+        full_space = trial_target(settings).knob_space(settings)
+        fresh = _new_run(args, full_space, settings)
     if args.resume and not args.study.startswith("sqlite:") and not _store_path(args.study).exists():
         raise UsageError(f"nothing to resume: no study store at {args.study}")
     store = open_store(args.study)
@@ -77,8 +78,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 spec.max_seconds = parse_duration(args.max_time)
             workloads = [Workload.from_dict(w) for w in stored["workloads"]]
             fixed = stored["fixed"]
-            subset = full_space.subset(stored["knobs"])
             settings = TrialSettings(**stored["harness"])
+            full_space = trial_target(settings).knob_space(settings)
+            subset = full_space.subset(stored["knobs"])
             system = stored.get("system", "cassandra")
             study_id = existing["id"]
         else:
@@ -86,7 +88,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 raise UsageError(f"study '{study_name}' in {args.study} already has trials: add --resume to "
                                  "continue it, or pick another --study-name")
             spec, workloads, fixed, subset, settings, system = fresh
-            study_id = store.study(study_name, system)
+            study_id = store.study(study_name, system if system.startswith("surrogate:") else settings.system)
         space = TuningSpace(subset, fixed)
         store.update_study_settings(study_id, {"tune": {
             "spec": spec.to_dict(), "workloads": [w.to_dict() for w in workloads], "fixed": fixed,
@@ -103,7 +105,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             def runner(config: dict, workload: str):
                 return target.run({**fixed, **config}, by_name[workload], metrics=needed)
         else:
-            env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+            env_id = store.environment(trial_target(settings).fingerprint(settings))
 
             def runner(config: dict, workload: str):
                 return run_trial(full_space, {**fixed, **config}, by_name[workload], settings,
@@ -131,9 +133,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _new_run(args: argparse.Namespace, full_space):
+def _new_run(args: argparse.Namespace, full_space, settings):
     """The settings of a new tuning run from the flags, all checked."""
-    from ..cli import _build_workload, _heap_mb, _searched_space, _settings
+    from ..cli import _build_workload, _heap_mb, _searched_space, trial_target
     from .loop import TuneSpec
     from .objective import Objective
 
@@ -155,18 +157,21 @@ def _new_run(args: argparse.Namespace, full_space):
         workloads.append(_build_workload(args_one))
     if len({w.name for w in workloads}) != len(workloads):
         raise UsageError("--workload lists the same workload twice")
+    system = args.system or "cassandra"
+    target = trial_target(settings)
+    if args.knobs is None:
+        args.knobs = target.default_knobs(settings) or list(full_space.knobs)
     fixed, subset, searched_space = _searched_space(args, full_space, "tuned")
     _heap_mb(args.heap)
-    settings = _settings(args)
-    system = args.system or "cassandra"
     if system.startswith("surrogate:"):
         target = surrogate_target(system, args.seed)
         outside = sorted(set(subset.knobs) - set(target.knobs)) + sorted(set(fixed) - set(target.knobs))
         if outside:
             raise UsageError(f"the surrogate dataset has no data for {', '.join(outside)}: tune or fix only its knobs "
                              f"({', '.join(target.knobs)})")
-    elif system != "cassandra":
-        raise UsageError(f"unknown --system {system!r}: use cassandra or surrogate:DATASET")
+    else:
+        for workload in workloads:
+            target.preflight(workload, settings)
     searched = len(searched_space.knobs)
     options: dict[str, Any] = {k: v for k, v in (("initial", args.initial),) if v is not None}
     if args.space_adapter == "llamatune":
@@ -255,48 +260,31 @@ def format_summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _nest(dotted: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in dotted.items():
-        node = out
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
-    return out
-
-
-def yaml_fragment(space, config: dict[str, Any], fixed: dict[str, Any], header: str) -> str:
-    """The tuned knobs that differ from the default as a cassandra.yaml fragment; knobs that live elsewhere
-    (table, keyspace, JVM) as the CQL statements / JVM options that set them, in comments."""
-    import yaml
-
-    from ..knobs import load_space
-    from ..systems.cassandra.config import place
-    from ..systems.cassandra.dataset import KEYSPACE, TABLE
+def yaml_fragment(space, config: dict[str, Any], fixed: dict[str, Any], header: str, settings=None) -> str:
+    """The tuned knobs that differ from the default as a fragment of the datastore's own configuration (for
+    Cassandra a cassandra.yaml fragment, CQL statements and JVM options in comments; for Redis redis.conf
+    directives), after a commented header and diff. `settings`: the study's harness (None: Cassandra)."""
+    from ..systems import target
+    from ..trial import TrialSettings
     from .results import changed_knobs
 
+    settings = settings or TrialSettings()
     changed = changed_knobs(space, config)
     overrides = {**fixed, **{k: new for k, (_, new) in changed.items()}}
-    placed = place(load_space("cassandra"), overrides)
     lines = [f"# {line}" for line in header.splitlines()]
     lines.append("# diff against the default:" if changed or fixed else "# the default configuration: no changes")
     for name, (old, new) in changed.items():
         lines.append(f"#   {name}: {old} -> {new}")
     for name, value in fixed.items():
         lines.append(f"#   {name}: fixed at {value} (not tuned)")
-    if placed.yaml:
-        lines.append(yaml.safe_dump(_nest(placed.yaml), sort_keys=False).rstrip())
-    for statement in placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE):
-        lines.append(f"# CQL: {statement};")
-    for flag in placed.jvm:
-        lines.append(f"# JVM option: {flag}")
+    lines += target(settings.system).config_fragment(settings, overrides)
     return "\n".join(lines) + "\n"
 
 
 def cmd_best(args: argparse.Namespace) -> int:
-    from ..knobs import load_space
+    from ..cli import trial_target
     from ..optimizers.space import TuningSpace
+    from ..trial import TrialSettings
     from ..store import open_store
     from .loop import TuneSpec
 
@@ -312,7 +300,8 @@ def cmd_best(args: argparse.Namespace) -> int:
             raise NosqltuneError(f"no tuning study '{study_name}' in {args.study}"
                                  + (f"; tuning studies there: {', '.join(names)}" if names else ""))
         spec = TuneSpec(**tune["spec"])
-        space = TuningSpace(load_space("cassandra").subset(tune["knobs"]), tune["fixed"])
+        settings = TrialSettings(**tune["harness"])
+        space = TuningSpace(trial_target(settings).knob_space(settings).subset(tune["knobs"]), tune["fixed"])
         result = summarize(store, study["id"], spec, space)
     finally:
         store.close()
@@ -327,7 +316,7 @@ def cmd_best(args: argparse.Namespace) -> int:
                   + (f"; default {result['default']['value']:.6g}" if result["default"] and result["default"]["value"]
                      else "")
                   + (f"; {(result['speedup'] - 1) * 100:+.1f}% (single cold runs)" if result["speedup"] else ""))
-        sys.stdout.write(yaml_fragment(space, result["best"]["config"], tune["fixed"], header))
+        sys.stdout.write(yaml_fragment(space, result["best"]["config"], tune["fixed"], header, settings))
     else:
         print(format_summary(result))
     return 0

@@ -15,6 +15,9 @@ from .loadgen import loadgen_java_command
 from .spec import Workload
 
 CLIENT_CLASS = "nosqltune.loadgen.PhasedClient"
+# loadgen's YCSB bindings: the DB class and the properties naming the server
+BINDINGS = {"cassandra": ("nosqltune.loadgen.CassandraCQLClient", "hosts", "port"),
+            "redis": ("nosqltune.loadgen.RedisClient", "redis.host", "redis.port")}
 CLIENT_JVM_FLAGS = ["-Xms512M", "-Xmx1G", "-XX:+UseG1GC"]
 
 _LINE = re.compile(r"^\[([^\]]+)\],\s*([^,]+),\s*(.*)$")
@@ -116,17 +119,27 @@ def write_properties(path: Path, props: dict[str, Any]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def client_timeout(workload: Workload, phase: str) -> float:
+    """Seconds after which a client phase counts as hung."""
+    if phase == "load":
+        return 120 + workload.records / 200
+    measured = workload.max_seconds or workload.operations / 200
+    return 90 + workload.warmup_max_seconds + measured
+
+
 def run_client(phase: str, workload: Workload, *, host: str, port: int, trial_dir: Path,
                timeout: float, cpus: str | None = None, jvm_flags: list[str] | None = None,
-               jmx_port: int | None = None) -> dict[str, Any]:
-    """Run PhasedClient for `phase` ('load' or 'run'); returns parsed metrics plus 'wall_seconds'.
-    `jmx_port`: the node's JMX port, for node internals sampled every second of the measured phase.
+               jmx_port: int | None = None, binding: str = "cassandra") -> dict[str, Any]:
+    """Run PhasedClient for `phase` ('load' or 'run') with one of loadgen's BINDINGS; returns parsed metrics
+    plus 'wall_seconds'. `jmx_port`: a Cassandra node's JMX port, for node internals sampled every second of
+    the measured phase.
 
     TrialError('workload') when the client fails, prints no result or exceeds `timeout` (a hang)."""
     trial_dir.mkdir(parents=True, exist_ok=True)
     props_file = trial_dir / f"{phase}.properties"
     props = workload.properties(phase)
-    props.update({"hosts": host, "port": port})
+    db, host_key, port_key = BINDINGS[binding]
+    props.update({"db": db, host_key: host, port_key: port})
     if jmx_port:
         props["internals.jmx.port"] = jmx_port
     write_properties(props_file, props)

@@ -9,6 +9,7 @@ import java.util.Set;
 import java.util.Vector;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.Pipeline;
+import redis.clients.jedis.Response;
 import redis.clients.jedis.exceptions.JedisException;
 import site.ycsb.ByteIterator;
 import site.ycsb.DB;
@@ -67,6 +68,14 @@ public class RedisClient extends DB {
     }
   }
 
+  /** A pipeline's sync() keeps error replies (e.g. OOM under maxmemory) as values; get() raises them. */
+  private static Status checked(List<Response<?>> replies) {
+    for (Response<?> reply : replies) {
+      reply.get();
+    }
+    return Status.OK;
+  }
+
   static double score(String key) {
     return key.hashCode();
   }
@@ -104,10 +113,10 @@ public class RedisClient extends DB {
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
     try {
       Pipeline pipe = jedis.pipelined();
-      pipe.hset(key, StringByteIterator.getStringMap(values));
-      pipe.zadd(INDEX, score(key), key);
+      List<Response<?>> replies = List.of(pipe.hset(key, StringByteIterator.getStringMap(values)),
+          pipe.zadd(INDEX, score(key), key));
       pipe.sync();
-      return Status.OK;
+      return checked(replies);
     } catch (JedisException e) {
       return Status.ERROR;
     }
@@ -127,10 +136,9 @@ public class RedisClient extends DB {
   public Status delete(String table, String key) {
     try {
       Pipeline pipe = jedis.pipelined();
-      pipe.del(key);
-      pipe.zrem(INDEX, key);
+      List<Response<?>> replies = List.of(pipe.del(key), pipe.zrem(INDEX, key));
       pipe.sync();
-      return Status.OK;
+      return checked(replies);
     } catch (JedisException e) {
       return Status.ERROR;
     }
@@ -141,13 +149,37 @@ public class RedisClient extends DB {
                      Vector<HashMap<String, ByteIterator>> result) {
     try {
       List<String> keys = jedis.zrangeByScore(INDEX, score(startkey), Double.POSITIVE_INFINITY, 0, recordcount);
+      // one round trip for all the scanned records, not one per record
+      Pipeline pipe = jedis.pipelined();
+      List<Response<Map<String, String>>> all = new ArrayList<>();
+      List<Response<List<String>>> some = new ArrayList<>();
+      List<String> names = fields == null ? null : new ArrayList<>(fields);
       for (String key : keys) {
-        HashMap<String, ByteIterator> row = new HashMap<>();
-        Status s = read(table, key, fields, row);
-        if (s == Status.OK) {
+        if (names == null) {
+          all.add(pipe.hgetAll(key));
+        } else {
+          some.add(pipe.hmget(key, names.toArray(new String[0])));
+        }
+      }
+      pipe.sync();
+      for (Response<Map<String, String>> reply : all) {
+        Map<String, String> record = reply.get();  // get() throws on an error reply
+        if (!record.isEmpty()) {
+          HashMap<String, ByteIterator> row = new HashMap<>();
+          StringByteIterator.putAllAsByteIterators(row, record);
           result.add(row);
-        } else if (s != Status.NOT_FOUND) {
-          return s;
+        }
+      }
+      for (Response<List<String>> reply : some) {
+        List<String> values = reply.get();
+        HashMap<String, ByteIterator> row = new HashMap<>();
+        for (int i = 0; i < names.size(); i++) {
+          if (values.get(i) != null) {
+            row.put(names.get(i), new StringByteIterator(values.get(i)));
+          }
+        }
+        if (!row.isEmpty()) {
+          result.add(row);
         }
       }
       return Status.OK;

@@ -137,6 +137,34 @@ class RedisClientTest {
   }
 
   @Test
+  void errorRepliesInsidePipelinesAreErrors() throws Exception {
+    RedisClient c = client(port);
+    // a scan restricted to some fields goes through the same pipeline
+    for (int i = 0; i < 5; i++) {
+      assertEquals(Status.OK, c.insert("usertable", "fields" + i, record("f" + i + "-")));
+    }
+    Set<String> one = new HashSet<>();
+    one.add("field1");
+    Vector<HashMap<String, ByteIterator>> rows = new Vector<>();
+    assertEquals(Status.OK, c.scan("usertable", "fields0", 3, one, rows));
+    assertTrue(!rows.isEmpty() && rows.get(0).keySet().equals(one), "rows " + rows);
+    // Redis refuses writes over its memory limit with an error reply (noeviction): the pipelined insert
+    // must report it, not count it as done
+    try (redis.clients.jedis.Jedis admin = new redis.clients.jedis.Jedis("127.0.0.1", port)) {
+      admin.configSet("maxmemory-policy", "noeviction");
+      admin.configSet("maxmemory", "1");
+      try {
+        assertEquals(Status.ERROR, c.insert("usertable", "refused", record("x")));
+        assertEquals(Status.ERROR, c.update("usertable", "fields1", record("y")));
+      } finally {
+        admin.configSet("maxmemory", "0");
+      }
+    }
+    assertEquals(Status.NOT_FOUND, c.read("usertable", "refused", null, new HashMap<>()));
+    c.cleanup();
+  }
+
+  @Test
   void noServerIsAClearError() throws Exception {
     int closed;
     try (ServerSocket s = new ServerSocket(0)) {

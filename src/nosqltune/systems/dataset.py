@@ -1,9 +1,10 @@
-"""Datasets: load once per (data shape, load-affecting knobs), keep the data directory, restore it per trial.
+"""Datasets: load once per (datastore, data shape, load-affecting knobs), keep the data directory, restore it
+per trial.
 
-Restore links the large immutable SSTable components (Data, Index, and BTI's Partitions/Rows) and
-copies every other file. Cassandra never writes into a finished Data/Index file (its own snapshots
-are hard links for that reason), while small components such as Summary or Statistics may be
-rewritten; copying those keeps the dataset intact whatever a trial's node does.
+Restore links the large files that a datastore never writes in place and copies every other file:
+Cassandra's immutable SSTable components (Data, Index, and BTI's Partitions/Rows; its own snapshots are
+hard links for that reason; small components such as Summary or Statistics may be rewritten), and Redis's
+dump.rdb (Redis writes a new snapshot to a temporary file and renames it over the old one).
 """
 
 from __future__ import annotations
@@ -17,17 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ...paths import work_dir
+from ..paths import work_dir
 
-KEYSPACE = "ycsb"
-TABLE = "usertable"
-_LINKED_SUFFIXES = ("-Data.db", "-Index.db", "-Partitions.db", "-Rows.db")
+_LINKED_SUFFIXES = ("-Data.db", "-Index.db", "-Partitions.db", "-Rows.db", ".rdb")
 
 
-def dataset_key(version: str, data_shape: dict[str, Any], reload_knobs: dict[str, Any], heap_mb: int) -> str:
-    text = json.dumps({"cassandra": version, "data": data_shape, "knobs": reload_knobs, "heap_mb": heap_mb},
-                      sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def dataset_key(parts: dict[str, Any]) -> str:
+    """A short stable name for everything that determines a dataset's bytes."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass

@@ -1,0 +1,232 @@
+"""One cold trial of Cassandra: restore data -> boot -> apply table/keyspace knobs -> warm up + measure -> stop."""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ...errors import SetupError, TrialError
+from ...knobs import KnobSpace
+from ...paths import work_dir
+from ...trial import Progress, TrialResult, TrialSettings, judge_errors, quiet
+from ...workloads.spec import Workload
+from ...workloads.ycsb import client_timeout, run_client, summary
+from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
+from . import cql, internals
+from .config import PlacedConfig, place
+from .node import CassandraNode
+
+KEYSPACE = "ycsb"
+TABLE = "usertable"
+
+def default_knobs(settings: TrialSettings) -> str | None:
+    """The knob set `tune` searches unless --knobs says otherwise."""
+    return "irace23"
+
+
+def knob_space(settings: TrialSettings) -> KnobSpace:
+    from ...knobs import load_space
+
+    return load_space("cassandra")
+
+
+def fingerprint(settings: TrialSettings) -> dict[str, Any]:
+    from ...environment import fingerprint as machine
+
+    return machine("cassandra", settings.cassandra_version)
+
+
+def preflight(workload: Workload, settings: TrialSettings) -> None:
+    """Nothing to check before the first trial: a node that does not fit fails its trial with the reason."""
+
+
+def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[str]:
+    """The knob values as a cassandra.yaml fragment, with the CQL statements and JVM options of the knobs that
+    live elsewhere in comments."""
+    import yaml
+
+    placed = place(knob_space(settings), overrides)
+    nested: dict[str, Any] = {}
+    for key, value in placed.yaml.items():
+        node = nested
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    lines = [yaml.safe_dump(nested, sort_keys=False).rstrip()] if nested else []
+    lines += [f"# CQL: {statement};" for statement in
+              placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)]
+    lines += [f"# JVM option: {flag}" for flag in placed.jvm]
+    return lines
+
+
+def cassandra_dataset_key(version: str, data_shape: dict[str, Any], reload_knobs: dict[str, Any],
+                          heap_mb: int) -> str:
+    return dataset_key({"cassandra": version, "data": data_shape, "knobs": reload_knobs, "heap_mb": heap_mb})
+
+
+def _create_schema(address: str, port: int, fieldcount: int) -> None:
+    fields = ", ".join(f"field{i} varchar" for i in range(fieldcount))
+    with cql.session(address, port) as sess:
+        sess.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
+                     "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        sess.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (y_id varchar PRIMARY KEY, {fields})")
+
+
+def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, settings: TrialSettings,
+                  progress: Progress = quiet) -> Dataset:
+    """Boot a fresh node (with the load-affecting knobs), create the schema, load, drain: the dataset."""
+
+    def build(home: Path) -> dict[str, Any]:
+        # only the knobs that shape the loaded data (e.g. num_tokens) are set while loading
+        node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
+                             yaml_overrides=placed.reload_yaml, cpus=settings.server_cpus)
+        with node:
+            progress(f"loading {workload.records} records (dataset {dataset.key})")
+            boot = node.start(settings.boot_timeout)
+            _create_schema(node.address, node.ports.native, workload.fieldcount)
+            loader = Workload.from_dict({**workload.to_dict(), "threads": settings.load_threads})
+            load = run_client("load", loader, host=node.address, port=node.ports.native,
+                              trial_dir=home / "load", timeout=client_timeout(workload, "load"),
+                              cpus=settings.client_cpus)
+            started = time.monotonic()
+            node.stop(drain=True)
+            drain_s = time.monotonic() - started
+        if load["errors"]:
+            raise TrialError("workload", f"loading the dataset had {load['errors']} failed inserts")
+        for sub in ("commitlog", "saved_caches", "hints", "cdc_raw", "conf", "logs", "load"):
+            shutil.rmtree(home / sub, ignore_errors=True)
+        return {"key": dataset.key, "records": workload.records, "data": workload.dataset_properties(),
+                "reload_knobs": placed.reload, "cassandra_version": settings.cassandra_version,
+                "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
+                "drain_s": drain_s, "created_at": time.time()}
+
+    return create_dataset(dataset, build)
+
+
+def ensure_dataset(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
+                   progress: Progress = quiet) -> tuple[Dataset, float]:
+    """The dataset this trial restores, built first if missing; returns it and the seconds spent building."""
+    return _ensure_dataset(place(space, overrides), workload, settings, progress)
+
+
+def _ensure_dataset(placed: PlacedConfig, workload: Workload, settings: TrialSettings,
+                    progress: Progress) -> tuple[Dataset, float]:
+    key = cassandra_dataset_key(settings.cassandra_version, workload.dataset_properties(), placed.reload, settings.heap_mb)
+    dataset = dataset_for(key)
+    if dataset.exists():
+        return dataset, 0.0
+    started = time.monotonic()
+    build_dataset(dataset, workload, placed, settings, progress)
+    return dataset, time.monotonic() - started
+
+
+def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
+              progress: Progress = quiet) -> TrialResult:
+    """Run one cold trial; never raises for a trial failure (the result says FAIL and why)."""
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    home = work_dir() / "nodes" / uuid.uuid4().hex[:12]
+    node: CassandraNode | None = None
+    result = TrialResult(state="FAIL")
+    try:
+        placed = place(space, overrides)
+        if settings.restore_mode == "reload":
+            dataset = dataset_for("reload-" + home.name)
+            t0 = time.monotonic()
+            build_dataset(dataset, workload, placed, settings, progress)
+            timings["load_s"] = time.monotonic() - t0
+        else:
+            dataset, built = _ensure_dataset(placed, workload, settings, progress)
+            if built:
+                timings["dataset_build_s"] = built
+        progress("restoring data")
+        timings["restore_s"] = dataset.restore_into(home / "data", "copy" if settings.restore_mode == "copy"
+                                                    else "link")
+        node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
+                             yaml_overrides=placed.yaml, jvm_flags=settings.jvm_flags() + placed.jvm,
+                             cpus=settings.server_cpus)
+        progress("booting Cassandra")
+        timings["boot_s"] = node.start(settings.boot_timeout)
+        t0 = time.monotonic()
+        statements = placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)
+        if statements:
+            progress("applying table/keyspace knobs")
+        with cql.session(node.address, node.ports.native) as sess:
+            for statement in statements:
+                try:
+                    sess.execute(statement)
+                except Exception as exc:
+                    raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
+            applied = _read_back(sess, placed)
+        timings["apply_s"] = time.monotonic() - t0
+        before = internals.node_stats(node.ports.jmx)
+        progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
+                 f"{workload.threads} threads")
+        metrics = run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=home / "run",
+                             timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
+                             jvm_flags=settings.jvm_flags(), jmx_port=node.ports.jmx)
+        if not node.is_running():
+            raise TrialError("crashed", f"Cassandra died during the run: {node.failure_cause()}",
+                             node.log_excerpt())
+        after = internals.node_stats(node.ports.jmx)
+        timings["client_s"] = metrics.pop("wall_seconds")
+        timings["warmup_s"] = metrics["warmup"].get("runtime_ms", 0) / 1000.0
+        timings["measure_s"] = (metrics["runtime_ms"] or 0) / 1000.0
+        result.metrics = metrics
+        result.summary = summary(metrics)
+        result.internals = {**after, **applied,
+                            "gc_time_ms_run": _delta(before, after, "gc_total_time_ms"),
+                            "gc_count_run": _delta(before, after, "gc_total_count"),
+                            "compactions_completed_run": _delta(before, after, "completed_compactions")}
+        judge_errors(result, metrics)
+    except TrialError as exc:
+        result.failure_kind, result.error = exc.kind, str(exc)
+        result.log_excerpt = exc.log_excerpt or (node.log_excerpt() if node else "")
+    except (KeyboardInterrupt, SystemExit):
+        result.failure_kind, result.error = "interrupted", "interrupted by the user"
+        raise
+    except SetupError:
+        # the tooling is broken (a client that does not build, missing jars), not the configuration: stop the
+        # command (exit 3); the store marks the trial interrupted, so a rerun measures it again
+        raise
+    except Exception as exc:  # a bug or an unforeseen fault: the trial still ends as FAIL with the reason
+        result.failure_kind, result.error = "error", f"{type(exc).__name__}: {exc}"
+        result.log_excerpt = node.log_excerpt() if node else ""
+    finally:
+        t0 = time.monotonic()
+        if node is not None:
+            # the trial's data is thrown away: no drain, no shutdown hook, SIGKILL
+            node.stop(drain=False, timeout=0)
+        timings["stop_s"] = time.monotonic() - t0
+        timings["total_s"] = time.monotonic() - started
+        result.timings = timings
+        if not settings.keep_node:
+            shutil.rmtree(home, ignore_errors=True)
+        if settings.restore_mode == "reload":
+            shutil.rmtree(work_dir() / "datasets" / ("reload-" + home.name), ignore_errors=True)
+    return result
+
+
+def _read_back(sess, placed: PlacedConfig) -> dict[str, Any]:
+    """What the node itself reports for the overridden settings and the table/keyspace options: evidence
+    that a configuration was applied, not just written."""
+    table = sess.execute("SELECT compaction, compression, caching FROM system_schema.tables "
+                         "WHERE keyspace_name = %s AND table_name = %s", (KEYSPACE, TABLE)).one()
+    keyspace = sess.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
+                            (KEYSPACE,)).one()
+    wanted = set(placed.yaml)
+    settings = {row.name: row.value for row in sess.execute("SELECT name, value FROM system_views.settings")
+                if row.name in wanted} if wanted else {}
+    return {"node_settings": settings,
+            "table_options": {k: dict(getattr(table, k) or {}) for k in ("compaction", "compression", "caching")},
+            "keyspace_replication": dict(keyspace.replication) if keyspace else {}}
+
+
+def _delta(before: dict, after: dict, key: str) -> float | None:
+    if before.get(key) is None or after.get(key) is None:
+        return None
+    return after[key] - before[key]
