@@ -30,6 +30,9 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                    help="measured operations (default 100000)")
     w.add_argument("--threads", type=int, metavar="N", default=None, help="client threads (default 16)")
     w.add_argument("--target", type=int, metavar="OPS", help="throttle the client to OPS operations/s")
+    w.add_argument("--max-seconds", type=int, metavar="S",
+                   help="end the measured phase after S seconds even if operations remain (YCSB's "
+                        "maxexecutiontime): bounds the cost of a very slow configuration (default: no cap)")
     w.add_argument("--warmup-ops", type=int, metavar="N", default=None,
                    help="operations run and discarded before measuring, in the same client (default 20000)")
     w.add_argument("--warmup-max-seconds", type=int, metavar="S", default=60,
@@ -99,7 +102,8 @@ def _build_workload(args: argparse.Namespace, **overrides: Any):
     sizes = {"records": args.records, "operations": args.operations, "threads": args.threads,
              "target": args.target, "warmup_operations": args.warmup_ops,
              "warmup_max_seconds": args.warmup_max_seconds, "warmup_steady_window": args.steady_window,
-             "warmup_steady_cv": args.steady_cv}
+             "warmup_steady_cv": args.steady_cv, "max_seconds": args.max_seconds}
+    _positive("max-seconds", args.max_seconds)
     sizes.update(overrides)
     # flags win over sizes in a properties file, which win over Workload's (calibrated) defaults
     return make_workload(args.workload, read_ratio=args.read_ratio, distribution=args.distribution,
@@ -283,6 +287,37 @@ def cmd_bench(args: argparse.Namespace) -> int:
               f"{workload.threads} threads; config: {overrides or 'default'}; study {args.study}")
         print(format_table(rows))
     return 0 if all(r["state"] == "COMPLETE" for r in rows) else 1
+
+
+def cmd_node(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import yaml
+
+    from .systems.cassandra.node import serve
+    from .systems.cassandra.provision import DEFAULT_VERSION
+
+    overrides: dict[str, Any] = {}
+    if args.yaml:
+        try:
+            data = yaml.safe_load(Path(args.yaml).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise UsageError(f"--yaml {args.yaml}: {str(exc).splitlines()[0]}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"--yaml {args.yaml}: expected a mapping of cassandra.yaml settings")
+
+        def flatten(mapping: dict, prefix: str = "") -> None:
+            for key, value in mapping.items():
+                if isinstance(value, dict) and value:
+                    flatten(value, f"{prefix}{key}.")
+                else:
+                    overrides[f"{prefix}{key}"] = value
+        flatten(data)
+    if args.port is not None and not 0 < args.port < 65536:
+        raise UsageError(f"--port must be a port number, got {args.port}")
+    home = Path(args.home).expanduser().resolve()
+    return serve(home, args.port, overrides, _heap_mb(args.heap), args.cassandra_version or DEFAULT_VERSION,
+                 say=lambda line: print(line, flush=True))
 
 
 def cmd_knobs(args: argparse.Namespace) -> int:
@@ -614,6 +649,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["csv", "json"], default="csv", help="output format (csv)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("node", help="run one Cassandra node in the foreground (for external targets, or your own use)",
+                       description="Start a Cassandra node from the project's jars with its data in --home, serve "
+                                   "CQL on --port until SIGTERM or Ctrl-C, then drain and stop (the data is left at "
+                                   "rest, ready to copy). HOME/ready exists while the node serves CQL. Example: "
+                                   "nosqltune node --home /tmp/n1 --port 9042 --yaml overrides.yaml")
+    p.add_argument("--home", required=True, metavar="DIR", help="the node's directory (data, commitlog, logs)")
+    p.add_argument("--port", type=int, metavar="N", help="CQL port (default: a free one)")
+    p.add_argument("--yaml", metavar="FILE", help="cassandra.yaml settings over the defaults (nested or dotted keys)")
+    p.add_argument("--heap", default="1G", metavar="SIZE", help="heap, e.g. 1G or 1536M (default 1G)")
+    p.add_argument("--cassandra-version", default=None, help="Cassandra release from Maven (default 5.0.6)")
+    p.set_defaults(func=cmd_node)
 
     p = sub.add_parser("knobs", help="list a datastore's knob space", description="List the knob space: name, "
                        "type, range, default of the version in use, where it applies, meaning.")

@@ -34,7 +34,7 @@ def export_dataset(study_path: str, out: Path, study_name: str | None = None, na
     store = open_store(study_path)
     try:
         study = pick_study(store, study_name)
-        knobs, fixed = study_knobs(study)
+        knobs, fixed, system = study_knobs(study)
         rows = [r for r in store.trials(study["id"]) if r["state"] == "COMPLETE" and r["tag"] in ("collect", "tune")]
         failed = [r for r in store.trials(study["id"]) if r["state"] == "FAIL" and r["failure_kind"] != "interrupted"]
         env_ids = sorted({r["environment_id"] for r in rows if r["environment_id"] is not None})
@@ -44,7 +44,7 @@ def export_dataset(study_path: str, out: Path, study_name: str | None = None, na
         store.close()
     harness = (study["settings"].get("collect") or study["settings"].get("tune") or {}).get("harness")
     data = {"name": name or Path(out).name.split(".")[0], "source": f"{Path(study_path).name}:{study['name']}",
-            "knobs": knobs, "fixed": fixed, "harness": harness, "environments": environments,
+            "knobs": knobs, "fixed": fixed, "system": system, "harness": harness, "environments": environments,
             "failed_trials": [{"config": r["config"], "workload": r["workload"]["name"], "failure_kind":
                                r["failure_kind"], "error": r["error"]} for r in failed],
             "trials": [{"id": r["id"], "config": r["config"],

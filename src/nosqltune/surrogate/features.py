@@ -36,12 +36,13 @@ class FeatureSpec:
     fixed: dict[str, Any] = field(default_factory=dict)
     distributions: list[str] = field(default_factory=lambda: ["zipfian"])
     design: list[str] = field(default_factory=list)
+    system: str = "cassandra"          # the knob space (cassandra, redis, ...)
 
     def space(self):
         from ..knobs import load_space
         from ..optimizers.space import TuningSpace
 
-        return TuningSpace(load_space("cassandra").subset(self.knobs), self.fixed)
+        return TuningSpace(load_space(self.system).subset(self.knobs), self.fixed)
 
     def names(self, space=None) -> list[str]:
         from ..optimizers.space import categorical, choices_of
@@ -81,7 +82,7 @@ class FeatureSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"knobs": self.knobs, "fixed": self.fixed, "distributions": self.distributions,
-                "design": self.design}
+                "design": self.design, "system": self.system}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "FeatureSpec":
@@ -112,12 +113,18 @@ class Table:
         return np.array([v if ok else np.nan for v, ok in zip(values, mask)], dtype=float), mask
 
 
-def study_knobs(study: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """The knob subset and fixed values of a collection or tuning study."""
+def study_knobs(study: Mapping[str, Any]) -> tuple[Any, dict[str, Any], str]:
+    """The knob subset, the fixed values and the knob space's name of a collection or tuning study."""
     settings = study.get("settings") or {}
     for key in ("collect", "tune"):
         if key in settings:
-            return settings[key]["knobs"], dict(settings[key].get("fixed") or {})
+            harness = settings[key].get("harness") or {}
+            system = harness.get("system", "cassandra")
+            if system == "external":
+                from ..systems.external.target import load_target
+
+                system = load_target(harness["target_file"]).knobs
+            return settings[key]["knobs"], dict(settings[key].get("fixed") or {}), system
     raise UsageError(f"study '{study['name']}' is neither a collection nor a tuning run: no knob space stored")
 
 
@@ -154,11 +161,11 @@ def _study_rows(study_path: str, study_name: str | None) -> tuple[str, Any, dict
     store = existing_store(study_path)
     try:
         study = pick_study(store, study_name)
-        knobs, fixed = study_knobs(study)
+        knobs, fixed, system = study_knobs(study)
         rows = [r for r in store.trials(study["id"]) if r["state"] == "COMPLETE" and r["tag"] in ("collect", "tune")]
     finally:
         store.close()
-    return study["name"], knobs, fixed, rows
+    return study["name"], knobs, fixed, system, rows
 
 
 def load_table(source: str, study_name: str | None = None) -> Table:
@@ -171,14 +178,15 @@ def load_table(source: str, study_name: str | None = None) -> Table:
 
         data = read_dataset(source)
         name, knobs, fixed, rows = data["name"], data["knobs"], data["fixed"], data["trials"]
+        system = data.get("system", "cassandra")
     else:
-        name, knobs, fixed, rows = _study_rows(source, study_name)
+        name, knobs, fixed, system, rows = _study_rows(source, study_name)
     if not rows:
         raise UsageError(f"study '{name}' has no complete trial to learn from")
     features = [workload_features(r["workload"]) for r in rows]
     distributions = sorted({f["distribution"] for f in features}, key=lambda d: (d not in DISTRIBUTIONS, d))
     design = sorted({k for f in features for k in f["design"]})
-    spec = FeatureSpec(knobs=knobs, fixed=fixed, distributions=distributions, design=design)
+    spec = FeatureSpec(knobs=knobs, fixed=fixed, distributions=distributions, design=design, system=system)
     space = spec.space()
     X = np.array([spec.row(space, r["config"], f) for r, f in zip(rows, features)], dtype=float)
     return Table(spec=spec, X=X, metrics=[r["metrics"]["summary"] for r in rows],

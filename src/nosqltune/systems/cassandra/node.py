@@ -253,3 +253,40 @@ class CassandraNode:
 
     def __exit__(self, *exc) -> None:
         self.stop(drain=False)
+
+
+def serve(home: Path, native_port: int | None, yaml_overrides: dict[str, Any], heap_mb: int,
+          version: str = DEFAULT_VERSION, boot_timeout: float = 180.0, say=print) -> int:
+    """Run one node in the foreground until SIGTERM/SIGINT (then drain and stop, leaving its data at rest), for
+    an external target's start step and for a user's own use. `home/ready` exists while it serves CQL; `home/pid`
+    holds this process's id (the one to signal)."""
+    import signal
+
+    ports = NodePorts.allocate()
+    if native_port:
+        ports.native = native_port
+    node = CassandraNode(home=home, version=version, heap_mb=heap_mb, yaml_overrides=yaml_overrides, ports=ports)
+    ready = home / "ready"
+    ready.unlink(missing_ok=True)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "pid").write_text(f"{os.getpid()}\n")
+    stopping = []
+
+    def _stop(signum, _frame):
+        stopping.append(signum)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _stop)
+    try:
+        boot = node.start(boot_timeout)
+        ready.write_text(f"{node.address}:{ports.native}\n")
+        say(f"Cassandra {version} ready at {node.address}:{ports.native} after {boot:.1f} s (home {home})")
+        while not stopping and node.is_running():
+            time.sleep(0.2)
+        if not node.is_running():
+            say(f"Cassandra stopped by itself: {node.failure_cause()}")
+            return 1
+        return 0
+    finally:
+        ready.unlink(missing_ok=True)
+        node.stop(drain=True)
+        (home / "pid").unlink(missing_ok=True)

@@ -17,7 +17,7 @@ datastore, each step a shell command with a timeout (irace's target-runner idea,
       health:   {run: "redis-cli -p ${port} ping | grep -q PONG", timeout: 30}   # retried until it passes
       stop:     {run: "redis-cli -p ${port} shutdown nosave", timeout: 30}
       load:     {run: "...", timeout: 600}    # optional: load the data (default: YCSB's load phase)
-      snapshot: {run: "...", timeout: 600}    # optional: after load, still running: keep the data in ${dataset}
+      snapshot: {run: "...", timeout: 600}    # optional: after load and stop, keep the data in ${dataset}
       run:      {run: "...", timeout: 600}    # optional: the workload, printing YCSB's text output
       version:  {run: "redis-server --version", timeout: 10}   # optional: for the environment fingerprint
 

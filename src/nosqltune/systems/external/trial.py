@@ -11,6 +11,7 @@ import shutil
 import signal
 import string
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -166,6 +167,8 @@ class Runner:
         if step.background:
             with open(self.server_log, "ab") as out:
                 self.server = self._spawn("start", step, out)
+            # reap it the moment it exits: a stop step that waits for the pid to vanish must not wait on a zombie
+            threading.Thread(target=self.server.wait, daemon=True).start()
         else:
             self.run("start")
         health = self.target.steps["health"]
@@ -246,8 +249,8 @@ def _configure(target: Target, space: KnobSpace, overrides: dict[str, Any], runn
 def ensure_dataset(target: Target, space: KnobSpace, workload: Workload, settings: TrialSettings,
                    progress: Progress = quiet) -> tuple[Dataset, float]:
     """Load the data once per (target file, data shape): start with the default configuration, run the load
-    step (default: YCSB's load phase through the binding), the snapshot step (keep the data in ${dataset}),
-    stop."""
+    step (default: YCSB's load phase through the binding), stop, then the snapshot step (keep the data, now at
+    rest, in ${dataset})."""
     dataset = dataset_for(dataset_key({"external": target.digest, "data": workload.dataset_properties()}))
     if dataset.exists():
         return dataset, 0.0
@@ -274,12 +277,12 @@ def ensure_dataset(target: Target, space: KnobSpace, workload: Workload, setting
                                   binding=target.binding)
                 if load["errors"]:
                     raise TrialError("workload", f"loading the dataset had {load['errors']} failed inserts")
-            if "snapshot" in target.steps:
-                runner.run("snapshot")
         finally:
             stop_error = runner.stop()
         if stop_error:
             raise TrialError("refused", stop_error, runner.tail())
+        if "snapshot" in target.steps:
+            runner.run("snapshot")
         return {"key": dataset.key, "system": f"external:{target.name}", "target_file": str(target.path),
                 "digest": target.digest, "data": workload.dataset_properties(), "boot_s": boot,
                 "created_at": time.time()}
