@@ -187,3 +187,32 @@ def test_external_target_with_a_cassandra_node_standing_in_for_a_cql_datastore(n
     assert "concurrent_writes: 48" in (workdir / "overrides.yaml").read_text()
     assert "concurrent_writes: 48" in (workdir / "node" / "conf" / "cassandra.yaml").read_text()
     assert not (workdir / "node" / "pid").exists()          # the node drained and stopped in the stop step
+
+
+def test_external_target_run_step_replaces_the_built_in_client(nosqltune_home, tmp_path, capsys):
+    """A target may run the workload itself: its run step's output (YCSB's text format) is the trial's result."""
+    import shlex
+
+    from nosqltune.workloads.loadgen import loadgen_java_command
+    from nosqltune.workloads.spec import make_workload
+    from nosqltune.workloads.ycsb import write_properties
+
+    props = tmp_path / "c.properties"
+    workload = make_workload("ycsb-c", records=3000, operations=7000, threads=2, warmup_operations=1000)
+    write_properties(props, {**workload.properties("run"), "db": "nosqltune.loadgen.RedisClient"})
+    client = " ".join(shlex.quote(a) for a in loadgen_java_command(
+        "nosqltune.loadgen.PhasedClient", ["-t", "-P", str(props), "-p", "redis.port=${port}", "-s"], []))
+    custom = _target(tmp_path, run=yaml_step(client, 120))
+    study = tmp_path / "run-step.db"
+    code, result = run(capsys, "bench", "--system", "external", "--target-file", str(custom), "--workload",
+                       "ycsb-c", "--records", "3000", "--study", str(study))
+    assert code == 0, result
+    (row,) = open_store(str(study)).trials()
+    assert row["state"] == "COMPLETE" and row["metrics"]["summary"]["read_count"] == 7000   # the step's figures
+    assert row["metrics"]["errors"] == 0 and row["metrics"]["warmup"]["operations"] >= 1000
+
+
+def yaml_step(command: str, timeout: int) -> str:
+    import yaml
+
+    return yaml.safe_dump({"run": command, "timeout": timeout}, default_flow_style=True, width=10_000)
