@@ -6,8 +6,11 @@ make a failed trial."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from .errors import SetupError, TrialError, UsageError
 
 from .systems.cassandra.provision import DEFAULT_VERSION
 
@@ -62,6 +65,40 @@ class TrialResult:
     failure_kind: str | None = None
     error: str | None = None
     log_excerpt: str | None = None
+
+
+@contextmanager
+def failures_recorded(result: TrialResult, log_excerpt: Callable[[], str]) -> Iterator[None]:
+    """What goes wrong inside a trial becomes its FAIL result with the reason and `log_excerpt()` (the
+    datastore's log), except an interruption (stored as interrupted, then raised on) and a SetupError: the
+    tooling is broken (a client that does not build, missing jars), not the configuration, so the command
+    stops (exit 3) and the store marks the trial interrupted, for a rerun to measure it again."""
+    try:
+        yield
+    except TrialError as exc:
+        result.state, result.failure_kind, result.error = "FAIL", exc.kind, str(exc)
+        result.log_excerpt = exc.log_excerpt or log_excerpt()
+    except UsageError as exc:   # e.g. an external target file that broke between trials
+        result.state, result.failure_kind, result.error = "FAIL", "refused", str(exc)
+    except (KeyboardInterrupt, SystemExit):
+        result.state, result.failure_kind, result.error = "FAIL", "interrupted", "interrupted by the user"
+        raise
+    except SetupError:
+        raise
+    except Exception as exc:  # a bug or an unforeseen fault: the trial still ends as FAIL with the reason
+        result.state, result.failure_kind, result.error = "FAIL", "error", f"{type(exc).__name__}: {exc}"
+        result.log_excerpt = log_excerpt()
+
+
+def record_run(result: TrialResult, timings: dict[str, float], metrics: dict[str, Any]) -> None:
+    """Store a measured run's metrics, headline summary and client phase timings in the result."""
+    from .workloads.ycsb import summary
+
+    timings["client_s"] = metrics.pop("wall_seconds")
+    timings["warmup_s"] = metrics["warmup"].get("runtime_ms", 0) / 1000.0
+    timings["measure_s"] = (metrics["runtime_ms"] or 0) / 1000.0
+    result.metrics = metrics
+    result.summary = summary(metrics)
 
 
 def judge_errors(result: TrialResult, metrics: dict[str, Any]) -> None:

@@ -154,3 +154,23 @@ def test_yaml_format_refuses_knobs_that_are_not_yaml_keys(tmp_path):
     target_ = load_target(write_target(tmp_path, "knobs: redis\nconfig: {format: yaml, file: x}\n" + STEPS))
     with pytest.raises(UsageError, match="timeout applies to config"):
         render_config(target_, target_.knob_space(), {"timeout": 5}, {})
+
+
+def test_example_targets_render_each_datastore_in_its_own_terms():
+    """ScyllaDB's old-style keys take bare numbers (with a unit suffix it logs an error and keeps its default);
+    Cassandra 5.0's keys take units. The same yaml format writes each as its datastore reads it."""
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "targets"
+    scylla = load_target(examples / "scylla" / "target.yaml")
+    text = render_config(scylla, scylla.knob_space(), {"commitlog_segment_size_in_mb": 64,
+                                                       "compaction_throughput_mb_per_sec": 256}, {})
+    rendered = yaml.safe_load(text)
+    assert rendered["commitlog_segment_size_in_mb"] == 64 and rendered["compaction_throughput_mb_per_sec"] == 256
+    assert rendered["cluster_name"] == "nosqltune"           # the base file's settings stay
+    cql = load_target(examples / "cql-node" / "target.yaml")
+    rendered = yaml.safe_load(render_config(cql, cql.knob_space(), {"memtable_heap_space": 1024,
+                                                                    "concurrent_writes": 48}, {}))
+    assert rendered == {"memtable_heap_space": "1024MiB", "concurrent_writes": 48}
+    with pytest.raises(UsageError, match="applies to table"):
+        render_config(cql, cql.knob_space(), {"compaction_method": "Leveled"}, {})

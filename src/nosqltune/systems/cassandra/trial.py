@@ -8,12 +8,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ...errors import SetupError, TrialError
+from ...errors import TrialError
 from ...knobs import KnobSpace
 from ...paths import work_dir
-from ...trial import Progress, TrialResult, TrialSettings, judge_errors, quiet
+from ...trial import Progress, TrialResult, TrialSettings, failures_recorded, judge_errors, quiet, record_run
 from ...workloads.spec import Workload
-from ...workloads.ycsb import client_timeout, run_client, summary
+from ...workloads.ycsb import client_timeout, run_client
 from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
 from . import cql, internals
 from .config import PlacedConfig, place
@@ -115,7 +115,8 @@ def ensure_dataset(space: KnobSpace, overrides: dict[str, Any], workload: Worklo
 
 def _ensure_dataset(placed: PlacedConfig, workload: Workload, settings: TrialSettings,
                     progress: Progress) -> tuple[Dataset, float]:
-    key = cassandra_dataset_key(settings.cassandra_version, workload.dataset_properties(), placed.reload, settings.heap_mb)
+    key = cassandra_dataset_key(settings.cassandra_version, workload.dataset_properties(), placed.reload,
+                                settings.heap_mb)
     dataset = dataset_for(key)
     if dataset.exists():
         return dataset, 0.0
@@ -133,69 +134,53 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
     node: CassandraNode | None = None
     result = TrialResult(state="FAIL")
     try:
-        placed = place(space, overrides)
-        if settings.restore_mode == "reload":
-            dataset = dataset_for("reload-" + home.name)
+        with failures_recorded(result, lambda: node.log_excerpt() if node else ""):
+            placed = place(space, overrides)
+            if settings.restore_mode == "reload":
+                dataset = dataset_for("reload-" + home.name)
+                t0 = time.monotonic()
+                build_dataset(dataset, workload, placed, settings, progress)
+                timings["load_s"] = time.monotonic() - t0
+            else:
+                dataset, built = _ensure_dataset(placed, workload, settings, progress)
+                if built:
+                    timings["dataset_build_s"] = built
+            progress("restoring data")
+            timings["restore_s"] = dataset.restore_into(home / "data", "copy" if settings.restore_mode == "copy"
+                                                        else "link")
+            node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
+                                 yaml_overrides=placed.yaml, jvm_flags=settings.jvm_flags() + placed.jvm,
+                                 cpus=settings.server_cpus)
+            progress("booting Cassandra")
+            timings["boot_s"] = node.start(settings.boot_timeout)
             t0 = time.monotonic()
-            build_dataset(dataset, workload, placed, settings, progress)
-            timings["load_s"] = time.monotonic() - t0
-        else:
-            dataset, built = _ensure_dataset(placed, workload, settings, progress)
-            if built:
-                timings["dataset_build_s"] = built
-        progress("restoring data")
-        timings["restore_s"] = dataset.restore_into(home / "data", "copy" if settings.restore_mode == "copy"
-                                                    else "link")
-        node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
-                             yaml_overrides=placed.yaml, jvm_flags=settings.jvm_flags() + placed.jvm,
-                             cpus=settings.server_cpus)
-        progress("booting Cassandra")
-        timings["boot_s"] = node.start(settings.boot_timeout)
-        t0 = time.monotonic()
-        statements = placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)
-        if statements:
-            progress("applying table/keyspace knobs")
-        with cql.session(node.address, node.ports.native) as sess:
-            for statement in statements:
-                try:
-                    sess.execute(statement)
-                except Exception as exc:
-                    raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
-            applied = _read_back(sess, placed)
-        timings["apply_s"] = time.monotonic() - t0
-        before = internals.node_stats(node.ports.jmx)
-        progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
-                 f"{workload.threads} threads")
-        metrics = run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=home / "run",
-                             timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
-                             jvm_flags=settings.jvm_flags(), jmx_port=node.ports.jmx)
-        if not node.is_running():
-            raise TrialError("crashed", f"Cassandra died during the run: {node.failure_cause()}",
-                             node.log_excerpt())
-        after = internals.node_stats(node.ports.jmx)
-        timings["client_s"] = metrics.pop("wall_seconds")
-        timings["warmup_s"] = metrics["warmup"].get("runtime_ms", 0) / 1000.0
-        timings["measure_s"] = (metrics["runtime_ms"] or 0) / 1000.0
-        result.metrics = metrics
-        result.summary = summary(metrics)
-        result.internals = {**after, **applied,
-                            "gc_time_ms_run": _delta(before, after, "gc_total_time_ms"),
-                            "gc_count_run": _delta(before, after, "gc_total_count"),
-                            "compactions_completed_run": _delta(before, after, "completed_compactions")}
-        judge_errors(result, metrics)
-    except TrialError as exc:
-        result.failure_kind, result.error = exc.kind, str(exc)
-        result.log_excerpt = exc.log_excerpt or (node.log_excerpt() if node else "")
-    except (KeyboardInterrupt, SystemExit):
-        result.failure_kind, result.error = "interrupted", "interrupted by the user"
-        raise
-    except SetupError:
-        # the tooling is broken (a client that does not build, missing jars), not the configuration: stop the
-        # command (exit 3); the store marks the trial interrupted, so a rerun measures it again
-        raise
-    except Exception as exc:  # a bug or an unforeseen fault: the trial still ends as FAIL with the reason
-        result.failure_kind, result.error = "error", f"{type(exc).__name__}: {exc}"
-        result.log_excerpt = node.log_excerpt() if node else ""
+            statements = placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)
+            if statements:
+                progress("applying table/keyspace knobs")
+            with cql.session(node.address, node.ports.native) as sess:
+                for statement in statements:
+                    try:
+                        sess.execute(statement)
+                    except Exception as exc:
+                        raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
+                applied = _read_back(sess, placed)
+            timings["apply_s"] = time.monotonic() - t0
+            before = internals.node_stats(node.ports.jmx)
+            progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
+                     f"{workload.threads} threads")
+            metrics = run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=home / "run",
+                                 timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
+                                 jvm_flags=settings.jvm_flags(), jmx_port=node.ports.jmx)
+            if not node.is_running():
+                raise TrialError("crashed", f"Cassandra died during the run: {node.failure_cause()}",
+                                 node.log_excerpt())
+            after = internals.node_stats(node.ports.jmx)
+            record_run(result, timings, metrics)
+            result.internals = {**after, **applied,
+                                "gc_time_ms_run": _delta(before, after, "gc_total_time_ms"),
+                                "gc_count_run": _delta(before, after, "gc_total_count"),
+                                "compactions_completed_run": _delta(before, after, "completed_compactions")}
+            judge_errors(result, metrics)
     finally:
         t0 = time.monotonic()
         if node is not None:

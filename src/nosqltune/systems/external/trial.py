@@ -19,12 +19,12 @@ from typing import Any
 
 import yaml
 
-from ...errors import SetupError, TrialError, UsageError
-from ...knobs import KnobSpace
+from ...errors import TrialError, UsageError
+from ...knobs import KnobError, KnobSpace
 from ...paths import work_dir
-from ...trial import Progress, TrialResult, TrialSettings, judge_errors, quiet
+from ...trial import Progress, TrialResult, TrialSettings, failures_recorded, judge_errors, quiet, record_run
 from ...workloads.spec import Workload
-from ...workloads.ycsb import client_timeout, parse_output, run_client, summary
+from ...workloads.ycsb import client_timeout, parse_output, run_client
 from .. import process
 from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
 from .target import Step, Target, load_target
@@ -108,17 +108,43 @@ def render_config(target: Target, space: KnobSpace, overrides: dict[str, Any], p
     mapping = yaml.safe_load(base) if base.strip() else {}
     if not isinstance(mapping, dict):
         raise UsageError(f"target file {target.path}: config base {target.config_base} is not a YAML mapping")
-    for name, value in overrides.items():
-        knob = space.knobs[name]
-        if knob.applies != "yaml":
-            raise UsageError(f"target file {target.path}: config format yaml takes knobs that apply to yaml; "
-                             f"{name} applies to {knob.applies}")
+    not_yaml = [n for n in overrides if space.knobs[n].applies != "yaml"]
+    if not_yaml:
+        raise UsageError(f"target file {target.path}: config format yaml takes knobs that apply to yaml; "
+                         f"{not_yaml[0]} applies to {space.knobs[not_yaml[0]].applies}")
+    try:
+        entries = _yaml_entries(space, overrides)
+    except KnobError as exc:
+        raise UsageError(f"target file {target.path}: {exc}") from None
+    for dotted, value in entries.items():
         node = mapping
-        parts = knob.key.split(".")
+        parts = dotted.split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = value
     return yaml.safe_dump(mapping, sort_keys=False)
+
+
+def _yaml_entries(space: KnobSpace, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Dotted yaml key -> value of the set knobs whose conditions hold: Cassandra's with the units its 5.0
+    keys take ('64MiB'), any other space (ScyllaDB's, a user's knob file) with bare values in the knob's unit,
+    as ScyllaDB's old-style keys take them."""
+    if space.system == "cassandra":
+        from ..cassandra.config import place
+
+        return place(space, overrides).yaml
+    from ..scylla.config import render_scylla_yaml
+
+    flat: dict[str, Any] = {}
+
+    def walk(node: dict, prefix: str) -> None:
+        for key, value in node.items():
+            if isinstance(value, dict) and value:
+                walk(value, f"{prefix}{key}.")
+            else:
+                flat[f"{prefix}{key}"] = value
+    walk(render_scylla_yaml(space, overrides), "")
+    return flat
 
 
 # ------------------------------------------------------------------------------------------------ commands
@@ -300,61 +326,45 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
     runner: Runner | None = None
     result = TrialResult(state="FAIL")
     try:
-        target = _target(settings)
-        dataset, built = ensure_dataset(target, space, workload, settings, progress)
-        if built:
-            timings["dataset_build_s"] = built
-        home.mkdir(parents=True, exist_ok=True)
-        port = target.port or process.free_ports(1)[0]
-        runner = Runner(target, _places(target, home, port, dataset.data_dir, workload), overrides,
-                        home / "steps.log")
-        t0 = time.monotonic()
-        _configure(target, space, overrides, runner)
-        if "reset" in target.steps:
-            progress(f"{target.name}: reset")
-            runner.run("reset")
-        timings["restore_s"] = time.monotonic() - t0
-        progress(f"{target.name}: start")
-        timings["boot_s"] = runner.start()
-        progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
-                 f"{workload.threads} threads")
-        t0 = time.monotonic()
-        if "run" in target.steps:
-            out = home / "run.out"
-            runner.run("run", kind="workload", capture=out)
-            try:
-                metrics = parse_output(out.read_text(errors="replace"))
-            except ValueError as exc:
-                raise TrialError("workload", f"step run printed no YCSB result: {exc}", runner.tail(out)) from None
-            metrics["wall_seconds"] = time.monotonic() - t0
-        else:
-            metrics = run_client("run", workload, host=target.host, port=port, trial_dir=home / "run",
-                                 timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
-                                 jvm_flags=settings.jvm_flags(), binding=target.binding)
-        if runner.server is not None and runner.server.poll() is not None:
-            raise TrialError("crashed", f"the datastore's process exited during the run (code "
-                             f"{runner.server.returncode}): {runner.last_line(runner.server_log)}",
-                             runner.tail(runner.server_log))
-        timings["client_s"] = metrics.pop("wall_seconds")
-        timings["warmup_s"] = metrics["warmup"].get("runtime_ms", 0) / 1000.0
-        timings["measure_s"] = (metrics["runtime_ms"] or 0) / 1000.0
-        result.metrics = metrics
-        result.summary = summary(metrics)
-        result.internals = {"target": target.name, "target_digest": target.digest}
-        judge_errors(result, metrics)
-    except TrialError as exc:
-        result.failure_kind, result.error = exc.kind, str(exc)
-        result.log_excerpt = exc.log_excerpt or (runner.tail() if runner else "")
-    except UsageError as exc:   # a target file that breaks between trials: a failed trial, said why
-        result.failure_kind, result.error = "refused", str(exc)
-    except (KeyboardInterrupt, SystemExit):
-        result.failure_kind, result.error = "interrupted", "interrupted by the user"
-        raise
-    except SetupError:
-        raise
-    except Exception as exc:  # a bug or an unforeseen fault: the trial still ends as FAIL with the reason
-        result.failure_kind, result.error = "error", f"{type(exc).__name__}: {exc}"
-        result.log_excerpt = runner.tail() if runner else ""
+        with failures_recorded(result, lambda: runner.tail() if runner else ""):
+            target = _target(settings)
+            dataset, built = ensure_dataset(target, space, workload, settings, progress)
+            if built:
+                timings["dataset_build_s"] = built
+            home.mkdir(parents=True, exist_ok=True)
+            port = target.port or process.free_ports(1)[0]
+            runner = Runner(target, _places(target, home, port, dataset.data_dir, workload), overrides,
+                            home / "steps.log")
+            t0 = time.monotonic()
+            _configure(target, space, overrides, runner)
+            if "reset" in target.steps:
+                progress(f"{target.name}: reset")
+                runner.run("reset")
+            timings["restore_s"] = time.monotonic() - t0
+            progress(f"{target.name}: start")
+            timings["boot_s"] = runner.start()
+            progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
+                     f"{workload.threads} threads")
+            t0 = time.monotonic()
+            if "run" in target.steps:
+                out = home / "run.out"
+                runner.run("run", kind="workload", capture=out)
+                try:
+                    metrics = parse_output(out.read_text(errors="replace"))
+                except ValueError as exc:
+                    raise TrialError("workload", f"step run printed no YCSB result: {exc}", runner.tail(out)) from None
+                metrics["wall_seconds"] = time.monotonic() - t0
+            else:
+                metrics = run_client("run", workload, host=target.host, port=port, trial_dir=home / "run",
+                                     timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
+                                     jvm_flags=settings.jvm_flags(), binding=target.binding)
+            if runner.server is not None and runner.server.poll() is not None:
+                raise TrialError("crashed", f"the datastore's process exited during the run (code "
+                                 f"{runner.server.returncode}): {runner.last_line(runner.server_log)}",
+                                 runner.tail(runner.server_log))
+            record_run(result, timings, metrics)
+            result.internals = {"target": target.name, "target_digest": target.digest}
+            judge_errors(result, metrics)
     finally:
         t0 = time.monotonic()
         if runner is not None:

@@ -18,9 +18,9 @@ from typing import Any
 from ...errors import SetupError, TrialError, UsageError
 from ...knobs import KnobSpace
 from ...paths import work_dir
-from ...trial import Progress, TrialResult, TrialSettings, judge_errors, quiet
+from ...trial import Progress, TrialResult, TrialSettings, failures_recorded, judge_errors, quiet, record_run
 from ...workloads.spec import Workload
-from ...workloads.ycsb import client_timeout, run_client, summary
+from ...workloads.ycsb import client_timeout, run_client
 from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
 from .resp import RedisError, parse_info_number
 from .server import RedisServer, redis_version, render_directives
@@ -147,65 +147,51 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
     server: RedisServer | None = None
     result = TrialResult(state="FAIL")
     try:
-        at_start = {k: v for k, v in overrides.items() if k not in LIVE_AFTER_LOAD}
-        live = {k: v for k, v in overrides.items() if k in LIVE_AFTER_LOAD}
-        directives = render_directives(space, at_start)
-        if settings.restore_mode == "reload":
-            dataset = dataset_for("reload-" + home.name)
+        with failures_recorded(result, lambda: server.log_excerpt() if server else ""):
+            at_start = {k: v for k, v in overrides.items() if k not in LIVE_AFTER_LOAD}
+            live = {k: v for k, v in overrides.items() if k in LIVE_AFTER_LOAD}
+            directives = render_directives(space, at_start)
+            if settings.restore_mode == "reload":
+                dataset = dataset_for("reload-" + home.name)
+                t0 = time.monotonic()
+                build_dataset(dataset, workload, settings, progress)
+                timings["load_s"] = time.monotonic() - t0
+            else:
+                dataset, built = ensure_dataset(workload, settings, progress)
+                if built:
+                    timings["dataset_build_s"] = built
+            progress("restoring dump.rdb")
+            timings["restore_s"] = dataset.restore_into(home / "data", "copy" if settings.restore_mode == "copy"
+                                                        else "link")
+            server = RedisServer(home=home, directives=directives, cpus=settings.server_cpus)
+            progress("starting redis-server")
+            timings["boot_s"] = server.start(settings.boot_timeout)
             t0 = time.monotonic()
-            build_dataset(dataset, workload, settings, progress)
-            timings["load_s"] = time.monotonic() - t0
-        else:
-            dataset, built = ensure_dataset(workload, settings, progress)
-            if built:
-                timings["dataset_build_s"] = built
-        progress("restoring dump.rdb")
-        timings["restore_s"] = dataset.restore_into(home / "data", "copy" if settings.restore_mode == "copy"
-                                                    else "link")
-        server = RedisServer(home=home, directives=directives, cpus=settings.server_cpus)
-        progress("starting redis-server")
-        timings["boot_s"] = server.start(settings.boot_timeout)
-        t0 = time.monotonic()
-        with server.connect() as conn:
-            keys = conn.call("DBSIZE")
-            expected = dataset.meta().get("keys")
-            if expected is not None and keys != expected:
-                raise TrialError("error", f"redis-server loaded {keys} keys from the snapshot, not {expected}",
+            with server.connect() as conn:
+                keys = conn.call("DBSIZE")
+                expected = dataset.meta().get("keys")
+                if expected is not None and keys != expected:
+                    raise TrialError("error", f"redis-server loaded {keys} keys from the snapshot, not {expected}",
+                                     server.log_excerpt())
+                for name, value in live.items():
+                    _set_live(conn, space, name, value)
+                applied = _read_back(conn, space, overrides)
+            timings["apply_s"] = time.monotonic() - t0
+            progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
+                     f"{workload.threads} threads")
+            metrics = run_client("run", workload, host=server.address, port=server.port, trial_dir=home / "run",
+                                 timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
+                                 jvm_flags=settings.jvm_flags(), binding="redis")
+            if not server.is_running():
+                raise TrialError("crashed", f"redis-server died during the run: {server.failure_cause()}",
                                  server.log_excerpt())
-            for name, value in live.items():
-                _set_live(conn, space, name, value)
-            applied = _read_back(conn, space, overrides)
-        timings["apply_s"] = time.monotonic() - t0
-        progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
-                 f"{workload.threads} threads")
-        metrics = run_client("run", workload, host=server.address, port=server.port, trial_dir=home / "run",
-                             timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
-                             jvm_flags=settings.jvm_flags(), binding="redis")
-        if not server.is_running():
-            raise TrialError("crashed", f"redis-server died during the run: {server.failure_cause()}",
-                             server.log_excerpt())
-        with server.connect() as conn:
-            figures = {section: conn.info(section) for section in _INFO_FIGURES}
-        timings["client_s"] = metrics.pop("wall_seconds")
-        timings["warmup_s"] = metrics["warmup"].get("runtime_ms", 0) / 1000.0
-        timings["measure_s"] = (metrics["runtime_ms"] or 0) / 1000.0
-        result.metrics = metrics
-        result.summary = summary(metrics)
-        result.internals = {**applied, "keys": keys,
-                            **{key: parse_info_number(figures[section].get(key))
-                               for section, keys_ in _INFO_FIGURES.items() for key in keys_}}
-        judge_errors(result, metrics)
-    except TrialError as exc:
-        result.failure_kind, result.error = exc.kind, str(exc)
-        result.log_excerpt = exc.log_excerpt or (server.log_excerpt() if server else "")
-    except (KeyboardInterrupt, SystemExit):
-        result.failure_kind, result.error = "interrupted", "interrupted by the user"
-        raise
-    except SetupError:
-        raise
-    except Exception as exc:  # a bug or an unforeseen fault: the trial still ends as FAIL with the reason
-        result.failure_kind, result.error = "error", f"{type(exc).__name__}: {exc}"
-        result.log_excerpt = server.log_excerpt() if server else ""
+            with server.connect() as conn:
+                figures = {section: conn.info(section) for section in _INFO_FIGURES}
+            record_run(result, timings, metrics)
+            result.internals = {**applied, "keys": keys,
+                                **{key: parse_info_number(figures[section].get(key))
+                                   for section, keys_ in _INFO_FIGURES.items() for key in keys_}}
+            judge_errors(result, metrics)
     finally:
         t0 = time.monotonic()
         if server is not None:
