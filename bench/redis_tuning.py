@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
+import statistics
 import sys
 
 from common import RESULTS, log, nosqltune  # bench/common.py
@@ -70,15 +71,21 @@ def write(results: list[dict], a) -> None:
              f"client threads, {a.warmup_ops:,} warm-up then {a.operations:,} measured operations (capped at "
              f"{a.max_seconds} s). Server and client share the machine's 2 cores. SMAC, {a.budget} trials per "
              f"study (the default first), then best vs default in {a.repeat} interleaved cold rounds.", "",
-             "| workload | knob set | default (tuning) | best (tuning) | compare: mean speedup | 95% interval "
-             "| Wilcoxon p | verdict | knobs that mattered (importance) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| workload | knob set | default (tuning) | best (tuning) | compare: default mean (CV) | best mean "
+             "| mean speedup | 95% interval | Wilcoxon p | verdict | knobs that mattered (importance) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in results:
         t, s = e["tune"], stats_of(e)
-        top = ", ".join(r["knob"] for r in e["importance"]["ranking"][:3])
+        values = e["compare"]["workloads"][e["workload"]]["values"]
+        default, best = [v for v in values["default"] if v], [v for v in values["best"] if v]
+        cv = statistics.stdev(default) / statistics.mean(default) * 100 if len(default) > 1 else float("nan")
+        top = ", ".join(f"{r['knob']} ({r['score']:.2f})" for r in e["importance"]["ranking"][:3])
         lines.append(f"| {e['workload']} | {e['knobs']} | {t['default']['value']:,.0f} ops/s | "
-                     f"{t['best']['value']:,.0f} ops/s | x{s['mean_speedup']:.3f} | [{s['ci_low']:.3f}, "
+                     f"{t['best']['value']:,.0f} ops/s | {statistics.mean(default):,.0f} ({cv:.1f}%) | "
+                     f"{statistics.mean(best):,.0f} | x{s['mean_speedup']:.3f} | [{s['ci_low']:.3f}, "
                      f"{s['ci_high']:.3f}] | {s['p_value']:.3g} | {s['verdict']} | {top} |")
+    lines += ["", "Importance: permutation importance of a random forest fitted to the study's 30 trials (the drop "
+              "of its R^2 when the knob's values are shuffled; near 0: the knob explains nothing measurable)."]
     lines += ["", "Best configurations (changes from the default):", ""]
     for e in results:
         changed = e["tune"]["changed"]
