@@ -13,6 +13,8 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+        if item.get_closest_marker("slow") and os.environ.get("NOSQLTUNE_SLOW") != "1":
+            item.add_marker(pytest.mark.skip(reason="slow test: run it with NOSQLTUNE_SLOW=1"))
 
 
 @pytest.fixture(scope="session")

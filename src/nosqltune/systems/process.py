@@ -19,10 +19,11 @@ _live: set[subprocess.Popen] = set()
 _lock = threading.Lock()
 
 
-def _child_setup(no_mlock: bool) -> None:  # runs in the child between fork and exec
+def _child_setup(no_mlock: bool, detached: bool = False) -> None:  # runs in the child between fork and exec
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if not detached:
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if no_mlock:
             # root ignores RLIMIT_MEMLOCK through CAP_IPC_LOCK: drop it from the bounding set so the
             # exec'd program runs without it, then the zero limit makes mlockall fail
@@ -35,12 +36,15 @@ def _child_setup(no_mlock: bool) -> None:  # runs in the child between fork and 
 
 def spawn(cmd: Sequence[str], *, stdout: IO | int | None = None, stderr: IO | int | None = None,
           env: dict | None = None, cwd: str | None = None,
-          no_mlock: bool = False) -> subprocess.Popen:
-    """Start a tracked child that the kernel kills if we die (PR_SET_PDEATHSIG) and we kill at exit."""
+          no_mlock: bool = False, detached: bool = False) -> subprocess.Popen:
+    """Start a tracked child that the kernel kills if we die (PR_SET_PDEATHSIG) and we kill at exit.
+    `detached`: neither; the child outlives us (a local cluster started by `nosqltune cluster up`), and whoever
+    stops it later finds it by its pid."""
     proc = subprocess.Popen(list(cmd), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                            env=env, cwd=cwd, preexec_fn=lambda: _child_setup(no_mlock))
-    with _lock:
-        _live.add(proc)
+                            env=env, cwd=cwd, preexec_fn=lambda: _child_setup(no_mlock, detached))
+    if not detached:
+        with _lock:
+            _live.add(proc)
     return proc
 
 

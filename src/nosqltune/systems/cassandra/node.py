@@ -103,6 +103,7 @@ class CassandraNode:
     ports: NodePorts | None = None
     proc: subprocess.Popen | None = None
     boot_seconds: float | None = None
+    detached: bool = False   # outlives this process (see process.spawn)
 
     @property
     def log_path(self) -> Path:
@@ -161,7 +162,7 @@ class CassandraNode:
             # Cassandra's mlockall faults in the whole committed heap at boot (~6 s for 2 GiB here);
             # without it (it logs a warning and goes on) pages fault in during the warm-up instead.
             self.proc = process.spawn(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(self.home),
-                                      no_mlock=True)
+                                      no_mlock=True, detached=self.detached)
         finally:
             out.close()
         try:

@@ -1,0 +1,206 @@
+"""A local cluster of N Cassandra nodes on one machine, each on its own loopback address (127.0.0.1,
+127.0.0.2, ...) with the same CQL and storage ports, as Cassandra's ccm does (Linux routes all of 127/8 to the
+loopback device). Nodes start one after another, the first is the seed; the cluster is up when every node
+lists every other as a peer and answers CQL. Each node has its own JMX port (JMX listens on 127.0.0.1 only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import TrialError, UsageError
+from .. import process
+from .node import CassandraNode, NodePorts
+from .provision import DEFAULT_VERSION
+
+MAX_NODES = 9
+NODE_OVERHEAD_MB = 600          # a node's memory beyond its heap (metaspace, off-heap, threads), measured ~0.5 GiB
+CLIENT_RESERVE_MB = 1536        # the YCSB client JVM and the harness
+# joining an empty cluster: no bootstrap streaming, no 30 s ring delay per node
+CLUSTER_JVM_FLAGS = ["-Dcassandra.ring_delay_ms=1000", "-Dcassandra.skip_wait_for_gossip_to_settle=0"]
+STATE_FILE = "cluster.json"
+
+
+def address(index: int) -> str:
+    """The loopback address of node `index` (1-based)."""
+    return f"127.0.0.{index}"
+
+
+def available_mb() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return None
+
+
+def check_fits(nodes: int, heap_mb: int, available: int | None = None) -> None:
+    """Refuse (one line) a cluster whose nodes and client would not fit in the machine's memory."""
+    if not 1 <= nodes <= MAX_NODES:
+        raise UsageError(f"--nodes must be within 1..{MAX_NODES}, got {nodes}")
+    available = available_mb() if available is None else available
+    need = nodes * (heap_mb + NODE_OVERHEAD_MB) + CLIENT_RESERVE_MB
+    if available is not None and need > available:
+        fit = max(0, (available - CLIENT_RESERVE_MB) // nodes - NODE_OVERHEAD_MB)
+        raise UsageError(f"{nodes} nodes with a {heap_mb} MiB heap need about {need} MiB with the client; "
+                         f"{available} MiB are available: use a heap of at most {fit} MiB (--heap) or fewer nodes")
+
+
+@dataclass
+class LocalCluster:
+    """N nodes under `home` (home/node1, home/node2, ...). Use as a context manager: it always stops them."""
+
+    home: Path
+    nodes: int
+    heap_mb: int = 1024
+    version: str = DEFAULT_VERSION
+    yaml_overrides: dict[str, Any] = field(default_factory=dict)       # the same for every node
+    per_node: dict[int, dict[str, Any]] = field(default_factory=dict)  # node index -> overrides on top
+    jvm_flags: list[str] = field(default_factory=list)
+    detached: bool = False
+    members: list[CassandraNode] = field(default_factory=list)
+
+    @property
+    def addresses(self) -> list[str]:
+        return [address(i) for i in range(1, self.nodes + 1)]
+
+    @property
+    def native_port(self) -> int:
+        return self.members[0].ports.native
+
+    def start(self, timeout: float = 180.0) -> float:
+        """Start every node in turn and wait until each sees all the others; returns the seconds taken."""
+        check_fits(self.nodes, self.heap_mb)
+        started = time.monotonic()
+        native, storage, *jmx = process.free_ports(2 + self.nodes)
+        seeds = [{"class_name": "org.apache.cassandra.locator.SimpleSeedProvider",
+                  "parameters": [{"seeds": f"{address(1)}:{storage}"}]}]
+        try:
+            for i in range(1, self.nodes + 1):
+                overrides = {**self.yaml_overrides, **self.per_node.get(i, {}), "seed_provider": seeds,
+                             "auto_bootstrap": False}
+                node = CassandraNode(home=self.home / f"node{i}", version=self.version, heap_mb=self.heap_mb,
+                                     yaml_overrides=overrides, jvm_flags=CLUSTER_JVM_FLAGS + self.jvm_flags,
+                                     address=address(i), ports=NodePorts(native=native, storage=storage,
+                                                                         jmx=jmx[i - 1]),
+                                     detached=self.detached)
+                self.members.append(node)
+                node.start(timeout)
+            self.wait_all_up(max(10.0, timeout - (time.monotonic() - started)))
+        except BaseException:
+            self.stop(drain=False)
+            raise
+        return time.monotonic() - started
+
+    def wait_all_up(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self.peers_seen()
+            if all(len(peers) == self.nodes - 1 for peers in seen.values()):
+                return
+            if time.monotonic() > deadline:
+                raise TrialError("timeout", f"the nodes did not all see each other within {timeout:.0f} s: "
+                                 + "; ".join(f"{a} sees {sorted(p) or 'none'}" for a, p in seen.items()))
+            time.sleep(0.5)
+
+    def peers_seen(self) -> dict[str, set[str]]:
+        return {addr: peers_of(addr, self.native_port) for addr in self.addresses}
+
+    def stop(self, drain: bool = True) -> None:
+        for node in reversed(self.members):
+            node.stop(drain=drain, timeout=30 if drain else 0)
+
+    def state(self) -> dict[str, Any]:
+        """What `cluster status/down` need later: addresses, ports, pids, homes."""
+        return {"nodes": self.nodes, "heap_mb": self.heap_mb, "version": self.version,
+                "native_port": self.native_port, "storage_port": self.members[0].ports.storage,
+                "members": [{"address": n.address, "home": str(n.home), "pid": n.proc.pid, "jmx_port": n.ports.jmx}
+                            for n in self.members]}
+
+    def __enter__(self) -> "LocalCluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop(drain=False)
+
+
+def peers_of(node_address: str, port: int) -> set[str]:
+    """The peers a node lists (system.peers_v2), as addresses; empty when it does not answer."""
+    from .cql import session
+
+    try:
+        with session(node_address, port, timeout=5.0) as sess:
+            return {str(row.peer) for row in sess.execute("SELECT peer FROM system.peers_v2")}
+    except Exception:
+        return set()
+
+
+# ------------------------------------------------------------------------------------------------ the CLI's side
+
+def cluster_home(root: Path, name: str) -> Path:
+    if not name or "/" in name or name.startswith("."):
+        raise UsageError(f"a cluster name is a plain word, got {name!r}")
+    return root / "clusters" / name
+
+
+def read_state(home: Path) -> dict[str, Any] | None:
+    path = home / STATE_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def pid_alive(pid: int, home: str) -> bool:
+    """The pid runs and is this node's JVM (its command line names the node's home), not a reused pid."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+    return f"-Dnosqltune.node={home}" in cmdline.replace("\0", " ")
+
+
+def status(home: Path) -> dict[str, Any]:
+    state = read_state(home)
+    if state is None:
+        raise UsageError(f"no cluster at {home} (start one with `nosqltune cluster up`)")
+    members = []
+    for member in state["members"]:
+        alive = pid_alive(member["pid"], member["home"])
+        peers = peers_of(member["address"], state["native_port"]) if alive else set()
+        members.append({**member, "running": alive, "cql": bool(alive and (peers or state["nodes"] == 1)),
+                        "peers": sorted(peers)})
+    return {**state, "home": str(home), "members": members,
+            "up": all(m["running"] and len(m["peers"]) == state["nodes"] - 1 for m in members)}
+
+
+def down(home: Path, timeout: float = 60.0) -> list[str]:
+    """Drain and stop every node of the cluster at `home`, SIGKILL after `timeout`; returns what was stopped."""
+    from .internals import drain
+
+    state = read_state(home)
+    if state is None:
+        raise UsageError(f"no cluster at {home}")
+    stopped = []
+    for member in reversed(state["members"]):
+        pid = member["pid"]
+        if not pid_alive(pid, member["home"]):
+            continue
+        try:
+            drain(member["jmx_port"], timeout=30)
+        except Exception:  # a node that cannot drain is still stopped
+            pass
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while pid_alive(pid, member["home"]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if pid_alive(pid, member["home"]):
+            os.kill(pid, signal.SIGKILL)
+        stopped.append(member["address"])
+    (home / STATE_FILE).unlink(missing_ok=True)
+    return stopped
