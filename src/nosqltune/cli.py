@@ -72,6 +72,16 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                    help="JIT of both JVMs: c1 (compiled steady state within seconds; repeatable short trials) or "
                         f"tiered (the JVM default; about a minute of warm-up on 2 cores) (default {DEFAULT_JIT})")
     h.add_argument("--keep-nodes", action="store_true", help="keep each trial's node directory for inspection")
+    h.add_argument("--nodes", type=int, default=1, metavar="N",
+                   help="Cassandra: run each trial on a local cluster of N nodes (127.0.0.1..N) (default 1)")
+    h.add_argument("--rf", type=int, default=None, metavar="N",
+                   help="Cassandra: replication factor of the YCSB keyspace, set when the data is loaded (default 1)")
+    h.add_argument("--consistency", default=None, metavar="CL",
+                   help="Cassandra: consistency level of the client's reads and writes: ONE, TWO, THREE, QUORUM, "
+                        "ALL (default ONE)")
+    h.add_argument("--read-consistency", default=None, metavar="CL", help="Cassandra: reads only (wins over "
+                   "--consistency)")
+    h.add_argument("--write-consistency", default=None, metavar="CL", help="Cassandra: writes only")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
 
 
@@ -156,10 +166,35 @@ def _settings(args: argparse.Namespace):
         from .systems.external.target import load_target
 
         target_file = str(load_target(target_file).path)   # checked now, stored absolute
+    design = _design(args, system)
     return TrialSettings(system=system, target_file=target_file,
                          cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=_heap_mb(args.heap),
                          server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
-                         keep_node=args.keep_nodes, jit=args.jit)
+                         keep_node=args.keep_nodes, jit=args.jit, **design)
+
+
+CONSISTENCY_LEVELS = {"ONE": 1, "TWO": 2, "THREE": 3, "QUORUM": None, "ALL": None}
+
+
+def _design(args: argparse.Namespace, system: str) -> dict[str, Any]:
+    """--nodes, --rf and the consistency levels, checked against each other."""
+    nodes, rf = args.nodes, args.rf if args.rf is not None else 1
+    read = (args.read_consistency or args.consistency or "ONE").upper()
+    write = (args.write_consistency or args.consistency or "ONE").upper()
+    given = nodes != 1 or args.rf is not None or args.consistency or args.read_consistency or args.write_consistency
+    if given and system != "cassandra":
+        raise UsageError("--nodes, --rf and the consistency levels are Cassandra's (--system cassandra)")
+    if nodes < 1:
+        raise UsageError(f"--nodes must be at least 1, got {nodes}")
+    if not 1 <= rf <= nodes:
+        raise UsageError(f"--rf must be within 1..{nodes} (the number of nodes), got {rf}")
+    for flag, level in (("read", read), ("write", write)):
+        if level not in CONSISTENCY_LEVELS:
+            raise UsageError(f"unknown {flag} consistency {level!r}: use {', '.join(CONSISTENCY_LEVELS)}")
+        needed = CONSISTENCY_LEVELS[level]
+        if needed and needed > rf:
+            raise UsageError(f"{flag} consistency {level} needs {needed} replicas; the replication factor is {rf}")
+    return {"nodes": nodes, "replication_factor": rf, "read_consistency": read, "write_consistency": write}
 
 
 def trial_target(settings):

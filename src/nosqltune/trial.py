@@ -41,6 +41,11 @@ class TrialSettings:
     boot_timeout: float = 120.0
     keep_node: bool = False             # keep the trial's node directory (logs, data) for inspection
     jit: str = "tiered"                 # tiered (the JVM's default C1+C2) | c1 (both JVMs stop at C1)
+    # physical design (Cassandra): a local cluster of `nodes` on 127.0.0.1.. (see systems/cassandra/cluster.py)
+    nodes: int = 1
+    replication_factor: int = 1         # of the YCSB keyspace, set when the data is loaded
+    read_consistency: str = "ONE"
+    write_consistency: str = "ONE"
 
     def jvm_flags(self) -> list[str]:
         """Flags for both JVMs of a trial. With 'c1', server and client reach compiled steady state within
@@ -53,6 +58,10 @@ class TrialSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def design(self) -> dict[str, int]:
+        """The physical design as numbers (features of the surrogate models, seed 004's TD1-TD4)."""
+        return {"nodes": self.nodes, "replication_factor": self.replication_factor}
 
 
 @dataclass

@@ -58,3 +58,24 @@ def test_two_node_cluster_up_status_down(nosqltune_home, capsys):
 @pytest.mark.slow
 def test_three_node_cluster(nosqltune_home, capsys):
     run_cluster(capsys, 3, "768M")
+
+
+def test_bench_on_a_two_node_cluster(nosqltune_home, tmp_path, capsys):
+    """Cold trials on a cluster: the data loaded once with RF 2, each node's folder restored, the client on
+    both nodes at consistency ALL (no failed operation: both replicas hold every record), the design stored."""
+    from nosqltune.store import open_store
+
+    study = tmp_path / "cluster.db"
+    code = main(["bench", "--nodes", "2", "--rf", "2", "--consistency", "ALL", "--heap", "768M", "--workload",
+                 "ycsb-a", "--records", "2000", "--operations", "3000", "--threads", "4", "--warmup-ops", "1000",
+                 "--study", str(study), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    (row,) = open_store(str(study)).trials()
+    assert row["state"] == "COMPLETE" and row["metrics"]["errors"] == 0
+    harness = row["workload"]["harness"]
+    assert (harness["nodes"], harness["replication_factor"], harness["read_consistency"]) == (2, 2, "ALL")
+    assert row["internals"]["live_disk_space_used_bytes"] > 2000 * 1000   # node 1 holds a replica of every row
+    (dataset,) = [d for d in (nosqltune_home / "datasets").iterdir()
+                  if (d / "data" / "node2").is_dir()]
+    assert json.loads((dataset / "meta.json").read_text())["design"] == {"nodes": 2, "replication_factor": 2}

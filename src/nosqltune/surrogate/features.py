@@ -25,7 +25,20 @@ def workload_features(workload: Mapping[str, Any]) -> dict[str, Any]:
     total = reads + writes
     return {"read_ratio": round(reads / total, 6) if total else 0.0,
             "distribution": mix.get("requestdistribution", "zipfian"),
-            "design": dict(workload.get("design") or {})}
+            "design": design_of(workload)}
+
+
+DESIGN_DEFAULTS = {"nodes": 1, "replication_factor": 1}
+
+
+def design_of(workload: Mapping[str, Any]) -> dict[str, float]:
+    """The physical design a trial ran on: a stored `design`, else the harness's cluster settings when they are
+    not a single node with RF 1 (so single-node studies keep no constant design columns)."""
+    if workload.get("design"):
+        return dict(workload["design"])
+    harness = workload.get("harness") or {}
+    design = {k: harness.get(k, v) for k, v in DESIGN_DEFAULTS.items()}
+    return design if design != DESIGN_DEFAULTS else {}
 
 
 @dataclass
@@ -72,9 +85,9 @@ class FeatureSpec:
             row += [1.0 if features["distribution"] == d else 0.0 for d in self.distributions]
         design = features.get("design") or {}
         for name in self.design:
-            if name not in design:
+            if name not in design and name not in DESIGN_DEFAULTS:
                 raise UsageError(f"the model needs the design feature {name!r}")
-            row.append(float(design[name]))
+            row.append(float(design.get(name, DESIGN_DEFAULTS.get(name))))
         return row
 
     def row(self, space, config: Mapping[str, Any], features: Mapping[str, Any]) -> list[float]:

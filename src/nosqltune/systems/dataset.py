@@ -47,16 +47,18 @@ class Dataset:
     def meta(self) -> dict[str, Any]:
         return json.loads(self.meta_path.read_text())
 
-    def restore_into(self, data_dir: Path, mode: str = "link") -> float:
-        """Make `data_dir` a private copy of the dataset's data; returns seconds taken."""
+    def restore_into(self, data_dir: Path, mode: str = "link", part: str | None = None) -> float:
+        """Make `data_dir` a private copy of the dataset's data (or of its sub-folder `part`, e.g. one node's
+        of a cluster); returns seconds taken."""
         started = time.monotonic()
+        source = self.data_dir / part if part else self.data_dir
         if data_dir.exists():
             shutil.rmtree(data_dir)
         if mode == "copy":
-            shutil.copytree(self.data_dir, data_dir)
+            shutil.copytree(source, data_dir)
         elif mode == "link":
-            for src_root, dirs, files in os.walk(self.data_dir):
-                dst_root = data_dir / Path(src_root).relative_to(self.data_dir)
+            for src_root, dirs, files in os.walk(source):
+                dst_root = data_dir / Path(src_root).relative_to(source)
                 dst_root.mkdir(parents=True, exist_ok=True)
                 for name in files:
                     src, dst = Path(src_root) / name, dst_root / name

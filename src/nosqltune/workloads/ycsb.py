@@ -129,17 +129,18 @@ def client_timeout(workload: Workload, phase: str) -> float:
 
 def run_client(phase: str, workload: Workload, *, host: str, port: int, trial_dir: Path,
                timeout: float, cpus: str | None = None, jvm_flags: list[str] | None = None,
-               jmx_port: int | None = None, binding: str = "cassandra") -> dict[str, Any]:
+               jmx_port: int | None = None, binding: str = "cassandra",
+               extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run PhasedClient for `phase` ('load' or 'run') with one of loadgen's BINDINGS; returns parsed metrics
     plus 'wall_seconds'. `jmx_port`: a Cassandra node's JMX port, for node internals sampled every second of
-    the measured phase.
+    the measured phase. `extra`: more client properties (e.g. consistency levels).
 
     TrialError('workload') when the client fails, prints no result or exceeds `timeout` (a hang)."""
     trial_dir.mkdir(parents=True, exist_ok=True)
     props_file = trial_dir / f"{phase}.properties"
     props = workload.properties(phase)
     db, host_key, port_key = BINDINGS[binding]
-    props.update({"db": db, host_key: host, port_key: port})
+    props.update({"db": db, host_key: host, port_key: port, **(extra or {})})
     if jmx_port:
         props["internals.jmx.port"] = jmx_port
     write_properties(props_file, props)

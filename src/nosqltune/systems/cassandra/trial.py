@@ -40,7 +40,11 @@ def fingerprint(settings: TrialSettings) -> dict[str, Any]:
 
 
 def preflight(workload: Workload, settings: TrialSettings) -> None:
-    """Nothing to check before the first trial: a node that does not fit fails its trial with the reason."""
+    """A cluster must fit in memory (a single node that does not fails its trial with the reason)."""
+    if settings.nodes > 1:
+        from .cluster import check_fits
+
+        check_fits(settings.nodes, settings.heap_mb)
 
 
 def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[str]:
@@ -68,43 +72,109 @@ def cassandra_dataset_key(version: str, data_shape: dict[str, Any], reload_knobs
     return dataset_key({"cassandra": version, "data": data_shape, "knobs": reload_knobs, "heap_mb": heap_mb})
 
 
-def _create_schema(address: str, port: int, fieldcount: int) -> None:
+def _create_schema(address: str, port: int, fieldcount: int, replication_factor: int = 1) -> None:
     fields = ", ".join(f"field{i} varchar" for i in range(fieldcount))
     with cql.session(address, port) as sess:
         sess.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
-                     "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+                     f"{{'class': 'SimpleStrategy', 'replication_factor': {replication_factor}}}")
         sess.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (y_id varchar PRIMARY KEY, {fields})")
 
 
 def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, settings: TrialSettings,
                   progress: Progress = quiet) -> Dataset:
-    """Boot a fresh node (with the load-affecting knobs), create the schema, load, drain: the dataset."""
+    """Boot a fresh node (with the load-affecting knobs), create the schema, load, drain: the dataset. With
+    `settings.nodes` > 1 a local cluster does it, and the dataset holds one folder per node (node1, ...)."""
 
     def build(home: Path) -> dict[str, Any]:
         # only the knobs that shape the loaded data (e.g. num_tokens) are set while loading
-        node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
-                             yaml_overrides=placed.reload_yaml, cpus=settings.server_cpus)
-        with node:
+        servers = _Servers(home, placed.reload_yaml, [], settings)
+        with servers:
             progress(f"loading {workload.records} records (dataset {dataset.key})")
-            boot = node.start(settings.boot_timeout)
-            _create_schema(node.address, node.ports.native, workload.fieldcount)
+            boot = servers.start(settings.boot_timeout)
+            first = servers.first
+            _create_schema(first.address, first.ports.native, workload.fieldcount, settings.replication_factor)
             loader = Workload.from_dict({**workload.to_dict(), "threads": settings.load_threads})
-            load = run_client("load", loader, host=node.address, port=node.ports.native,
+            load = run_client("load", loader, host=servers.hosts, port=first.ports.native,
                               trial_dir=home / "load", timeout=client_timeout(workload, "load"),
-                              cpus=settings.client_cpus)
+                              cpus=settings.client_cpus, extra=_consistency(settings))
             started = time.monotonic()
-            node.stop(drain=True)
+            servers.stop(drain=True)
             drain_s = time.monotonic() - started
         if load["errors"]:
             raise TrialError("workload", f"loading the dataset had {load['errors']} failed inserts")
+        if settings.nodes > 1:   # home/data/node1, home/data/node2, ...: each node's data folder
+            (home / "data").mkdir()
+            for i in range(1, settings.nodes + 1):
+                (home / f"node{i}" / "data").rename(home / "data" / f"node{i}")
+                shutil.rmtree(home / f"node{i}")
         for sub in ("commitlog", "saved_caches", "hints", "cdc_raw", "conf", "logs", "load"):
             shutil.rmtree(home / sub, ignore_errors=True)
         return {"key": dataset.key, "records": workload.records, "data": workload.dataset_properties(),
                 "reload_knobs": placed.reload, "cassandra_version": settings.cassandra_version,
+                "design": settings.design(),
                 "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
                 "drain_s": drain_s, "created_at": time.time()}
 
     return create_dataset(dataset, build)
+
+
+class _Servers:
+    """One node (the trial's home is the node's home, as always) or a local cluster (home/node1, ...)."""
+
+    def __init__(self, home: Path, yaml_overrides: dict[str, Any], jvm_flags: list[str],
+                 settings: TrialSettings) -> None:
+        self.settings = settings
+        if settings.nodes == 1:
+            self.members = [CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
+                                          yaml_overrides=yaml_overrides, jvm_flags=jvm_flags,
+                                          cpus=settings.server_cpus)]
+            self.cluster = None
+        else:
+            from .cluster import LocalCluster
+
+            self.cluster = LocalCluster(home=home, nodes=settings.nodes, heap_mb=settings.heap_mb,
+                                        version=settings.cassandra_version, yaml_overrides=yaml_overrides,
+                                        jvm_flags=jvm_flags)
+            self.members = self.cluster.members   # filled by start()
+
+    @property
+    def first(self) -> CassandraNode:
+        return self.members[0]
+
+    @property
+    def hosts(self) -> str:
+        """The client's contact points: every node."""
+        return ",".join(n.address for n in self.members)
+
+    def data_dirs(self) -> list[tuple[Path, str | None]]:
+        """(data folder, the dataset's part for it) per node."""
+        if self.cluster is None:
+            return [(self.first.home / "data", None)]
+        return [(self.cluster.home / f"node{i}" / "data", f"node{i}") for i in range(1, self.settings.nodes + 1)]
+
+    def start(self, timeout: float) -> float:
+        return self.first.start(timeout) if self.cluster is None else self.cluster.start(timeout)
+
+    def dead(self) -> CassandraNode | None:
+        return next((n for n in self.members if not n.is_running()), None)
+
+    def log_excerpt(self) -> str:
+        return "\n".join(n.log_excerpt() for n in self.members)
+
+    def stop(self, drain: bool) -> None:
+        for node in reversed(self.members):
+            node.stop(drain=drain, timeout=30 if drain else 0)
+
+    def __enter__(self) -> "_Servers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop(drain=False)
+
+
+def _consistency(settings: TrialSettings) -> dict[str, str]:
+    return {"cassandra.readconsistencylevel": settings.read_consistency,
+            "cassandra.writeconsistencylevel": settings.write_consistency}
 
 
 def ensure_dataset(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
@@ -117,6 +187,8 @@ def _ensure_dataset(placed: PlacedConfig, workload: Workload, settings: TrialSet
                     progress: Progress) -> tuple[Dataset, float]:
     key = cassandra_dataset_key(settings.cassandra_version, workload.dataset_properties(), placed.reload,
                                 settings.heap_mb)
+    if settings.design() != {"nodes": 1, "replication_factor": 1}:
+        key = dataset_key({"single": key, "design": settings.design()})
     dataset = dataset_for(key)
     if dataset.exists():
         return dataset, 0.0
@@ -131,10 +203,10 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
     timings: dict[str, float] = {}
     started = time.monotonic()
     home = work_dir() / "nodes" / uuid.uuid4().hex[:12]
-    node: CassandraNode | None = None
+    servers: _Servers | None = None
     result = TrialResult(state="FAIL")
     try:
-        with failures_recorded(result, lambda: node.log_excerpt() if node else ""):
+        with failures_recorded(result, lambda: servers.log_excerpt() if servers else ""):
             placed = place(space, overrides)
             if settings.restore_mode == "reload":
                 dataset = dataset_for("reload-" + home.name)
@@ -145,14 +217,14 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 dataset, built = _ensure_dataset(placed, workload, settings, progress)
                 if built:
                     timings["dataset_build_s"] = built
+            servers = _Servers(home, placed.yaml, settings.jvm_flags() + placed.jvm, settings)
             progress("restoring data")
-            timings["restore_s"] = dataset.restore_into(home / "data", "copy" if settings.restore_mode == "copy"
-                                                        else "link")
-            node = CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
-                                 yaml_overrides=placed.yaml, jvm_flags=settings.jvm_flags() + placed.jvm,
-                                 cpus=settings.server_cpus)
-            progress("booting Cassandra")
-            timings["boot_s"] = node.start(settings.boot_timeout)
+            timings["restore_s"] = sum(dataset.restore_into(data_dir, "copy" if settings.restore_mode == "copy"
+                                                            else "link", part=part)
+                                       for data_dir, part in servers.data_dirs())
+            progress("booting Cassandra" + (f" ({settings.nodes} nodes)" if settings.nodes > 1 else ""))
+            timings["boot_s"] = servers.start(settings.boot_timeout)
+            node = servers.first
             t0 = time.monotonic()
             statements = placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)
             if statements:
@@ -168,12 +240,14 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             before = internals.node_stats(node.ports.jmx)
             progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
                      f"{workload.threads} threads")
-            metrics = run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=home / "run",
-                                 timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
-                                 jvm_flags=settings.jvm_flags(), jmx_port=node.ports.jmx)
-            if not node.is_running():
-                raise TrialError("crashed", f"Cassandra died during the run: {node.failure_cause()}",
-                                 node.log_excerpt())
+            metrics = run_client("run", workload, host=servers.hosts, port=node.ports.native,
+                                 trial_dir=home / "run", timeout=client_timeout(workload, "run"),
+                                 cpus=settings.client_cpus, jvm_flags=settings.jvm_flags(), jmx_port=node.ports.jmx,
+                                 extra=_consistency(settings))
+            dead = servers.dead()
+            if dead is not None:
+                raise TrialError("crashed", f"Cassandra ({dead.address}) died during the run: {dead.failure_cause()}",
+                                 dead.log_excerpt())
             after = internals.node_stats(node.ports.jmx)
             record_run(result, timings, metrics)
             result.internals = {**after, **applied,
@@ -183,9 +257,9 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             judge_errors(result, metrics)
     finally:
         t0 = time.monotonic()
-        if node is not None:
+        if servers is not None:
             # the trial's data is thrown away: no drain, no shutdown hook, SIGKILL
-            node.stop(drain=False, timeout=0)
+            servers.stop(drain=False)
         timings["stop_s"] = time.monotonic() - t0
         timings["total_s"] = time.monotonic() - started
         result.timings = timings
