@@ -15,6 +15,8 @@ from .errors import SetupError, TrialError, UsageError
 from .systems.cassandra.provision import DEFAULT_VERSION
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .knobs import KnobSpace
     from .workloads.spec import Workload
 
@@ -108,6 +110,26 @@ def record_run(result: TrialResult, timings: dict[str, float], metrics: dict[str
     timings["measure_s"] = (metrics["runtime_ms"] or 0) / 1000.0
     result.metrics = metrics
     result.summary = summary(metrics)
+
+
+def end_trial(result: TrialResult, timings: dict[str, float], started: float, stop: Callable[[], None],
+              home: "Path", settings: TrialSettings) -> None:
+    """The end of every local trial, whatever happened: stop the datastore (`stop`), record the stop and total
+    times, remove the trial's folder (unless kept) and a per-trial reloaded dataset."""
+    import shutil
+    import time
+
+    from .paths import work_dir
+
+    t0 = time.monotonic()
+    stop()
+    timings["stop_s"] = time.monotonic() - t0
+    timings["total_s"] = time.monotonic() - started
+    result.timings = timings
+    if not settings.keep_node:
+        shutil.rmtree(home, ignore_errors=True)
+    if settings.restore_mode == "reload":
+        shutil.rmtree(work_dir() / "datasets" / ("reload-" + home.name), ignore_errors=True)
 
 
 def judge_errors(result: TrialResult, metrics: dict[str, Any]) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 from ...errors import TrialError
 from ...knobs import KnobSpace
 from ...paths import work_dir
-from ...trial import Progress, TrialResult, TrialSettings, failures_recorded, judge_errors, quiet, record_run
+from ...trial import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
+                      record_run)
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, run_client
 from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
@@ -256,17 +257,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                                 "compactions_completed_run": _delta(before, after, "completed_compactions")}
             judge_errors(result, metrics)
     finally:
-        t0 = time.monotonic()
-        if servers is not None:
-            # the trial's data is thrown away: no drain, no shutdown hook, SIGKILL
-            servers.stop(drain=False)
-        timings["stop_s"] = time.monotonic() - t0
-        timings["total_s"] = time.monotonic() - started
-        result.timings = timings
-        if not settings.keep_node:
-            shutil.rmtree(home, ignore_errors=True)
-        if settings.restore_mode == "reload":
-            shutil.rmtree(work_dir() / "datasets" / ("reload-" + home.name), ignore_errors=True)
+        # the trial's data is thrown away: no drain, no shutdown hook, SIGKILL
+        end_trial(result, timings, started, lambda: servers.stop(drain=False) if servers else None, home, settings)
     return result
 
 

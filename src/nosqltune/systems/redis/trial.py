@@ -18,7 +18,8 @@ from typing import Any
 from ...errors import SetupError, TrialError, UsageError
 from ...knobs import KnobSpace
 from ...paths import work_dir
-from ...trial import Progress, TrialResult, TrialSettings, failures_recorded, judge_errors, quiet, record_run
+from ...trial import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
+                      record_run)
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, run_client
 from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
@@ -193,16 +194,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                                    for section, keys_ in _INFO_FIGURES.items() for key in keys_}}
             judge_errors(result, metrics)
     finally:
-        t0 = time.monotonic()
-        if server is not None:
-            server.stop()
-        timings["stop_s"] = time.monotonic() - t0
-        timings["total_s"] = time.monotonic() - started
-        result.timings = timings
-        if not settings.keep_node:
-            shutil.rmtree(home, ignore_errors=True)
-        if settings.restore_mode == "reload":
-            shutil.rmtree(work_dir() / "datasets" / ("reload-" + home.name), ignore_errors=True)
+        end_trial(result, timings, started, lambda: server.stop() if server else None, home, settings)
     return result
 
 
