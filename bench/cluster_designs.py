@@ -66,6 +66,11 @@ def main() -> int:
             nosqltune("bench", "--nodes", str(nodes), "--rf", str(rf), "--heap", a.heap, "--workload", "ycsb-a",
                       "--records", str(a.records), "--operations", str(a.operations), "--threads", str(a.threads),
                       "--study", str(STUDY), "--study-name", name(nodes, rf), "--json")
+        write(a)   # after every round: a partial table is committed if the run is cut short
+    return 0
+
+
+def write(a) -> None:
     table = []
     for nodes, rf in DESIGNS:
         rows = [r for r in done(name(nodes, rf)) if r["state"] == "COMPLETE"]
@@ -118,7 +123,6 @@ def main() -> int:
     except ImportError:
         pass
     log("written bench/results/cluster_designs.md")
-    return 0
 
 
 if __name__ == "__main__":
