@@ -329,7 +329,7 @@ def cmd_node(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from .systems.cassandra.node import serve
+    from .systems.cassandra.node import flatten_dotted, serve
     from .systems.cassandra.provision import DEFAULT_VERSION
 
     overrides: dict[str, Any] = {}
@@ -340,14 +340,7 @@ def cmd_node(args: argparse.Namespace) -> int:
             raise UsageError(f"--yaml {args.yaml}: {str(exc).splitlines()[0]}") from None
         if not isinstance(data, dict):
             raise UsageError(f"--yaml {args.yaml}: expected a mapping of cassandra.yaml settings")
-
-        def flatten(mapping: dict, prefix: str = "") -> None:
-            for key, value in mapping.items():
-                if isinstance(value, dict) and value:
-                    flatten(value, f"{prefix}{key}.")
-                else:
-                    overrides[f"{prefix}{key}"] = value
-        flatten(data)
+        overrides = flatten_dotted(data)
     if args.port is not None and not 0 < args.port < 65536:
         raise UsageError(f"--port must be a port number, got {args.port}")
     home = Path(args.home).expanduser().resolve()

@@ -19,14 +19,20 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _memory_gib() -> float | None:
+def meminfo_kib(field: str) -> int | None:
+    """A /proc/meminfo figure in KiB (e.g. MemTotal, MemAvailable); None where there is none."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 1024 / 1024, 1)
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
     except OSError:
         pass
     return None
+
+
+def _memory_gib() -> float | None:
+    kib = meminfo_kib("MemTotal")
+    return None if kib is None else round(kib / 1024 / 1024, 1)
 
 
 def fingerprint(system: str, system_version: str) -> dict:

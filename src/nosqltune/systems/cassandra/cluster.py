@@ -33,13 +33,10 @@ def address(index: int) -> str:
 
 
 def available_mb() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) // 1024
-    except OSError:
-        pass
-    return None
+    from ...environment import meminfo_kib
+
+    kib = meminfo_kib("MemAvailable")
+    return None if kib is None else kib // 1024
 
 
 def check_fits(nodes: int, heap_mb: int, available: int | None = None) -> None:

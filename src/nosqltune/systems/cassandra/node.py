@@ -53,6 +53,17 @@ def set_dotted(settings: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
+def flatten_dotted(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{'a': {'b': 1}} -> {'a.b': 1}: the inverse of set_dotted (empty mappings stay values)."""
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict) and value:
+            flat.update(flatten_dotted(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 @dataclass
 class NodePorts:
     native: int

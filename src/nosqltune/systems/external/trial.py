@@ -26,6 +26,7 @@ from ...trial import Progress, TrialResult, TrialSettings, failures_recorded, ju
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, parse_output, run_client
 from .. import process
+from ..cassandra.node import flatten_dotted, set_dotted
 from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
 from .target import Step, Target, load_target
 
@@ -117,11 +118,7 @@ def render_config(target: Target, space: KnobSpace, overrides: dict[str, Any], p
     except KnobError as exc:
         raise UsageError(f"target file {target.path}: {exc}") from None
     for dotted, value in entries.items():
-        node = mapping
-        parts = dotted.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
+        set_dotted(mapping, dotted, value)
     return yaml.safe_dump(mapping, sort_keys=False)
 
 
@@ -135,16 +132,7 @@ def _yaml_entries(space: KnobSpace, overrides: dict[str, Any]) -> dict[str, Any]
         return place(space, overrides).yaml
     from ..scylla.config import render_scylla_yaml
 
-    flat: dict[str, Any] = {}
-
-    def walk(node: dict, prefix: str) -> None:
-        for key, value in node.items():
-            if isinstance(value, dict) and value:
-                walk(value, f"{prefix}{key}.")
-            else:
-                flat[f"{prefix}{key}"] = value
-    walk(render_scylla_yaml(space, overrides), "")
-    return flat
+    return flatten_dotted(render_scylla_yaml(space, overrides))
 
 
 # ------------------------------------------------------------------------------------------------ commands

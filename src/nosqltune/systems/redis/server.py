@@ -36,7 +36,8 @@ def redis_version() -> str:
     return match.group(1) if match else out.strip()
 
 
-def _value(knob, value: Any) -> str:
+def directive_value(knob, value: Any) -> str:
+    """A knob value as redis.conf and CONFIG SET write it."""
     if knob.type == "bool":
         return "yes" if value else "no"
     if knob.unit == "MiB":
@@ -52,7 +53,7 @@ def render_directives(space: KnobSpace, overrides: dict[str, Any]) -> list[str]:
         knob = space.knobs[name]
         if knob.applies != "config":
             raise ValueError(f"knob {name} applies to {knob.applies}, not to redis.conf")
-        text = _value(knob, value)
+        text = directive_value(knob, value)
         lines.append(knob.key.replace("{value}", text) if "{value}" in knob.key else f"{knob.key} {text}")
     return lines
 

@@ -24,7 +24,7 @@ from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, run_client
 from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
 from .resp import RedisError, parse_info_number
-from .server import RedisServer, redis_version, render_directives
+from .server import RedisServer, directive_value, redis_version, render_directives
 
 # Redis ignores dump.rdb when it starts with the append-only file on (it loads the, here empty, AOF
 # instead): such knobs are set live once the snapshot is loaded, which rewrites the AOF from memory.
@@ -72,13 +72,10 @@ about 1 MB of it Redis's own)."""
 
 
 def available_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    from ...environment import meminfo_kib
+
+    kib = meminfo_kib("MemAvailable")
+    return None if kib is None else kib * 1024
 
 
 def preflight(workload: Workload, settings: TrialSettings, available: int | None = None) -> None:
@@ -202,7 +199,7 @@ def _set_live(conn, space: KnobSpace, name: str, value: Any, timeout: float = 60
     """CONFIG SET a knob on the running server and wait for the background work it starts (turning the AOF on
     rewrites it from the whole dataset) to finish, so the measured phase does not pay for it."""
     knob = space.knobs[name]
-    text = ("yes" if value else "no") if knob.type == "bool" else str(value)
+    text = directive_value(knob, value)
     try:
         conn.call("CONFIG", "SET", knob.key, text)
     except RedisError as exc:
