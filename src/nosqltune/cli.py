@@ -6,6 +6,7 @@ import argparse
 import json
 import statistics
 import os
+import re
 import sys
 from typing import Any
 
@@ -124,10 +125,46 @@ def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
     from .knobs import load_overrides_file, parse_assignments
 
     raw: dict[str, Any] = {}
-    if args.config:
-        raw.update(load_overrides_file(args.config))
+    if args.config:   # per_node: the harness's (_per_node)
+        raw.update({k: v for k, v in load_overrides_file(args.config).items() if k != PER_NODE})
     raw.update(parse_assignments(args.assignments))
     return space.validate(raw, allow_outside_range=args.force)
+
+
+PER_NODE = "per_node"
+
+
+def _per_node(args: argparse.Namespace, system: str, nodes: int) -> dict[str, dict[str, Any]]:
+    """The `per_node` entry of --config: {node number: {knob: value}}, cassandra.yaml knobs set on that node only
+    (on top of the configuration all nodes get), checked against the knob space."""
+    from .knobs import load_overrides_file, load_space
+
+    if not getattr(args, "config", None):
+        return {}
+    entry = load_overrides_file(args.config).get(PER_NODE)
+    if entry is None:
+        return {}
+    where = f"--config {args.config}: {PER_NODE}"
+    if system != "cassandra":
+        raise UsageError(f"{where} is for Cassandra clusters (--system cassandra --nodes N)")
+    if not isinstance(entry, dict) or not entry:
+        raise UsageError(f"{where} must map node numbers to knob values, e.g. {{2: {{concurrent_reads: 16}}}}")
+    space = load_space("cassandra")
+    out: dict[str, dict[str, Any]] = {}
+    for number, knobs in entry.items():
+        text = str(number).removeprefix("node")
+        if not text.isdigit() or not 1 <= int(text) <= nodes:
+            raise UsageError(f"{where}: node {number!r} is not one of the cluster's nodes 1..{nodes}")
+        if not isinstance(knobs, dict) or not knobs:
+            raise UsageError(f"{where}: node {number} needs a mapping of knob: value")
+        typed = space.validate(knobs, allow_outside_range=args.force)
+        for name in typed:
+            knob = space[name]
+            if knob.applies != "yaml" or knob.reload:
+                raise UsageError(f"{where}: {name} applies to {'the loaded data' if knob.reload else knob.applies} "
+                                 "(the whole cluster); per node only cassandra.yaml knobs")
+        out[text] = typed
+    return out
 
 
 def _searched_space(args: argparse.Namespace, full_space, verb: str):
@@ -167,33 +204,77 @@ def _settings(args: argparse.Namespace):
 
         target_file = str(load_target(target_file).path)   # checked now, stored absolute
     design = _design(args, system)
+    most = parse_design(getattr(args, "design", None)).get("nodes", (0, design["nodes"]))[1]
     return TrialSettings(system=system, target_file=target_file,
                          cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=_heap_mb(args.heap),
                          server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
-                         keep_node=args.keep_nodes, jit=args.jit, **design)
+                         keep_node=args.keep_nodes, jit=args.jit, per_node=_per_node(args, system, most), **design)
 
 
 CONSISTENCY_LEVELS = {"ONE": 1, "TWO": 2, "THREE": 3, "QUORUM": None, "ALL": None}
 
 
+DESIGN_NAMES = {"nodes": "nodes", "rf": "replication_factor", "replication_factor": "replication_factor"}
+
+
+def parse_design(text: str | None) -> dict[str, tuple[int, int]]:
+    """--design 'nodes=2..4,rf=1..3' -> {'nodes': (2, 4), 'replication_factor': (1, 3)} (knob names)."""
+    out: dict[str, tuple[int, int]] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, span = part.partition("=")
+        match = re.fullmatch(r"\s*([0-9]+)\s*\.\.\s*([0-9]+)\s*", span)
+        knob = DESIGN_NAMES.get(name.strip().lower())
+        if not sep or knob is None or not match:
+            raise UsageError(f"--design expects nodes=LO..HI and/or rf=LO..HI, comma-separated, got {part.strip()!r}")
+        lo, hi = int(match.group(1)), int(match.group(2))
+        if not 1 <= lo < hi:
+            raise UsageError(f"--design {name.strip()}={lo}..{hi}: need 1 <= LO < HI (a single value: --nodes or --rf)")
+        if knob in out:
+            raise UsageError(f"--design names {name.strip()} twice")
+        from .systems.cassandra.cluster import MAX_NODES
+
+        if knob == "nodes" and hi > MAX_NODES:
+            raise UsageError(f"--design nodes={lo}..{hi}: a local cluster has at most {MAX_NODES} nodes")
+        out[knob] = (lo, hi)
+    if text is not None and not out:
+        raise UsageError("--design expects nodes=LO..HI and/or rf=LO..HI")
+    return out
+
+
 def _design(args: argparse.Namespace, system: str) -> dict[str, Any]:
-    """--nodes, --rf and the consistency levels, checked against each other."""
-    nodes, rf = args.nodes, args.rf if args.rf is not None else 1
+    """--nodes, --rf, --design (tune) and the consistency levels, checked against each other. With --design,
+    the harness's design is the range's smallest (the default design of the search)."""
+    searched = parse_design(getattr(args, "design", None))
+    if "nodes" in searched and args.nodes != 1:
+        raise UsageError("--design searches nodes; --nodes cannot also set it")
+    if "replication_factor" in searched and args.rf is not None:
+        raise UsageError("--design searches rf; --rf cannot also set it")
+    nodes = searched.get("nodes", (args.nodes,))[0]
+    rf = searched.get("replication_factor", (args.rf if args.rf is not None else 1,))[0]
     read = (args.read_consistency or args.consistency or "ONE").upper()
     write = (args.write_consistency or args.consistency or "ONE").upper()
-    given = nodes != 1 or args.rf is not None or args.consistency or args.read_consistency or args.write_consistency
+    given = (nodes != 1 or args.rf is not None or searched or args.consistency or args.read_consistency
+             or args.write_consistency)
     if given and system != "cassandra":
-        raise UsageError("--nodes, --rf and the consistency levels are Cassandra's (--system cassandra)")
+        raise UsageError("--nodes, --rf, --design and the consistency levels are Cassandra's (--system cassandra)")
     if nodes < 1:
         raise UsageError(f"--nodes must be at least 1, got {nodes}")
-    if not 1 <= rf <= nodes:
-        raise UsageError(f"--rf must be within 1..{nodes} (the number of nodes), got {rf}")
+    most = searched.get("nodes", (nodes, nodes))[1]
+    if "replication_factor" not in searched and not 1 <= rf <= most:
+        raise UsageError(f"--rf must be within 1..{most} (the number of nodes), got {rf}")
+    if "nodes" in searched:
+        from .systems.cassandra.cluster import check_fits
+
+        check_fits(searched["nodes"][1], _heap_mb(args.heap))
     for flag, level in (("read", read), ("write", write)):
         if level not in CONSISTENCY_LEVELS:
             raise UsageError(f"unknown {flag} consistency {level!r}: use {', '.join(CONSISTENCY_LEVELS)}")
         needed = CONSISTENCY_LEVELS[level]
-        if needed and needed > rf:
-            raise UsageError(f"{flag} consistency {level} needs {needed} replicas; the replication factor is {rf}")
+        if needed and needed > min(rf, nodes):
+            raise UsageError(f"{flag} consistency {level} needs {needed} replicas; the design has "
+                             f"{min(rf, nodes)} (nodes {nodes}, replication factor {rf})")
     return {"nodes": nodes, "replication_factor": rf, "read_consistency": read, "write_consistency": write}
 
 
@@ -529,6 +610,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "  nosqltune tune --workload ycsb-a --knobs irace23 --optimizer irace --budget 200 --study runs/a.db\n"
                     "  nosqltune tune --workload read95 --knobs vorstella5 --optimizer gp --objective p99-read --budget 25\n"
                     "  nosqltune tune --workload ycsb-a,ycsb-b --optimizer smac --constraint p99-read<=5\n"
+                    "  nosqltune tune --nodes 3 --rf 3 --knobs eppinger   # knobs for a fixed design (a local cluster)\n"
+                    "  nosqltune tune --design nodes=2..4,rf=1..3 --knobs eppinger   # the design searched too\n"
                     "  nosqltune tune --study runs/a.db --resume        # continue after Ctrl-C or a crash\n\n"
                     "--workload takes a comma-separated list: the objective is then the geometric mean over the "
                     "workloads (irace races them as instances).")
@@ -556,6 +639,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "study (default; for irace it is its initial configuration)")
     d.add_argument("--no-default", dest="include_default", action="store_false",
                    help="do not measure the default")
+    t.add_argument("--design", metavar="nodes=LO..HI,rf=LO..HI",
+                   help="Cassandra: search the physical design with the knobs (seed 004): the number of nodes of the "
+                        "local cluster and/or the replication factor, e.g. nodes=2..4,rf=1..3; the default "
+                        "configuration runs on the smallest design (instead of --nodes/--rf for what is searched)")
     t.add_argument("--seed", type=int, default=1, help="seed of the optimizer (default 1)")
     t.add_argument("--patience", type=int, metavar="N",
                    help="stop early when the best configuration has not changed for N suggestions")

@@ -7,7 +7,7 @@ make a failed trial."""
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .errors import SetupError, TrialError, UsageError
@@ -48,6 +48,8 @@ class TrialSettings:
     replication_factor: int = 1         # of the YCSB keyspace, set when the data is loaded
     read_consistency: str = "ONE"
     write_consistency: str = "ONE"
+    # per-node cassandra.yaml knobs on top of the configuration every node gets: {"2": {knob: value}}
+    per_node: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def jvm_flags(self) -> list[str]:
         """Flags for both JVMs of a trial. With 'c1', server and client reach compiled steady state within
@@ -64,6 +66,23 @@ class TrialSettings:
     def design(self) -> dict[str, int]:
         """The physical design as numbers (features of the surrogate models, seed 004's TD1-TD4)."""
         return {"nodes": self.nodes, "replication_factor": self.replication_factor}
+
+    def loaded_design(self) -> dict[str, int]:
+        """The design the data is loaded with: at most one replica per node (a factor above the node count
+        changes the schema only, set after the restore)."""
+        return {"nodes": self.nodes, "replication_factor": min(self.replication_factor, self.nodes)}
+
+
+def with_design(space: "KnobSpace", settings: TrialSettings,
+                overrides: dict[str, Any]) -> tuple[TrialSettings, dict[str, Any]]:
+    """Split the physical-design knobs (`applies: design`, e.g. nodes, replication_factor) off a configuration:
+    the settings of the trial's design and the remaining knobs. A design knob in the configuration wins over
+    the harness's --nodes/--rf, so a design searched by `tune --design` is the design each trial runs on."""
+    design = {name: value for name, value in overrides.items() if name in space and space[name].applies == "design"}
+    if not design:
+        return settings, overrides
+    return (replace(settings, **{space[name].key: int(value) for name, value in design.items()}),
+            {name: value for name, value in overrides.items() if name not in design})
 
 
 @dataclass
@@ -149,4 +168,5 @@ def run_trial(space: "KnobSpace", overrides: dict[str, Any], workload: "Workload
     and why). Raises SetupError when the tooling itself is broken."""
     from .systems import target
 
+    settings, overrides = with_design(space, settings, overrides)
     return target(settings.system).run_trial(space, overrides, workload, settings, progress)

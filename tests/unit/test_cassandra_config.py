@@ -49,10 +49,27 @@ def test_table_and_keyspace_knobs_become_cql(space):
     (table,) = placed.table_statements("ycsb", "usertable")
     assert table.startswith("ALTER TABLE ycsb.usertable WITH compaction = {")
     assert "'class': 'LeveledCompactionStrategy'" in table and "'sstable_size_in_mb': '64'" in table
-    (keyspace,) = placed.keyspace_statements("ycsb")
-    assert keyspace == ("ALTER KEYSPACE ycsb WITH replication = {'class': 'SimpleStrategy', "
-                        "'replication_factor': '3'}")
+    assert placed.keyspace_statements("ycsb") == []   # the replication factor is the design: the trial's
     assert placed.yaml == {}
+
+
+def test_design_knobs_set_the_trials_design():
+    """nodes and replication_factor leave the configuration and become the trial's design; the data is loaded
+    with at most one replica per node, and a factor above the node count is set on the restored data."""
+    from nosqltune.knobs import load_space
+    from nosqltune.systems.cassandra.trial import _design_statements
+    from nosqltune.trial import TrialSettings, with_design
+
+    space = load_space("cassandra")
+    harness = TrialSettings(nodes=2, replication_factor=2)
+    settings, rest = with_design(space, harness, {"concurrent_reads": 16, "nodes": 3, "replication_factor": 5})
+    assert rest == {"concurrent_reads": 16}
+    assert (settings.nodes, settings.replication_factor) == (3, 5) and harness.nodes == 2
+    assert settings.loaded_design() == {"nodes": 3, "replication_factor": 3}
+    assert _design_statements(settings) == ["ALTER KEYSPACE ycsb WITH replication = {'class': 'SimpleStrategy', "
+                                            "'replication_factor': 5}"]
+    same, untouched = with_design(space, harness, {"concurrent_reads": 16})
+    assert same is harness and untouched == {"concurrent_reads": 16} and _design_statements(same) == []
 
 
 def test_load_affecting_knobs_are_marked(space):

@@ -71,8 +71,8 @@ def test_units_and_places(space):
     assert space["column_index_size"].unit == "KiB"
     assert space["row_cache_save_period"].unit == "s"
     assert space["num_tokens"].reload and not space["compaction_method"].reload
-    assert space["replication_factor"].applies == "keyspace"
-    assert space["replication_factor"].key == "replication.replication_factor"
+    assert space["replication_factor"].applies == "design" and space["nodes"].applies == "design"
+    assert space["replication_factor"].key == "replication_factor" and space["nodes"].key == "nodes"
     assert space["compaction_method"].applies == "table" and space["compaction_method"].key == "compaction.class"
     assert space["memtable_cleanup_threshold"].bounds == (0.01, 0.99)
     assert space["concurrent_writes"].live.startswith("nodetool setconcurrency")

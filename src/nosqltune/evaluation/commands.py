@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import UsageError
 
-SPECIAL = ("best", "default", "best-practice")
+SPECIAL = ("best", "default", "best-practice", "design-default")
 
 
 def _tuning_study(args):
@@ -29,7 +29,9 @@ def _tuning_study(args):
 
 def parse_candidates(text: str, space, best: dict[str, Any] | None,
                      best_practice: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    """'best,default,best-practice,my.yaml' -> label -> knob overrides; the default always comes first."""
+    """'best,default,best-practice,design-default,my.yaml' -> label -> knob overrides; the default always comes
+    first. design-default: Cassandra's default knobs on the best configuration's physical design (its nodes
+    and replication factor), which splits a searched design's gain into the design's and the knobs'."""
     from pathlib import Path
 
     from ..knobs import load_overrides_file
@@ -42,6 +44,11 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
             if best is None:
                 raise UsageError("the study has no best configuration yet (no completed trial)")
             out["best"] = best
+        elif item == "design-default":
+            design = {k: v for k, v in (best or {}).items() if k in space and space[k].applies == "design"}
+            if not design:
+                raise UsageError("design-default needs a best configuration with a searched design (tune --design)")
+            out["design-default"] = design
         elif item == "best-practice" and best_practice is not None:
             if not best_practice:
                 raise UsageError(f"the {space.system} knob space has no best-practice rules (Cassandra's has)")
@@ -49,8 +56,8 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
         elif Path(item).exists():
             out[Path(item).stem] = space.validate(load_overrides_file(item))
         else:
-            raise UsageError(f"unknown candidate {item!r}: use best, default, best-practice or a YAML file "
-                             "of knob values")
+            raise UsageError(f"unknown candidate {item!r}: use best, default, best-practice, design-default or "
+                             "a YAML file of knob values")
     if len(out) < 2:
         raise UsageError("--candidates names nothing to compare with the default")
     return out

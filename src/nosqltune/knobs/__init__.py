@@ -25,7 +25,10 @@ __all__ = ["KnobError", "Knob", "KnobSpace", "load_space", "load_space_file", "p
            "load_overrides_file"]
 
 TYPES = ("int", "float", "bool", "enum")
-APPLIES = ("yaml", "table", "keyspace", "jvm", "config")  # config: a directive of the datastore's own config file (redis.conf)
+APPLIES = ("yaml", "table", "keyspace", "jvm", "config", "design")
+# config: a directive of the datastore's own config file (redis.conf); design: the physical design of the trial
+# (a field of trial.TrialSettings, named by the knob's key), e.g. the number of nodes
+DESIGN_KEYS = ("nodes", "replication_factor")
 # unit suffixes of Cassandra 5.0 (storage, rate, duration); values are integers in the given unit
 UNITS = ("B", "KiB", "MiB", "GiB", "B/s", "KiB/s", "MiB/s", "ns", "us", "ms", "s", "m", "h", "d")
 
@@ -299,6 +302,7 @@ class KnobSpace:
         self.knob_sets: Mapping[str, Mapping[str, Any]] = MappingProxyType(dict(knob_sets or {}))
         self.reference_setup = reference_setup
         self.label = label  # knob set name, subset file name or "subset"; None for the whole space
+        self.recipe: dict[str, Any] | None = None  # the mapping that rebuilds a subset made from a knob set
         # every knob of the whole space: conditions may refer to knobs a subset leaves out
         self._context: Mapping[str, Knob] = MappingProxyType(dict(context if context is not None else knobs))
 
@@ -412,19 +416,25 @@ class KnobSpace:
         return self._make_subset(knobs, label=name)
 
     def _subset_from_mapping(self, data: Mapping[str, Any], origin: str, label: str | None = None) -> "KnobSpace":
-        unknown = set(data) - {"knobs", "description"}
+        """{knobs: names or name -> narrowing}, optionally on top of a knob set (`set: NAME`, whose ranges stay)
+        and with some of its knobs left out (`leave_out: [names]`)."""
+        unknown = set(data) - {"knobs", "description", "set", "leave_out"}
         if unknown:
             raise KnobError(f"{origin}: unknown entry {', '.join(sorted(map(str, unknown)))} "
-                            "(expected 'knobs' and optionally 'description')")
-        entries = data.get("knobs")
+                            "(expected 'knobs' and optionally 'set', 'leave_out' and 'description')")
+        base = data.get("set")
+        if base is not None and (not isinstance(base, str) or base not in self.knob_sets):
+            raise KnobError(f"{origin}: set {base!r} is not a knob set of {self.system} "
+                            f"({', '.join(self.knob_sets) or 'none'})")
+        knobs = dict(self._subset_from_set(base).knobs) if base else {}
+        entries = data.get("knobs") or ({} if base else None)
         if isinstance(entries, (list, tuple)):
             entries = {name: None for name in entries}
-        if not isinstance(entries, Mapping) or not entries:
+        if not isinstance(entries, Mapping) or not (entries or knobs):
             raise KnobError(f"{origin}: 'knobs' must be a non-empty list of knob names or a mapping "
                             "name -> {range: [lo, hi]} | {choices: [...]}")
-        knobs = {}
         for name, narrowing in entries.items():
-            knob = self._lookup(name)
+            knob = knobs.get(name) or self._lookup(name)
             if narrowing is None:
                 narrowing = {}
             if not isinstance(narrowing, Mapping) or set(narrowing) - {"range", "choices"}:
@@ -432,7 +442,15 @@ class KnobSpace:
                                 f"got {narrowing!r}")
             knobs[knob.name] = _narrow(knob, narrowing.get("range"), narrowing.get("choices"), origin,
                                        within="range")
-        return self._make_subset(knobs, label=label or "subset")
+        for name in data.get("leave_out") or ():
+            if knobs.pop(name, None) is None:
+                raise KnobError(f"{origin}: leave_out names {name!r}, which is not in the subset")
+        if not knobs:
+            raise KnobError(f"{origin}: no knob left")
+        subset = self._make_subset(knobs, label=label or "subset")
+        if base or data.get("leave_out"):
+            subset.recipe = {k: data[k] for k in ("set", "knobs", "leave_out") if data.get(k)}
+        return subset
 
     def _make_subset(self, knobs: Mapping[str, Knob], label: str) -> "KnobSpace":
         ordered = {name: knobs[name] for name in self.knobs if name in knobs}  # file order
@@ -462,7 +480,10 @@ def _narrow(knob: Knob, new_range: Any, new_choices: Any, origin: str, *, within
             if (blo is not None and lo < blo) or (bhi is not None and hi > bhi):
                 raise KnobError(f"{origin}: range [{_num(lo)}, {_num(hi)}] of knob {knob.name} goes beyond "
                                 "the values the datastore accepts")
-        if not lo <= knob.default <= hi:
+        if knob.applies == "design" and not lo <= knob.default <= hi:
+            # a design range may leave the default design out (nodes 2..4): its nearest end is the default
+            changes["default"] = lo if knob.default < lo else hi
+        elif not lo <= knob.default <= hi:
             raise KnobError(f"{origin}: range [{_num(lo)}, {_num(hi)}] of knob {knob.name} leaves out its "
                             f"default {_num(knob.default)}")
         if knob.log and lo <= 0:
@@ -594,6 +615,9 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
     if applies == "jvm":
         if "{value}" not in key:
             raise fail("field key of a jvm knob must be a flag template holding {value}")
+    elif applies == "design":
+        if key not in DESIGN_KEYS:
+            raise fail(f"field key of a design knob must be one of {', '.join(DESIGN_KEYS)}, got {key!r}")
     elif applies == "config":
         if not re.fullmatch(r"[a-z][a-z0-9-]*( [^\n]*)?", key) or (" " in key and "{value}" not in key):
             raise fail(f"field key of a config knob must be a directive name, or a directive line holding "

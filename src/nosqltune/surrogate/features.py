@@ -198,7 +198,9 @@ def load_table(source: str, study_name: str | None = None) -> Table:
         raise UsageError(f"study '{name}' has no complete trial to learn from")
     features = [workload_features(r["workload"]) for r in rows]
     distributions = sorted({f["distribution"] for f in features}, key=lambda d: (d not in DISTRIBUTIONS, d))
-    design = sorted({k for f in features for k in f["design"]})
+    searched = FeatureSpec(knobs=knobs, fixed=fixed, system=system).space()
+    # a design the study searched (tune --design) is a knob column; a fixed one (--nodes, --rf) a design column
+    design = sorted({k for f in features for k in f["design"]} - set(searched.names))
     spec = FeatureSpec(knobs=knobs, fixed=fixed, distributions=distributions, design=design, system=system)
     space = spec.space()
     X = np.array([spec.row(space, r["config"], f) for r, f in zip(rows, features)], dtype=float)

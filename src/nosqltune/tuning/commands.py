@@ -30,6 +30,8 @@ def _subset_mapping(space, full_space) -> dict[str, Any] | str:
     and choices), so a resumed study tunes the same space even if the user's file changed."""
     if space.label and space.label in full_space.knob_sets:
         return space.label
+    if space.recipe:   # a knob set with changes (e.g. the design searched with it)
+        return space.recipe
     knobs = {}
     for knob in space:
         knobs[knob.name] = {"range": list(knob.range)} if knob.range else (
@@ -133,9 +135,43 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def design_knobs(args: argparse.Namespace, full_space, subset):
+    """The searched knobs with the physical design (issue 8): the --design ranges added as the knobs `nodes`
+    and `replication_factor`; with any design flag (--nodes, --rf, --design) the design knobs of a knob set
+    (irace23 has replication_factor) are left out of the search, so the design is what the flags say.
+    Stored as a recipe (the knob set, the added ranges, what is left out), so a resume rebuilds it."""
+    from ..cli import parse_design
+
+    searched = parse_design(getattr(args, "design", None))
+    if not searched and args.nodes == 1 and args.rf is None:
+        return subset
+    leave = [k.name for k in subset if k.applies == "design" and k.name not in searched]
+    if not searched and not leave:
+        return subset
+    added = {name: {"range": list(span)} for name, span in searched.items()}
+    base = _subset_mapping(subset, full_space)
+    if isinstance(base, str):
+        recipe = {"set": base, "knobs": added, "leave_out": leave}
+    elif "set" in base:
+        recipe = {**base, "knobs": {**base.get("knobs", {}), **added},
+                  "leave_out": [*base.get("leave_out", []), *leave]}
+    else:
+        recipe = {"knobs": {**{k: v for k, v in base["knobs"].items() if k not in leave}, **added}}
+    if not recipe.get("leave_out"):
+        recipe.pop("leave_out", None)
+    try:
+        result = full_space.subset(recipe)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    result.recipe = recipe
+    result.label = f"{subset.label} + design" if searched else f"{subset.label} (design fixed)"
+    return result
+
+
 def _new_run(args: argparse.Namespace, full_space, settings):
     """The settings of a new tuning run from the flags, all checked."""
     from ..cli import _build_workload, _heap_mb, _searched_space, trial_target
+    from ..optimizers.space import TuningSpace
     from .loop import TuneSpec
     from .objective import Objective
 
@@ -162,6 +198,13 @@ def _new_run(args: argparse.Namespace, full_space, settings):
     if args.knobs is None:
         args.knobs = target.default_knobs(settings) or list(full_space.knobs)
     fixed, subset, searched_space = _searched_space(args, full_space, "tuned")
+    designed = design_knobs(args, full_space, subset)
+    if designed is not subset:
+        subset = designed
+        clash = sorted(set(fixed) & set(subset.knobs))
+        if clash:
+            raise UsageError(f"{', '.join(clash)} is searched (--design); it cannot also be fixed with --set/--config")
+        searched_space = TuningSpace(subset, fixed)
     _heap_mb(args.heap)
     if system.startswith("surrogate:"):
         target = surrogate_target(system, args.seed)

@@ -60,7 +60,7 @@ def place(space: KnobSpace, overrides: dict[str, Any]) -> PlacedConfig:
     placed = PlacedConfig()
     for name, value in overrides.items():
         knob = space[name]
-        if not knob.is_active(full):
+        if not knob.is_active(full) or knob.applies == "design":   # the design is the trial's (trial.with_design)
             continue
         rendered = knob.rendered(value)
         if knob.reload:

@@ -53,18 +53,22 @@ def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[
     live elsewhere in comments."""
     import yaml
 
+    from .node import set_dotted
+
+    from ...trial import with_design
+
+    design, overrides = with_design(knob_space(settings), settings, overrides)
     placed = place(knob_space(settings), overrides)
     nested: dict[str, Any] = {}
     for key, value in placed.yaml.items():
-        node = nested
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
+        set_dotted(nested, key, value)
     lines = [yaml.safe_dump(nested, sort_keys=False).rstrip()] if nested else []
     lines += [f"# CQL: {statement};" for statement in
               placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)]
     lines += [f"# JVM option: {flag}" for flag in placed.jvm]
+    if design.design() != settings.design() or design.nodes > 1:
+        lines.append(f"# physical design: {design.nodes} node(s), keyspace {KEYSPACE} with replication_factor "
+                     f"{design.replication_factor}")
     return lines
 
 
@@ -93,7 +97,8 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
             progress(f"loading {workload.records} records (dataset {dataset.key})")
             boot = servers.start(settings.boot_timeout)
             first = servers.first
-            _create_schema(first.address, first.ports.native, workload.fieldcount, settings.replication_factor)
+            _create_schema(first.address, first.ports.native, workload.fieldcount,
+                           settings.loaded_design()["replication_factor"])
             loader = Workload.from_dict({**workload.to_dict(), "threads": settings.load_threads})
             load = run_client("load", loader, host=servers.hosts, port=first.ports.native,
                               trial_dir=home / "load", timeout=client_timeout(workload, "load"),
@@ -112,7 +117,7 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
             shutil.rmtree(home / sub, ignore_errors=True)
         return {"key": dataset.key, "records": workload.records, "data": workload.dataset_properties(),
                 "reload_knobs": placed.reload, "cassandra_version": settings.cassandra_version,
-                "design": settings.design(),
+                "design": settings.loaded_design(),
                 "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
                 "drain_s": drain_s, "created_at": time.time()}
 
@@ -123,11 +128,13 @@ class _Servers:
     """One node (the trial's home is the node's home, as always) or a local cluster (home/node1, ...)."""
 
     def __init__(self, home: Path, yaml_overrides: dict[str, Any], jvm_flags: list[str],
-                 settings: TrialSettings) -> None:
+                 settings: TrialSettings, per_node: dict[int, dict[str, Any]] | None = None) -> None:
         self.settings = settings
+        per_node = per_node or {}
         if settings.nodes == 1:
             self.members = [CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
-                                          yaml_overrides=yaml_overrides, jvm_flags=jvm_flags,
+                                          yaml_overrides={**yaml_overrides, **per_node.get(1, {})},
+                                          jvm_flags=jvm_flags,
                                           cpus=settings.server_cpus)]
             self.cluster = None
         else:
@@ -135,7 +142,7 @@ class _Servers:
 
             self.cluster = LocalCluster(home=home, nodes=settings.nodes, heap_mb=settings.heap_mb,
                                         version=settings.cassandra_version, yaml_overrides=yaml_overrides,
-                                        jvm_flags=jvm_flags)
+                                        per_node=per_node, jvm_flags=jvm_flags)
             self.members = self.cluster.members   # filled by start()
 
     @property
@@ -173,6 +180,24 @@ class _Servers:
         self.stop(drain=False)
 
 
+def per_node_yaml(settings: TrialSettings) -> dict[int, dict[str, Any]]:
+    """The per-node knobs of the settings (`per_node` of --config) as cassandra.yaml overrides per node number."""
+    from ...knobs import load_space
+
+    space = load_space("cassandra")
+    return {int(number): place(space, knobs).yaml for number, knobs in settings.per_node.items()
+            if int(number) <= settings.nodes}
+
+
+def _design_statements(settings: TrialSettings) -> list[str]:
+    """A replication factor above the node count is set on the restored data (loaded with one replica per
+    node: nothing to stream)."""
+    if settings.replication_factor == settings.loaded_design()["replication_factor"]:
+        return []
+    return [f"ALTER KEYSPACE {KEYSPACE} WITH replication = {{'class': 'SimpleStrategy', "
+            f"'replication_factor': {settings.replication_factor}}}"]
+
+
 def _consistency(settings: TrialSettings) -> dict[str, str]:
     return {"cassandra.readconsistencylevel": settings.read_consistency,
             "cassandra.writeconsistencylevel": settings.write_consistency}
@@ -188,8 +213,8 @@ def _ensure_dataset(placed: PlacedConfig, workload: Workload, settings: TrialSet
                     progress: Progress) -> tuple[Dataset, float]:
     key = cassandra_dataset_key(settings.cassandra_version, workload.dataset_properties(), placed.reload,
                                 settings.heap_mb)
-    if settings.design() != {"nodes": 1, "replication_factor": 1}:
-        key = dataset_key({"single": key, "design": settings.design()})
+    if settings.loaded_design() != {"nodes": 1, "replication_factor": 1}:
+        key = dataset_key({"single": key, "design": settings.loaded_design()})
     dataset = dataset_for(key)
     if dataset.exists():
         return dataset, 0.0
@@ -208,6 +233,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
     result = TrialResult(state="FAIL")
     try:
         with failures_recorded(result, lambda: servers.log_excerpt() if servers else ""):
+            preflight(workload, settings)   # a design searched by tune may not fit: a refused trial
             placed = place(space, overrides)
             if settings.restore_mode == "reload":
                 dataset = dataset_for("reload-" + home.name)
@@ -218,7 +244,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 dataset, built = _ensure_dataset(placed, workload, settings, progress)
                 if built:
                     timings["dataset_build_s"] = built
-            servers = _Servers(home, placed.yaml, settings.jvm_flags() + placed.jvm, settings)
+            servers = _Servers(home, placed.yaml, settings.jvm_flags() + placed.jvm, settings,
+                               per_node=per_node_yaml(settings))
             progress("restoring data")
             timings["restore_s"] = sum(dataset.restore_into(data_dir, "copy" if settings.restore_mode == "copy"
                                                             else "link", part=part)
@@ -227,7 +254,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             timings["boot_s"] = servers.start(settings.boot_timeout)
             node = servers.first
             t0 = time.monotonic()
-            statements = placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)
+            statements = (_design_statements(settings) + placed.keyspace_statements(KEYSPACE)
+                          + placed.table_statements(KEYSPACE, TABLE))
             if statements:
                 progress("applying table/keyspace knobs")
             with cql.session(node.address, node.ports.native) as sess:
@@ -237,6 +265,12 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                     except Exception as exc:
                         raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
                 applied = _read_back(sess, placed)
+            per_node = per_node_yaml(settings)
+            if per_node:   # what each node with its own knobs reports for them
+                applied["per_node_settings"] = {
+                    str(i): _settings_of(servers.members[i - 1], set(placed.yaml) | set(per_node[i]))
+                    for i in sorted(per_node)}
+            applied["design"] = settings.design()
             timings["apply_s"] = time.monotonic() - t0
             before = internals.node_stats(node.ports.jmx)
             progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
@@ -275,6 +309,13 @@ def _read_back(sess, placed: PlacedConfig) -> dict[str, Any]:
     return {"node_settings": settings,
             "table_options": {k: dict(getattr(table, k) or {}) for k in ("compaction", "compression", "caching")},
             "keyspace_replication": dict(keyspace.replication) if keyspace else {}}
+
+
+def _settings_of(node: CassandraNode, wanted: set[str]) -> dict[str, str]:
+    """The node's own view of these cassandra.yaml settings (system_views.settings)."""
+    with cql.session(node.address, node.ports.native) as sess:
+        return {row.name: row.value for row in sess.execute("SELECT name, value FROM system_views.settings")
+                if row.name in wanted}
 
 
 def _delta(before: dict, after: dict, key: str) -> float | None:
