@@ -779,8 +779,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidates", default="best", metavar="LIST",
                    help="comma-separated: best (the study's best), default, best-practice (Cassandra's documented "
                         "rules of thumb for this machine: concurrent_writes = 8 x cores, concurrent_reads = 16 x "
-                        "drives, ...; see `nosqltune knobs`), or YAML files of knob values (default best; the default "
-                        "configuration is always run as the reference)")
+                        "drives, ...; see `nosqltune knobs`), design-default (the default knobs on the best "
+                        "configuration's design, for a study of tune --design), or YAML files of knob values (default "
+                        "best; the default configuration is always run as the reference)")
     p.add_argument("--repeat", type=int, default=10, metavar="N", help="interleaved rounds (default 10)")
     p.add_argument("--scale", type=float, default=1.0, metavar="X",
                    help="multiply records and operations by X, e.g. 10 to validate at 10x the tuning load (seed 001's "

@@ -1,10 +1,21 @@
 """A local multi-node cluster (issue 8, first part): real Cassandra nodes on 127.0.0.1, 127.0.0.2, ..."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from nosqltune.cli import main
+
+from .conftest import our_jvms, sigint_default
+
+TWO_NODES = ["--nodes", "2", "--rf", "2", "--heap", "768M", "--workload", "ycsb-a", "--records", "2000",
+             "--operations", "3000", "--threads", "4", "--warmup-ops", "1000"]
 
 
 def write_and_read_at_all(addresses, port, rf):
@@ -66,12 +77,10 @@ def test_bench_on_a_two_node_cluster(nosqltune_home, tmp_path, capsys):
     from nosqltune.store import open_store
 
     study = tmp_path / "cluster.db"
-    code = main(["bench", "--nodes", "2", "--rf", "2", "--consistency", "ALL", "--heap", "768M", "--workload",
-                 "ycsb-a", "--records", "2000", "--operations", "3000", "--threads", "4", "--warmup-ops", "1000",
-                 "--study", str(study), "--json"])
-    out = json.loads(capsys.readouterr().out)
-    assert code == 0, out
+    code = main(["bench", *TWO_NODES, "--consistency", "ALL", "--study", str(study), "--json"])
+    capsys.readouterr()
     (row,) = open_store(str(study)).trials()
+    assert code == 0, (row["failure_kind"], row["error"])
     assert row["state"] == "COMPLETE" and row["metrics"]["errors"] == 0
     harness = row["workload"]["harness"]
     assert (harness["nodes"], harness["replication_factor"], harness["read_consistency"]) == (2, 2, "ALL")
@@ -79,3 +88,58 @@ def test_bench_on_a_two_node_cluster(nosqltune_home, tmp_path, capsys):
     (dataset,) = [d for d in (nosqltune_home / "datasets").iterdir()
                   if (d / "data" / "node2").is_dir()]
     assert json.loads((dataset / "meta.json").read_text())["design"] == {"nodes": 2, "replication_factor": 2}
+
+
+def test_tune_searches_the_design(nosqltune_home, tmp_path, capsys):
+    """tune --design: each trial runs on the design its configuration names (1 or 2 nodes; RF 2, which one node
+    gets as a schema setting on its restored data), a per-node knob reaches its node only, and the best
+    configuration's YAML names its design."""
+    from nosqltune.store import open_store
+
+    study, knobs, config = tmp_path / "design.db", tmp_path / "knobs.yaml", tmp_path / "config.yaml"
+    knobs.write_text("knobs: [concurrent_writes]\n")
+    config.write_text("per_node:\n  2: {concurrent_reads: 16}\n")
+    code = main(["tune", "--design", "nodes=1..2", "--rf", "2", "--knobs", str(knobs), "--config", str(config),
+                 "--optimizer", "random", "--seed", "1", "--budget", "2", "--heap", "768M", "--workload", "ycsb-a",
+                 "--records", "2000", "--operations", "3000", "--threads", "4", "--warmup-ops", "1000",
+                 "--study", str(study), "--json"])
+    capsys.readouterr()
+    assert code == 0
+    rows = {r["config"]["nodes"]: r for r in open_store(str(study)).trials()}
+    assert sorted(rows) == [1, 2]                     # seed 1: the default (1 node), then 2 nodes
+    for nodes, row in rows.items():
+        assert row["state"] == "COMPLETE" and row["metrics"]["errors"] == 0
+        assert row["internals"]["design"] == {"nodes": nodes, "replication_factor": 2}
+        assert row["internals"]["keyspace_replication"]["replication_factor"] == "2"
+    assert "per_node_settings" not in rows[1]["internals"]        # one node: node 2's knob has no node
+    assert {n: s["concurrent_reads"] for n, s in rows[2]["internals"]["per_node_settings"].items()} == \
+        {"1": "32", "2": "16"}
+    assert main(["best", "--study", str(study), "--format", "yaml"]) == 0
+    best = capsys.readouterr().out
+    nodes = 2 if "nodes: 1 -> 2" in best else 1
+    assert f"# physical design: {nodes} node(s), keyspace ycsb with replication_factor 2" in best
+
+
+def test_ctrl_c_while_a_cluster_boots_leaves_no_node(nosqltune_home, tmp_path):
+    """Ctrl-C while the restored nodes boot (the seed up, node 2 starting): every JVM goes, the trial is
+    stored as interrupted, the command exits 130."""
+    from nosqltune.store import open_store
+
+    study = tmp_path / "interrupted.db"
+    env = {**os.environ, "NOSQLTUNE_HOME": str(nosqltune_home),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "nosqltune", "bench", *TWO_NODES, "--study", str(study)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=sigint_default)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None and \
+            len([p for p in our_jvms(str(nosqltune_home)) if "CassandraDaemon" in p and "/nodes/" in p]) < 2:
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.stderr.read().decode()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    deadline = time.monotonic() + 15
+    while our_jvms(str(nosqltune_home)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert our_jvms(str(nosqltune_home)) == []
+    (row,) = open_store(str(study)).trials()
+    assert (row["state"], row["failure_kind"]) == ("FAIL", "interrupted")

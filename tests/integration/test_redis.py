@@ -97,7 +97,12 @@ def test_short_tune_on_redis(nosqltune_home, tmp_path, capsys):
     assert rows[0]["config"] == {"save_60_changes": 10000, "tcp_backlog": 511, "timeout": 0}
     code = main(["best", "--study", str(study), "--format", "yaml"])
     text = capsys.readouterr().out
-    assert code == 0 and "# diff against the default" in text
+    assert code == 0
+    # four SMAC trials may not beat the default: then the best is the default and the YAML says so
+    if result["best"]["config"] == rows[0]["config"]:
+        assert "# the default configuration: no changes" in text
+    else:
+        assert "# diff against the default" in text
     directives = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
     assert all(ln.split()[0] in ("tcp-backlog", "timeout", "save") for ln in directives), directives
 

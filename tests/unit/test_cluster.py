@@ -49,3 +49,160 @@ def test_design_reaches_the_model_features():
     spec = FeatureSpec(knobs=["concurrent_writes"], design=["nodes", "replication_factor"])
     assert spec.workload_row(workload_features(cluster)) == [0.5, 3.0, 2.0]
     assert spec.workload_row(workload_features(single)) == [1.0, 1.0, 1.0]
+
+
+# ---------------------------------------------------------------- the design in the search (tune --design)
+
+def test_design_ranges_are_parsed_and_checked():
+    from nosqltune.cli import parse_design
+
+    assert parse_design("nodes=2..4, rf=1..3") == {"nodes": (2, 4), "replication_factor": (1, 3)}
+    assert parse_design("replication_factor=1..2") == {"replication_factor": (1, 2)}
+    assert parse_design(None) == {}
+    for text, message in (("nodes=3", "expects nodes=LO..HI"), ("nodes=4..2", "1 <= LO < HI"),
+                          ("disks=1..2", "expects nodes=LO..HI"), ("nodes=1..2,nodes=2..3", "names nodes twice"),
+                          ("nodes=1..12", "at most 9 nodes"), ("", "expects nodes=LO..HI")):
+        with pytest.raises(UsageError, match=message):
+            parse_design(text)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--design", "nodes=2..4", "--nodes", "3"], "--nodes cannot also set it"),
+    (["--design", "rf=1..2", "--rf", "2", "--nodes", "2"], "--rf cannot also set it"),
+    (["--design", "nodes=1..2", "--rf", "3"], "--rf must be within 1..2"),
+    (["--design", "nodes=1..3", "--consistency", "TWO"], "read consistency TWO needs 2 replicas; the design has 1"),
+    (["--design", "nodes=2..3", "--system", "redis"], "are Cassandra's"),
+    (["--design", "rf=1..12"], "replication_factor is not inside its range"),
+    (["--design", "rf=1..2", "--knobs", "eppinger", "--set", "replication_factor=2"],
+     "replication_factor is searched (--design)"),
+])
+def test_tune_design_flags_are_checked(flags, message, tmp_path, capsys):
+    from nosqltune.cli import main
+
+    assert main(["tune", *flags, "--study", str(tmp_path / "s.db")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "s.db").exists()
+
+
+def _tune_args(*flags):
+    import argparse
+
+    return argparse.Namespace(**{"design": None, "nodes": 1, "rf": None, **dict(flags)})
+
+
+def test_the_design_joins_the_searched_knobs_as_a_stored_recipe():
+    """--design adds nodes and replication_factor with the given ranges (the default design is the range's
+    smallest); a fixed design (--nodes/--rf) leaves a knob set's replication_factor out; either way the stored
+    knobs rebuild the same space (what tune --resume, best, compare and report do)."""
+    from nosqltune.knobs import load_space
+    from nosqltune.optimizers.space import TuningSpace
+    from nosqltune.tuning.commands import _subset_mapping, design_knobs
+
+    full = load_space("cassandra")
+    irace = full.subset("irace23")
+    assert "replication_factor" in irace and "nodes" not in irace
+    assert design_knobs(_tune_args(), full, irace) is irace               # a single node: the set unchanged
+
+    searched = design_knobs(_tune_args(("design", "nodes=2..4,rf=1..3")), full, irace)
+    assert (searched["nodes"].range, searched["nodes"].default) == ((2, 4), 2)
+    assert (searched["replication_factor"].range, searched["replication_factor"].default) == ((1, 3), 1)
+    assert searched["stream_throughput_outbound"].range == irace["stream_throughput_outbound"].range  # set's ranges
+    stored = _subset_mapping(searched, full)
+    assert stored["set"] == "irace23"
+    again = full.subset(stored)
+    assert {k.name: k.range for k in again} == {k.name: k.range for k in searched}
+    assert TuningSpace(again).default()["nodes"] == 2
+
+    fixed = design_knobs(_tune_args(("nodes", 3), ("rf", 2)), full, irace)
+    assert "replication_factor" not in fixed and len(fixed) == len(irace) - 1
+    assert "replication_factor" not in full.subset(_subset_mapping(fixed, full))
+
+    eppinger = full.subset("eppinger")    # no design knob in the set: nothing to leave out
+    assert design_knobs(_tune_args(("nodes", 2)), full, eppinger) is eppinger
+
+
+def test_subset_recipes_are_checked():
+    from nosqltune.knobs import KnobError, load_space
+
+    full = load_space("cassandra")
+    with pytest.raises(KnobError, match="set 'nope' is not a knob set"):
+        full.subset({"set": "nope"})
+    with pytest.raises(KnobError, match="leave_out names 'nodes', which is not in the subset"):
+        full.subset({"set": "eppinger", "leave_out": ["nodes"]})
+    with pytest.raises(KnobError, match="leaves out its default"):   # only a design range may move the default
+        full.subset({"knobs": {"concurrent_reads": {"range": [40, 64]}}})
+
+
+def test_per_node_knobs_are_read_from_the_config_file(tmp_path):
+    import argparse
+
+    from nosqltune.cli import _per_node
+
+    def per_node(text, nodes=3, system="cassandra"):
+        path = tmp_path / "c.yaml"
+        path.write_text(text)
+        return _per_node(argparse.Namespace(config=str(path), force=False), system, nodes)
+
+    assert per_node("concurrent_reads: 16\nper_node:\n  2: {concurrent_writes: 64}\n  node3: {concurrent_reads: 8}\n") \
+        == {"2": {"concurrent_writes": 64}, "3": {"concurrent_reads": 8}}
+    assert per_node("concurrent_reads: 16\n") == {}
+    for text, message in (("per_node:\n  4: {concurrent_reads: 8}\n", "not one of the cluster's nodes 1..3"),
+                          ("per_node:\n  2: {compaction_method: Leveled}\n", "applies to table"),
+                          ("per_node:\n  2: {num_tokens: 4}\n", "applies to the loaded data"),
+                          ("per_node:\n  2: {}\n", "needs a mapping"),
+                          ("per_node: 3\n", "must map node numbers")):
+        with pytest.raises(UsageError, match=message):
+            per_node(text)
+    with pytest.raises(UsageError, match="for Cassandra clusters"):
+        per_node("per_node:\n  2: {concurrent_reads: 8}\n", system="redis")
+
+
+def test_per_node_knobs_become_each_nodes_yaml():
+    from nosqltune.systems.cassandra.trial import per_node_yaml
+    from nosqltune.trial import TrialSettings
+
+    settings = TrialSettings(nodes=2, per_node={"2": {"concurrent_writes": 64, "memtable_heap_space": 256},
+                                                "3": {"concurrent_reads": 8}})
+    assert per_node_yaml(settings) == {2: {"concurrent_writes": 64, "memtable_heap_space": "256MiB"}}
+
+
+def test_a_searched_design_is_a_knob_column_not_a_design_column(tmp_path):
+    """Trials of tune --design carry the design in their configuration: the model sees it once, as knobs."""
+    from nosqltune.store import open_store
+    from nosqltune.surrogate.features import load_table
+    from nosqltune.trial import TrialSettings
+
+    store = open_store(str(tmp_path / "s.db"))
+    study = store.study("tune", "cassandra")
+    knobs = {"set": "eppinger", "knobs": {"nodes": {"range": [1, 3]}}}
+    store.update_study_settings(study, {"tune": {"knobs": knobs, "fixed": {},
+                                                 "harness": TrialSettings(nodes=1).to_dict()}})
+    for nodes, value in ((1, 5000.0), (2, 3500.0), (3, 2500.0)):
+        trial = store.start_trial(study, {"nodes": nodes}, {"name": "ycsb-a", "mix": {"readproportion": 0.5},
+                                                            "harness": TrialSettings(nodes=1).to_dict()}, tag="tune")
+        store.finish_trial(trial, "COMPLETE", metrics={"summary": {"throughput_ops_s": value}})
+    store.close()
+    table = load_table(str(tmp_path / "s.db"))
+    assert table.spec.design == [] and "nodes" in table.spec.names()
+
+
+def test_design_default_is_the_default_knobs_on_the_best_design():
+    from nosqltune.evaluation.commands import parse_candidates
+    from nosqltune.knobs import load_space
+
+    space = load_space("cassandra")
+    best = {"concurrent_writes": 64, "nodes": 3, "replication_factor": 2}
+    assert parse_candidates("best,design-default", space, best) == {
+        "default": {}, "best": best, "design-default": {"nodes": 3, "replication_factor": 2}}
+    with pytest.raises(UsageError, match="needs a best configuration with a searched design"):
+        parse_candidates("design-default", space, {"concurrent_writes": 64})
+
+
+def test_cluster_nodes_wait_for_schema_agreement():
+    """A lone node's 1 s schema wait (jvm17.options) is too short for a node joining a running one on a busy
+    machine; the cluster's flags come later on the command line, so theirs is the value the JVM keeps."""
+    from nosqltune.systems.cassandra.cluster import CLUSTER_JVM_FLAGS
+    from nosqltune.systems.cassandra.node import jvm_options
+
+    flags = [f for f in jvm_options() + CLUSTER_JVM_FLAGS if f.startswith("-Dcassandra.schema_delay_ms=")]
+    assert int(flags[0].split("=")[1]) == 1000 and int(flags[-1].split("=")[1]) >= 30000

@@ -22,8 +22,12 @@ from .provision import DEFAULT_VERSION
 MAX_NODES = 9
 NODE_OVERHEAD_MB = 600          # a node's memory beyond its heap (metaspace, off-heap, threads), measured ~0.5 GiB
 CLIENT_RESERVE_MB = 1536        # the YCSB client JVM and the harness
-# joining an empty cluster: no bootstrap streaming, no 30 s ring delay per node
-CLUSTER_JVM_FLAGS = ["-Dcassandra.ring_delay_ms=1000", "-Dcassandra.skip_wait_for_gossip_to_settle=0"]
+# joining an empty cluster: no bootstrap streaming, no 30 s ring delay per node. The schema wait goes back to
+# Cassandra's 30 s (jvm17.options cuts it to 1 s for a lone node): a node that joins a running one waits for
+# their schemas to agree, which took more than a second on a busy machine ("Could not achieve schema readiness
+# in PT1S", the node exits); the wait ends as soon as they agree.
+CLUSTER_JVM_FLAGS = ["-Dcassandra.ring_delay_ms=1000", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+                     "-Dcassandra.schema_delay_ms=30000"]
 STATE_FILE = "cluster.json"
 
 
@@ -73,8 +77,10 @@ class LocalCluster:
     def native_port(self) -> int:
         return self.members[0].ports.native
 
-    def start(self, timeout: float = 180.0) -> float:
-        """Start every node in turn and wait until each sees all the others; returns the seconds taken."""
+    def start(self, timeout: float = 180.0, restored: bool = False) -> float:
+        """Start the nodes and wait until each sees all the others; returns the seconds taken. A new cluster
+        joins one node after another; a `restored` one (every node's data, with its tokens, restored) starts
+        the seed, then all the others at once."""
         check_fits(self.nodes, self.heap_mb)
         started = time.monotonic()
         native, storage, *jmx = process.free_ports(2 + self.nodes)
@@ -90,7 +96,14 @@ class LocalCluster:
                                                                          jmx=jmx[i - 1]),
                                      detached=self.detached)
                 self.members.append(node)
-                node.start(timeout)
+                if i == 1 or not restored:
+                    node.start(timeout)
+            if restored:
+                for node in self.members[1:]:
+                    node.prepare()
+                    node.launch()
+                for node in self.members[1:]:
+                    node.wait_ready(max(10.0, timeout - (time.monotonic() - started)))
             self.wait_all_up(max(10.0, timeout - (time.monotonic() - started)))
         except BaseException:
             self.stop(drain=False)

@@ -115,6 +115,7 @@ class CassandraNode:
     proc: subprocess.Popen | None = None
     boot_seconds: float | None = None
     detached: bool = False   # outlives this process (see process.spawn)
+    _launched: float = field(default=0.0, repr=False)   # monotonic time of the last launch
 
     @property
     def log_path(self) -> Path:
@@ -163,12 +164,17 @@ class CassandraNode:
         raise AssertionError("unreachable")
 
     def _launch(self, timeout: float) -> float:
+        self.launch()
+        return self.wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Write cassandra.yaml and spawn the JVM, without waiting (`wait_ready`); `prepare()` came first."""
         settings = render_yaml(self.home, self.ports, self.yaml_overrides, self.address)
         (self.home / "conf" / "cassandra.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
         cmd = self.command()
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         out = open(self.home / "logs" / "stdout.log", "ab")
-        started = time.monotonic()
+        self._launched = time.monotonic()
         try:
             # Cassandra's mlockall faults in the whole committed heap at boot (~6 s for 2 GiB here);
             # without it (it logs a warning and goes on) pages fault in during the warm-up instead.
@@ -176,12 +182,15 @@ class CassandraNode:
                                       no_mlock=True, detached=self.detached)
         finally:
             out.close()
+
+    def wait_ready(self, timeout: float) -> float:
+        """Wait until the launched node answers CQL (the node is killed if it does not); seconds since launch."""
         try:
-            self._wait_ready(started, timeout)
+            self._wait_ready(self._launched, timeout)
         except BaseException:
             self.stop(drain=False, timeout=0)
             raise
-        self.boot_seconds = time.monotonic() - started
+        self.boot_seconds = time.monotonic() - self._launched
         return self.boot_seconds
 
     def _wait_ready(self, started: float, timeout: float) -> None:

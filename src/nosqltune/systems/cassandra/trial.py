@@ -66,7 +66,7 @@ def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[
     lines += [f"# CQL: {statement};" for statement in
               placed.keyspace_statements(KEYSPACE) + placed.table_statements(KEYSPACE, TABLE)]
     lines += [f"# JVM option: {flag}" for flag in placed.jvm]
-    if design.design() != settings.design() or design.nodes > 1:
+    if design.design() != {"nodes": 1, "replication_factor": 1}:
         lines.append(f"# physical design: {design.nodes} node(s), keyspace {KEYSPACE} with replication_factor "
                      f"{design.replication_factor}")
     return lines
@@ -160,8 +160,8 @@ class _Servers:
             return [(self.first.home / "data", None)]
         return [(self.cluster.home / f"node{i}" / "data", f"node{i}") for i in range(1, self.settings.nodes + 1)]
 
-    def start(self, timeout: float) -> float:
-        return self.first.start(timeout) if self.cluster is None else self.cluster.start(timeout)
+    def start(self, timeout: float, restored: bool = False) -> float:
+        return self.first.start(timeout) if self.cluster is None else self.cluster.start(timeout, restored)
 
     def dead(self) -> CassandraNode | None:
         return next((n for n in self.members if not n.is_running()), None)
@@ -251,7 +251,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                                                             else "link", part=part)
                                        for data_dir, part in servers.data_dirs())
             progress("booting Cassandra" + (f" ({settings.nodes} nodes)" if settings.nodes > 1 else ""))
-            timings["boot_s"] = servers.start(settings.boot_timeout)
+            timings["boot_s"] = servers.start(settings.boot_timeout, restored=True)
             node = servers.first
             t0 = time.monotonic()
             statements = (_design_statements(settings) + placed.keyspace_statements(KEYSPACE)
@@ -266,10 +266,10 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                         raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
                 applied = _read_back(sess, placed)
             per_node = per_node_yaml(settings)
-            if per_node:   # what each node with its own knobs reports for them
-                applied["per_node_settings"] = {
-                    str(i): _settings_of(servers.members[i - 1], set(placed.yaml) | set(per_node[i]))
-                    for i in sorted(per_node)}
+            if per_node:   # what every node reports for the knobs set per node (and for all)
+                wanted = set(placed.yaml).union(*per_node.values())
+                applied["per_node_settings"] = {str(i): _settings_of(member, wanted)
+                                                for i, member in enumerate(servers.members, 1)}
             applied["design"] = settings.design()
             timings["apply_s"] = time.monotonic() - t0
             before = internals.node_stats(node.ports.jmx)
