@@ -63,7 +63,9 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                    help=f"trial store: SQLite path or sqlite:///path (default {DEFAULT_STUDY})")
     h.add_argument("--study-name", default=None, help="study within the store (default: the command's name)")
     h.add_argument("--cassandra-version", default=None, help="Cassandra release from Maven (default 5.0.6)")
-    h.add_argument("--heap", default="2G", metavar="SIZE", help="Cassandra heap, e.g. 2G or 1536M (default 2G)")
+    h.add_argument("--heap", default=None, metavar="SIZE",
+                   help="Cassandra heap per node, e.g. 2G or 1536M (default 2G; for a cluster whose nodes would not "
+                        "all fit in memory with 2G each, the largest multiple of 256M that fits, at least 512M)")
     h.add_argument("--server-cpus", metavar="LIST", help="pin the datastore to these CPUs (taskset list, e.g. 0)")
     h.add_argument("--client-cpus", metavar="LIST", help="pin the YCSB client to these CPUs (e.g. 1)")
     h.add_argument("--restore", choices=["link", "copy", "reload"], default="link",
@@ -100,6 +102,20 @@ def _heap_mb(text: str) -> int:
     if mb < 16:  # below what a JVM can start with at all; above it, Cassandra itself says if it is enough
         raise UsageError(f"--heap {text} is too small for a JVM (2G recommended)")
     return mb
+
+
+def trial_heap(args: argparse.Namespace, nodes: int) -> int:
+    """The heap per node in MiB: --heap, checked against the memory of `nodes` nodes (the largest cluster of
+    the run; one line and nothing started when they do not fit), or without --heap 2G, or for a cluster
+    that would not fit with 2G the largest heap that does (refused below 512M)."""
+    from .systems.cassandra.cluster import DEFAULT_HEAP_MB, check_fits, fitting_heap
+
+    if args.heap is None:
+        return fitting_heap(nodes, DEFAULT_HEAP_MB) if nodes > 1 else DEFAULT_HEAP_MB
+    heap = _heap_mb(args.heap)
+    if nodes > 1:
+        check_fits(nodes, heap)
+    return heap
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -206,7 +222,7 @@ def _settings(args: argparse.Namespace):
     design = _design(args, system)
     most = parse_design(getattr(args, "design", None)).get("nodes", (0, design["nodes"]))[1]
     return TrialSettings(system=system, target_file=target_file,
-                         cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=_heap_mb(args.heap),
+                         cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=trial_heap(args, most),
                          server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
                          keep_node=args.keep_nodes, jit=args.jit, per_node=_per_node(args, system, most), **design)
 
@@ -264,10 +280,6 @@ def _design(args: argparse.Namespace, system: str) -> dict[str, Any]:
     most = searched.get("nodes", (nodes, nodes))[1]
     if "replication_factor" not in searched and not 1 <= rf <= most:
         raise UsageError(f"--rf must be within 1..{most} (the number of nodes), got {rf}")
-    if "nodes" in searched:
-        from .systems.cassandra.cluster import check_fits
-
-        check_fits(searched["nodes"][1], _heap_mb(args.heap))
     for flag, level in (("read", read), ("write", write)):
         if level not in CONSISTENCY_LEVELS:
             raise UsageError(f"unknown {flag} consistency {level!r}: use {', '.join(CONSISTENCY_LEVELS)}")

@@ -14,6 +14,35 @@ def test_a_cluster_that_does_not_fit_is_refused():
         check_fits(12, 512, available=10 ** 6)
 
 
+def test_a_cluster_without_heap_gets_the_largest_that_fits():
+    from nosqltune.systems.cassandra.cluster import fitting_heap
+
+    assert fitting_heap(3, 2048, available=22000) == 2048                  # 3 x (2048 + 600) + 1536 fits
+    assert fitting_heap(9, 2048, available=22000) == 1536                  # 2,273 MiB a node: 1,536 + 600 fit
+    assert fitting_heap(4, 2048, available=8000) == 768                    # 1,616 MiB a node: 768 + 600 fit
+    with pytest.raises(UsageError, match="4 nodes with a 512 MiB heap need about 5984 MiB"):
+        fitting_heap(4, 2048, available=5000)
+
+
+def test_the_heap_is_checked_before_anything_runs(tmp_path, capsys, monkeypatch):
+    """A cluster that does not fit is refused at the start, in one line, with no study written; without
+    --heap, a cluster gets the heap that fits, and a single node 2G."""
+    import argparse
+
+    from nosqltune.cli import main, trial_heap
+    from nosqltune.systems.cassandra import cluster
+
+    monkeypatch.setattr(cluster, "available_mb", lambda: 8000)
+    assert main(["bench", "--nodes", "3", "--heap", "4G", "--study", str(tmp_path / "s.db")]) == 2
+    assert "3 nodes with a 4096 MiB heap need about 15624 MiB" in capsys.readouterr().err
+    assert main(["tune", "--design", "nodes=1..3", "--heap", "4G", "--study", str(tmp_path / "s.db")]) == 2
+    assert "need about 15624 MiB" in capsys.readouterr().err
+    assert not (tmp_path / "s.db").exists()
+    assert trial_heap(argparse.Namespace(heap=None), 3) == 1536    # (8000 - 1536) / 3 - 600 = 1554
+    assert trial_heap(argparse.Namespace(heap=None), 1) == 2048
+    assert trial_heap(argparse.Namespace(heap="1G"), 3) == 1024
+
+
 def test_addresses_and_names():
     assert [address(i) for i in (1, 2, 3)] == ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
     with pytest.raises(UsageError, match="plain word"):

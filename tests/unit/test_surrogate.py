@@ -159,6 +159,16 @@ def test_ensemble_drops_the_worst_nets_and_averages_the_rest(mixed):
     assert max(kept) <= model.train_errors[7] + 1e-9
 
 
+def test_forest_prediction_is_sklearns_own():
+    """The forest's tree-by-tree mean (fast for the searches' small batches) is what sklearn predicts."""
+    rng = np.random.default_rng(3)
+    X, weights = rng.random((60, 6)), rng.random(6)
+    model = TreeModel("rf", tune=False, trees=40).fit(X, np.exp(X @ weights))
+    rows = rng.random((25, 6))
+    assert np.allclose(model.predict(rows), np.exp(model.model.predict(rows)), rtol=1e-12)
+    assert model.predict(rows[0]).shape == (1,)
+
+
 @pytest.mark.parametrize("make", [lambda: NNEnsemble(nets=8, seed=0), lambda: TreeModel("rf", tune=False),
                                   lambda: TreeModel("gbdt")])
 def test_models_learn_an_analytic_function(mixed, make, tmp_path):

@@ -170,7 +170,7 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
 
 def _new_run(args: argparse.Namespace, full_space, settings):
     """The settings of a new tuning run from the flags, all checked."""
-    from ..cli import _build_workload, _heap_mb, _searched_space, trial_target
+    from ..cli import _build_workload, _searched_space, trial_target
     from ..optimizers.space import TuningSpace
     from .loop import TuneSpec
     from .objective import Objective
@@ -205,7 +205,6 @@ def _new_run(args: argparse.Namespace, full_space, settings):
         if clash:
             raise UsageError(f"{', '.join(clash)} is searched (--design); it cannot also be fixed with --set/--config")
         searched_space = TuningSpace(subset, fixed)
-    _heap_mb(args.heap)
     if system.startswith("surrogate:"):
         target = surrogate_target(system, args.seed)
         outside = sorted(set(subset.knobs) - set(target.knobs)) + sorted(set(fixed) - set(target.knobs))

@@ -20,6 +20,8 @@ from .node import CassandraNode, NodePorts
 from .provision import DEFAULT_VERSION
 
 MAX_NODES = 9
+DEFAULT_HEAP_MB = 2048          # a node's heap unless the user names one (what the figures here were measured with)
+MIN_FITTED_HEAP_MB = 512        # below this, a node spends its trial collecting garbage: refuse instead
 NODE_OVERHEAD_MB = 600          # a node's memory beyond its heap (metaspace, off-heap, threads), measured ~0.5 GiB
 CLIENT_RESERVE_MB = 1536        # the YCSB client JVM and the harness
 # joining an empty cluster: no bootstrap streaming, no 30 s ring delay per node. The schema wait goes back to
@@ -53,6 +55,20 @@ def check_fits(nodes: int, heap_mb: int, available: int | None = None) -> None:
         fit = max(0, (available - CLIENT_RESERVE_MB) // nodes - NODE_OVERHEAD_MB)
         raise UsageError(f"{nodes} nodes with a {heap_mb} MiB heap need about {need} MiB with the client; "
                          f"{available} MiB are available: use a heap of at most {fit} MiB (--heap) or fewer nodes")
+
+
+def fitting_heap(nodes: int, wanted: int = DEFAULT_HEAP_MB, available: int | None = None) -> int:
+    """The heap per node of a cluster for which the user named none: `wanted`, or when `nodes` nodes with
+    it would not fit, the largest multiple of 256 MiB that fits; refused (check_fits) below 512 MiB."""
+    available = available_mb() if available is None else available
+    if available is None:
+        return wanted
+    fit = (available - CLIENT_RESERVE_MB) // nodes - NODE_OVERHEAD_MB
+    heap = min(wanted, fit // 256 * 256)
+    if heap < MIN_FITTED_HEAP_MB:
+        check_fits(nodes, MIN_FITTED_HEAP_MB, available)   # says how much there is and what would fit
+        heap = MIN_FITTED_HEAP_MB
+    return heap
 
 
 @dataclass
