@@ -16,13 +16,14 @@ def log(message: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
-def nosqltune(*args: str, capture: bool = True) -> str:
+def nosqltune(*args: str, capture: bool = True, ok: tuple[int, ...] = (0,)) -> str:
     """Run one nosqltune command of this checkout; its stdout when `capture` (progress stays on stderr). A
-    failing command ends the benchmark with its exit code in the message (the run can be resumed)."""
+    command that exits with a code outside `ok` ends the benchmark with the code in the message (the run can
+    be resumed)."""
     cmd = [sys.executable, "-m", "nosqltune", *args]
     log(" ".join(cmd[2:]))
     proc = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
                           stdout=subprocess.PIPE if capture else None, text=True)
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
     return proc.stdout or ""

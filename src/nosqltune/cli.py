@@ -599,6 +599,24 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
+def domain_flags(parser: argparse.ArgumentParser) -> None:
+    """model fit/report: seed 004's tuning domains (its Table 3)."""
+    parser.add_argument("--domain", choices=["TD1", "TD2", "TD3", "TD4"], default="TD1",
+                        help="the features the model sees (seed 004's tuning domains): TD1 workload, physical design "
+                             "and knobs; TD2 no workload (the trials of one workload); TD3 no design (the trials of "
+                             "one design); TD4 knobs only (default TD1)")
+    parser.add_argument("--workload", metavar="NAME", help="TD2/TD4: the workload whose trials are kept, as stored "
+                        "(e.g. ycsb-a, read90-zipfian) (default: the only one)")
+    parser.add_argument("--nodes", type=int, metavar="N", help="TD3/TD4: the node count whose trials are kept")
+    parser.add_argument("--rf", type=int, metavar="N", help="TD3/TD4: the replication factor whose trials are kept")
+
+
+def domain_of(args: argparse.Namespace) -> dict[str, Any]:
+    """load_table's tuning-domain arguments from the flags."""
+    design = {k: v for k, v in (("nodes", args.nodes), ("replication_factor", args.rf)) if v is not None}
+    return {"domain": args.domain, "workload": args.workload, "design": design or None}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nosqltune",
@@ -735,6 +753,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="throughput or a latency such as p99-read, avg-all (default throughput)")
     m.add_argument("--out", metavar="DIR", help="model directory (default <study>.<target>.<kind>.model next to it)")
     m.add_argument("--seed", type=int, default=0)
+    domain_flags(m)
     m.add_argument("--json", action="store_true", help="print JSON")
     m.set_defaults(func=cmd_model_fit)
     m = msub.add_parser("report", help="accuracy on unseen configurations and workloads, error vs training size",
@@ -750,6 +769,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "e.g. 25,50,100,200 (default: none)")
     m.add_argument("--out", metavar="DIR", help="also write accuracy.md/.json and learning_curve.png here")
     m.add_argument("--seed", type=int, default=0)
+    domain_flags(m)
     m.add_argument("--json", action="store_true", help="print JSON")
     m.set_defaults(func=cmd_model_report)
 
@@ -758,8 +778,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "best configuration on a workload. Example: nosqltune recommend --model "
                                    "runs/train.throughput.nn-ensemble.model --workload read=0.7")
     p.add_argument("--model", required=True, metavar="DIR", help="directory written by `nosqltune model fit`")
-    p.add_argument("--workload", default="ycsb-a", metavar="NAME",
-                   help="read=0.7, read70, ycsb-a..f or a properties file (default ycsb-a)")
+    p.add_argument("--workload", default=None, metavar="NAME",
+                   help="read=0.7, read70, ycsb-a..f or a properties file (default ycsb-a; for a model of tuning "
+                        "domain TD2 or TD4, the one workload it was fitted on)")
     p.add_argument("--distribution", choices=["zipfian", "uniform", "latest"], help="request distribution")
     p.add_argument("--search", default="ga", help="ga (genetic algorithm, RAFIKI) or anneal (simulated annealing, "
                    "seed 004) (default ga)")

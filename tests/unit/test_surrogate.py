@@ -297,3 +297,92 @@ def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch):
     records = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert code == 0 and len(records) == 20
     assert {"knob.concurrent_writes", "metric.throughput_ops_s", "workload", "meta.candidate"} <= set(records[0])
+
+
+# ------------------------------------------------------------------------------- tuning domains (seed 004)
+def _design_store(path, knobs, searched=False):
+    """Trials of two workloads on two designs (fixed per study harness, or searched: in the configuration),
+    throughput falling with the node count and rising with concurrent_writes."""
+    from nosqltune.store import open_store
+    from nosqltune.trial import TrialSettings
+
+    store = open_store(str(path))
+    study = store.study("tune", "cassandra")
+    store.update_study_settings(study, {"tune": {"knobs": knobs, "fixed": {},
+                                                 "harness": TrialSettings().to_dict()}})
+    for ratio in (0.1, 0.9):
+        for nodes in (1, 2):
+            for writes in (8, 16, 32, 48, 64, 96):
+                config = {"concurrent_writes": writes, **({"nodes": nodes} if searched else {})}
+                harness = TrialSettings(nodes=1 if searched else nodes, replication_factor=1 if searched else nodes)
+                workload = {"name": f"read{round(ratio * 100)}-zipfian", "harness": harness.to_dict(),
+                            "mix": {"readproportion": ratio, "updateproportion": 1 - ratio}}
+                trial = store.start_trial(study, config, workload, tag="tune")
+                value = 5000.0 / nodes * (1 + writes / 200) * (1 + ratio)
+                store.finish_trial(trial, "COMPLETE", metrics={"summary": {"throughput_ops_s": value}})
+    store.close()
+    return str(path)
+
+
+def test_tuning_domains_choose_features_and_trials(tmp_path):
+    """TD1 sees workload, design and knobs; TD2 drops the workload (the trials of one), TD3 the design (the
+    trials of one), TD4 both (seed 004, Table 3)."""
+    from nosqltune.errors import UsageError
+    from nosqltune.surrogate.features import load_table
+
+    path = _design_store(tmp_path / "fixed.db", ["concurrent_writes"])
+    both = {"workload": "read90-zipfian", "design": {"nodes": 2, "replication_factor": 2}}
+    expected = {"TD1": (["read_ratio", "nodes", "replication_factor", "concurrent_writes"], {}, 24),
+                "TD2": (["nodes", "replication_factor", "concurrent_writes"], {"workload": both["workload"]}, 12),
+                "TD3": (["read_ratio", "concurrent_writes"], {"design": both["design"]}, 12),
+                "TD4": (["concurrent_writes"], both, 6)}
+    for domain, (names, given, rows) in expected.items():
+        table = load_table(path, domain=domain, **given)
+        assert (table.spec.names(), len(table.X), table.X.shape[1]) == (names, rows, len(names)), domain
+    td4 = load_table(path, domain="TD4", **both)
+    assert set(td4.workloads) == {"read90-zipfian"} and td4.spec.scope["design"] == both["design"]
+    assert td4.spec.scope["read_ratio"] == 0.9
+    for domain, given, message in (("TD2", {}, "pick one with --workload"), ("TD3", {}, "pick one with --nodes"),
+                                   ("TD1", {"workload": "read90-zipfian"}, "--workload goes with TD2 or TD4"),
+                                   ("TD2", {"workload": "ycsb-a"}, "no trial of workload 'ycsb-a'"),
+                                   ("TD3", {"design": {"nodes": 3}}, "no trial on"), ("TD5", {}, "unknown tuning")):
+        with pytest.raises(UsageError, match=message):
+            load_table(path, domain=domain, **given)
+
+
+def test_a_searched_design_leaves_the_space_in_td3(tmp_path):
+    from nosqltune.surrogate.features import load_table
+
+    path = _design_store(tmp_path / "searched.db", {"knobs": {"concurrent_writes": None, "nodes": {"range": [1, 3]}}},
+                         searched=True)
+    td1 = load_table(path)
+    assert td1.spec.names() == ["read_ratio", "concurrent_writes", "nodes"] and len(td1.X) == 24
+    td3 = load_table(path, domain="TD3", design={"nodes": 2})
+    assert td3.spec.names() == ["read_ratio", "concurrent_writes"] and len(td3.X) == 12
+    assert "nodes" not in td3.spec.space().names      # the stored spec rebuilds the same space
+    from nosqltune.store import open_store
+
+    on_two = sorted(r["id"] for r in open_store(path).trials() if r["config"]["nodes"] == 2)
+    assert sorted(td3.trial_ids) == on_two
+
+
+def test_a_td4_model_recommends_for_its_own_workload_only(tmp_path, capsys):
+    import json
+
+    from nosqltune.cli import main
+
+    path = _design_store(tmp_path / "fixed.db", ["concurrent_writes"])
+    model = tmp_path / "td4.model"
+    assert main(["model", "fit", "--study", path, "--kind", "rf", "--domain", "TD4", "--workload", "read90-zipfian",
+                 "--nodes", "2", "--rf", "2", "--out", str(model)]) == 0
+    assert "tuning domain TD4 (workload read90-zipfian, 2 node(s), RF 2), 1 features" in capsys.readouterr().out
+    assert main(["recommend", "--model", str(model), "--search", "anneal", "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["workload"] == "read90-zipfian" and rec["read_ratio"] == 0.9
+    assert rec["config"]["concurrent_writes"] > 32 and rec["predicted_gain"] > 1   # more writers (default 32) gain
+    assert main(["recommend", "--model", str(model), "--workload", "read10"]) == 2
+    assert "fitted on workload read90-zipfian (read ratio 0.9) only" in capsys.readouterr().err
+    assert main(["model", "report", "--study", path, "--kinds", "rf", "--repeats", "2", "--domain", "TD2",
+                 "--workload", "read10-zipfian", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["domain"], report["trials"], report["features"]) == ("TD2", 12, 3)

@@ -267,8 +267,10 @@ def cmd_model_fit(args: argparse.Namespace) -> int:
     from .models import save
     from .pipeline import fit
 
+    from ..cli import domain_of
+
     metric = check_metric(args.target, "target")
-    table = load_table(args.study, args.study_name)
+    table = load_table(args.study, args.study_name, **domain_of(args))
     model, meta = fit(table, args.kind, metric, seed=args.seed)
     meta["study"] = args.study
     out = Path(args.out) if args.out else _default_model_dir(args.study, metric, args.kind)
@@ -277,7 +279,8 @@ def cmd_model_fit(args: argparse.Namespace) -> int:
         print(json.dumps({"model": str(out), **meta}, default=str))
     else:
         t = meta["training"]
-        print(f"{args.kind} model of {metric} fitted on {meta['trials']} trials in {meta['fit_seconds']:.1f} s "
+        print(f"{args.kind} model of {metric} ({describe_domain(table.spec)}) fitted on {meta['trials']} trials "
+              f"in {meta['fit_seconds']:.1f} s "
               f"(training error: MAPE {t['mape']:.2f}%, R2 {t['r2']:.3f}); saved to {out}")
         if meta["noise"]["cv"] is not None:
             print(f"measurement noise of the data: CV {meta['noise']['cv'] * 100:.1f}% "
@@ -315,7 +318,9 @@ def cmd_model_report(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise UsageError("--repeats must be at least 1")
     sizes = _parse_sizes(args.sizes)
-    table = load_table(args.study, args.study_name)
+    from ..cli import domain_of
+
+    table = load_table(args.study, args.study_name, **domain_of(args))
     say = _say(args)
     rows = []
     for kind in kinds:
@@ -330,7 +335,8 @@ def cmd_model_report(args: argparse.Namespace) -> int:
         if usable:
             say(f"{kind}: error versus training-set size {usable}")
             curve += learning_curve(table, kind, metric, usable, repeats=args.repeats, seed=args.seed)
-    result = {"study": args.study, "metric": metric, "trials": len(table.X), "noise": noise(table, metric),
+    result = {"study": args.study, "metric": metric, "domain": table.spec.domain, "scope": table.spec.scope,
+              "features": len(table.spec.names()), "trials": len(table.X), "noise": noise(table, metric),
               "accuracy": rows, "learning_curve": curve}
     text = format_accuracy(result)
     if args.out:
@@ -345,7 +351,8 @@ def cmd_model_report(args: argparse.Namespace) -> int:
 
 
 def format_accuracy(result: dict[str, Any]) -> str:
-    lines = [f"Surrogate accuracy for {result['metric']} ({result['trials']} trials; measurement noise CV "
+    lines = [f"Surrogate accuracy for {result['metric']} ({result['trials']} trials, tuning domain "
+             f"{result.get('domain', 'TD1')}{_scope_text(result.get('scope'))}; measurement noise CV "
              + (f"{result['noise']['cv'] * 100:.1f}%" if result["noise"]["cv"] is not None else "unknown") + ")", "",
              "| model | unseen | MAPE % | R2 | RMSE | train / test | splits |", "|---|---|---|---|---|---|---|"]
     for r in result["accuracy"]:
@@ -357,6 +364,19 @@ def format_accuracy(result: dict[str, Any]) -> str:
         for r in result["learning_curve"]:
             lines.append(f"| {r['kind']} | {r['train']:.0f} | {r['mape']:.2f} ± {r['mape_sd']:.2f} | {r['r2']:.3f} |")
     return "\n".join(lines)
+
+
+def _scope_text(scope: dict[str, Any] | None) -> str:
+    parts = []
+    if scope and "workload" in scope:
+        parts.append(f"workload {scope['workload']}")
+    if scope and "design" in scope:
+        parts.append(f"{scope['design']['nodes']} node(s), RF {scope['design']['replication_factor']}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def describe_domain(spec) -> str:
+    return f"tuning domain {spec.domain}{_scope_text(spec.scope)}, {len(spec.names())} features"
 
 
 def learning_chart(curve: list[dict], path, metric: str) -> None:
@@ -396,7 +416,17 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         raise UsageError(f"--search must be one of {', '.join(METHODS)}")
     model, meta = load(Path(args.model))
     surrogate = Surrogate(model, meta)
-    workload = make_workload(args.workload, distribution=args.distribution)
+    scope = surrogate.spec.scope
+    if not surrogate.spec.has_workload:   # TD2/TD4: the model knows one workload, which it does not see as input
+        if args.workload is not None:
+            asked = workload_features(make_workload(args.workload, distribution=args.distribution).to_dict())
+            if abs(asked["read_ratio"] - scope["read_ratio"]) > 1e-9:
+                raise UsageError(f"the model ({surrogate.spec.domain}) was fitted on workload {scope['workload']} "
+                                 f"(read ratio {scope['read_ratio']:g}) only; leave out --workload")
+        workload = make_workload(read_ratio=scope["read_ratio"], distribution=scope.get("distribution"))
+        workload.name = scope["workload"]
+    else:
+        workload = make_workload(args.workload or "ycsb-a", distribution=args.distribution)
     features = workload_features(workload.to_dict())
     if features["distribution"] not in surrogate.spec.distributions:
         raise UsageError(f"the model knows the distributions {', '.join(surrogate.spec.distributions)}, "

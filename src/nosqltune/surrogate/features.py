@@ -4,6 +4,10 @@ Knobs are encoded as the optimizers see them (numbers scaled to [0, 1], log scal
 categories one-hot; a knob whose condition is off holds its default). Workloads are described by their read
 ratio (RAFIKI's workload axis) and, when the data has more than one, their request distribution (one-hot).
 Physical design (node count, replication factor) enters as numbers when trials carry it.
+
+Seed 004's tuning domains (its Table 3) choose which of these a model sees: TD1 all of them; TD2 no workload
+features (the trials of one workload); TD3 no design features (the trials of one design); TD4 the knobs only
+(one workload on one design).
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ def workload_features(workload: Mapping[str, Any]) -> dict[str, Any]:
 
 DESIGN_DEFAULTS = {"nodes": 1, "replication_factor": 1}
 
+# seed 004, Table 3: which feature groups a model of each tuning domain sees (the rest is held fixed)
+DOMAINS = {"TD1": {"workload": True, "design": True}, "TD2": {"workload": False, "design": True},
+           "TD3": {"workload": True, "design": False}, "TD4": {"workload": False, "design": False}}
+
 
 def design_of(workload: Mapping[str, Any]) -> dict[str, float]:
     """The physical design a trial ran on: a stored `design`, else the harness's cluster settings when they are
@@ -50,6 +58,12 @@ class FeatureSpec:
     distributions: list[str] = field(default_factory=lambda: ["zipfian"])
     design: list[str] = field(default_factory=list)
     system: str = "cassandra"          # the knob space (cassandra, redis, ...)
+    domain: str = "TD1"                # seed 004's tuning domain: which feature groups the rows carry
+    scope: dict[str, Any] = field(default_factory=dict)   # what the domain holds fixed: workload, design
+
+    @property
+    def has_workload(self) -> bool:
+        return DOMAINS[self.domain]["workload"]
 
     def space(self):
         from ..knobs import load_space
@@ -61,8 +75,8 @@ class FeatureSpec:
         from ..optimizers.space import categorical, choices_of
 
         space = space or self.space()
-        out = ["read_ratio"]
-        if len(self.distributions) > 1:
+        out = ["read_ratio"] if self.has_workload else []
+        if self.has_workload and len(self.distributions) > 1:
             out += [f"distribution={d}" for d in self.distributions]
         out += list(self.design)
         for knob in space.knobs:
@@ -80,8 +94,8 @@ class FeatureSpec:
         return out
 
     def workload_row(self, features: Mapping[str, Any]) -> list[float]:
-        row = [float(features["read_ratio"])]
-        if len(self.distributions) > 1:
+        row = [float(features["read_ratio"])] if self.has_workload else []
+        if self.has_workload and len(self.distributions) > 1:
             row += [1.0 if features["distribution"] == d else 0.0 for d in self.distributions]
         design = features.get("design") or {}
         for name in self.design:
@@ -95,7 +109,7 @@ class FeatureSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"knobs": self.knobs, "fixed": self.fixed, "distributions": self.distributions,
-                "design": self.design, "system": self.system}
+                "design": self.design, "system": self.system, "domain": self.domain, "scope": self.scope}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "FeatureSpec":
@@ -181,9 +195,64 @@ def _study_rows(study_path: str, study_name: str | None) -> tuple[str, Any, dict
     return study["name"], knobs, fixed, system, rows
 
 
-def load_table(source: str, study_name: str | None = None) -> Table:
+def trial_design(row: Mapping[str, Any], features: Mapping[str, Any]) -> dict[str, int]:
+    """The design a trial ran on: its configuration's design knobs (tune --design), else its stored design."""
+    return {k: int(row["config"].get(k, features["design"].get(k, v))) for k, v in DESIGN_DEFAULTS.items()}
+
+
+def _in_domain(rows: list[dict], features: list[dict], domain: str, workload: str | None,
+               design: Mapping[str, int] | None) -> tuple[list[int], dict[str, Any]]:
+    """The rows a model of the tuning domain learns from (of one workload and/or one design, as the domain
+    holds them fixed), and what it holds fixed. With one workload (design) in the data, that one is taken."""
+    if domain not in DOMAINS:
+        raise UsageError(f"unknown tuning domain {domain!r}: use {', '.join(DOMAINS)} (seed 004's Table 3)")
+    keep, scope = list(range(len(rows))), {}
+    if workload is not None and DOMAINS[domain]["workload"]:
+        raise UsageError(f"{domain} learns across workloads: --workload goes with TD2 or TD4")
+    if design and DOMAINS[domain]["design"]:
+        raise UsageError(f"{domain} learns across designs: --nodes/--rf go with TD3 or TD4")
+    if not DOMAINS[domain]["workload"]:
+        names = sorted({rows[i]["workload"]["name"] for i in keep})
+        if workload is None and len(names) > 1:
+            raise UsageError(f"{domain} holds the workload fixed and the trials have {len(names)} "
+                             f"({', '.join(names)}): pick one with --workload")
+        chosen = workload if workload is not None else names[0]
+        if chosen not in names:
+            raise UsageError(f"no trial of workload {chosen!r} (the trials have {', '.join(names)})")
+        keep = [i for i in keep if rows[i]["workload"]["name"] == chosen]
+        scope["workload"] = chosen
+        scope["read_ratio"] = features[keep[0]]["read_ratio"]
+        scope["distribution"] = features[keep[0]]["distribution"]
+    if not DOMAINS[domain]["design"]:
+        designs = {tuple(sorted(trial_design(rows[i], features[i]).items())) for i in keep}
+        wanted = {**DESIGN_DEFAULTS, **dict(design or {})}
+        if not design and len(designs) > 1:
+            raise UsageError(f"{domain} holds the design fixed and the trials ran on {len(designs)} designs: "
+                             "pick one with --nodes and --rf")
+        chosen = tuple(sorted(wanted.items())) if design else next(iter(designs))
+        if chosen not in designs:
+            raise UsageError(f"no trial on {dict(chosen)} (the trials ran on "
+                             + "; ".join(str(dict(d)) for d in sorted(designs)) + ")")
+        keep = [i for i in keep if tuple(sorted(trial_design(rows[i], features[i]).items())) == chosen]
+        scope["design"] = dict(chosen)
+    return keep, scope
+
+
+def _leave_out(knobs: Any, names: list[str]) -> Any:
+    """A stored knob recipe (set name, list or mapping) with these knobs left out."""
+    if not names:
+        return knobs
+    recipe = {"set": knobs} if isinstance(knobs, str) else (
+        {"knobs": list(knobs)} if isinstance(knobs, (list, tuple)) else dict(knobs))
+    recipe["leave_out"] = list(recipe.get("leave_out") or []) + names
+    return recipe
+
+
+def load_table(source: str, study_name: str | None = None, domain: str = "TD1", workload: str | None = None,
+               design: Mapping[str, int] | None = None) -> Table:
     """Every complete trial (tagged collect or tune) of a study, or of an exported dataset file
-    (.json / .json.gz, see `surrogate.dataset`), as a Table."""
+    (.json / .json.gz, see `surrogate.dataset`), as a Table with the features of a tuning domain (TD1:
+    all; TD2-TD4 keep the trials of one `workload` and/or one `design`, whose features they drop)."""
     import numpy as np
 
     if str(source).endswith((".json", ".json.gz")):
@@ -197,11 +266,18 @@ def load_table(source: str, study_name: str | None = None) -> Table:
     if not rows:
         raise UsageError(f"study '{name}' has no complete trial to learn from")
     features = [workload_features(r["workload"]) for r in rows]
+    keep, scope = _in_domain(rows, features, domain, workload, design)
+    rows, features = [rows[i] for i in keep], [features[i] for i in keep]
     distributions = sorted({f["distribution"] for f in features}, key=lambda d: (d not in DISTRIBUTIONS, d))
     searched = FeatureSpec(knobs=knobs, fixed=fixed, system=system).space()
-    # a design the study searched (tune --design) is a knob column; a fixed one (--nodes, --rf) a design column
-    design = sorted({k for f in features for k in f["design"]} - set(searched.names))
-    spec = FeatureSpec(knobs=knobs, fixed=fixed, distributions=distributions, design=design, system=system)
+    if DOMAINS[domain]["design"]:
+        # a design the study searched (tune --design) is a knob column; a fixed one (--nodes, --rf) a design column
+        columns = sorted({k for f in features for k in f["design"]} - set(searched.names))
+    else:   # one design: neither (a searched design's knobs leave the space; the trials kept hold them fixed)
+        columns = []
+        knobs = _leave_out(knobs, [k for k in DESIGN_DEFAULTS if k in searched.names])
+    spec = FeatureSpec(knobs=knobs, fixed=fixed, distributions=distributions, design=columns, system=system,
+                       domain=domain, scope=scope)
     space = spec.space()
     X = np.array([spec.row(space, r["config"], f) for r, f in zip(rows, features)], dtype=float)
     return Table(spec=spec, X=X, metrics=[r["metrics"]["summary"] for r in rows],
