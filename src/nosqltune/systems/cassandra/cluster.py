@@ -30,6 +30,10 @@ CLIENT_RESERVE_MB = 1536        # the YCSB client JVM and the harness
 # in PT1S", the node exits); the wait ends as soon as they agree.
 CLUSTER_JVM_FLAGS = ["-Dcassandra.ring_delay_ms=1000", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
                      "-Dcassandra.schema_delay_ms=30000"]
+# A restored node knows its peers and, before it serves CQL, waits up to 10 s for them to connect
+# (StartupClusterConnectivityChecker); the seed starts alone, so it waited the whole 10 s every trial. A
+# negative timeout skips that wait: start() itself waits until every node sees every other.
+BLOCK_FOR_PEERS_S = -1
 STATE_FILE = "cluster.json"
 
 
@@ -105,7 +109,7 @@ class LocalCluster:
         try:
             for i in range(1, self.nodes + 1):
                 overrides = {**self.yaml_overrides, **self.per_node.get(i, {}), "seed_provider": seeds,
-                             "auto_bootstrap": False}
+                             "auto_bootstrap": False, "block_for_peers_timeout_in_secs": BLOCK_FOR_PEERS_S}
                 node = CassandraNode(home=self.home / f"node{i}", version=self.version, heap_mb=self.heap_mb,
                                      yaml_overrides=overrides, jvm_flags=CLUSTER_JVM_FLAGS + self.jvm_flags,
                                      address=address(i), ports=NodePorts(native=native, storage=storage,
