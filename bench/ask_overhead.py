@@ -79,9 +79,17 @@ def run(optimizer: str, knob_set: str) -> dict:
 
 
 def main() -> int:
-    results = {}
+    import argparse
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--busy", action="store_true",
+                   help="say in the results that a Cassandra benchmark ran alongside (start it yourself)")
+    p.add_argument("--optimizers", default="random,smac,irace,gp",
+                   help="measure these again; the other rows are kept from the last results")
+    a = p.parse_args()
+    saved = RESULTS / "ask_overhead.json"
+    results = json.loads(saved.read_text()) if saved.exists() else {}
     for knob_set in ("rafiki5", "irace23"):
-        for optimizer in ("random", "smac", "irace", "gp"):
+        for optimizer in a.optimizers.split(","):
             print(f"{knob_set} {optimizer}", file=sys.stderr, flush=True)
             results[f"{knob_set}/{optimizer}"] = run(optimizer, knob_set)
             write(results)
