@@ -10,6 +10,7 @@ the target-runner's start); its CPU time is in the R process, not here. Writes b
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import random
@@ -79,7 +80,6 @@ def run(optimizer: str, knob_set: str) -> dict:
 
 
 def main() -> int:
-    import argparse
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--busy", action="store_true",
                    help="say in the results that a Cassandra benchmark ran alongside (start it yourself)")
@@ -92,11 +92,11 @@ def main() -> int:
         for optimizer in a.optimizers.split(","):
             print(f"{knob_set} {optimizer}", file=sys.stderr, flush=True)
             results[f"{knob_set}/{optimizer}"] = run(optimizer, knob_set)
-            write(results)
+            write(results, a.busy)
     return 0
 
 
-def write(results: dict) -> None:
+def write(results: dict, busy: bool) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "ask_overhead.json").write_text(json.dumps(results, indent=1) + "\n")
     lines = ["# Optimizer overhead per suggestion", "",
@@ -105,7 +105,7 @@ def write(results: dict) -> None:
              "and it stops when the rest cannot fund another race). Wall time includes everything the suggestion waits for; CPU time is this process's "
              f"(irace's work is in the R process, so only its wall time counts). Each run stops after "
              f"{CAP_SECONDS} s; '-' means not reached in that time. Machine: 2 cores"
-             + (", a Cassandra benchmark running at the same time" if "--busy" in sys.argv else "") + ".", "",
+             + (", a Cassandra benchmark running at the same time" if busy else "") + ".", "",
              "| knob set | optimizer | knobs | suggestions | wall s at 40 | CPU s at 40 | wall s at 200 | CPU s at 200 |",
              "|---|---|---|---|---|---|---|---|"]
     for key, r in results.items():

@@ -57,13 +57,14 @@ def write(runs: list, a) -> None:
              "core. Machine: 2 cores, nothing else running.", "",
              "| knob set | knobs | SMAC default s | nosqltune s | speedup | ask at 200, default s | ask at 200, "
              "nosqltune s |", "|---|---|---|---|---|---|---|"]
+    def mean(knob_set, forest, key):
+        return statistics.mean(r[key] for r in runs if r["knob_set"] == knob_set and r["forest"] == forest)
     for knob_set in dict.fromkeys(r["knob_set"] for r in runs):
-        def mean(forest, key):
-            return statistics.mean(r[key] for r in runs if r["knob_set"] == knob_set and r["forest"] == forest)
-        base, ours = mean("smac-default", "seconds"), mean("nosqltune", "seconds")
+        base, ours = mean(knob_set, "smac-default", "seconds"), mean(knob_set, "nosqltune", "seconds")
         knobs = next(r["knobs"] for r in runs if r["knob_set"] == knob_set)
         lines.append(f"| {knob_set} | {knobs} | {base:.1f} | {ours:.1f} | x{base / ours:.2f} | "
-                     f"{mean('smac-default', 'wall_s_at_200'):.3f} | {mean('nosqltune', 'wall_s_at_200'):.3f} |")
+                     f"{mean(knob_set, 'smac-default', 'wall_s_at_200'):.3f} | "
+                     f"{mean(knob_set, 'nosqltune', 'wall_s_at_200'):.3f} |")
     (RESULTS / "smac_forest.md").write_text("\n".join(lines) + "\n")
 
 
