@@ -47,7 +47,7 @@ def parse_output(text: str) -> dict[str, Any]:
     "warmup": {...}, "intervals_ops_s": [...], "intervals": {"p99_ms": [...], "sstables": [...], ...}}.
     """
     result: dict[str, Any] = {"runtime_ms": None, "throughput_ops_s": None, "operations": {}, "failed": {},
-                              "errors": 0, "warmup": {}, "intervals_ops_s": []}
+                              "errors": 0, "warmup": {}, "intervals_ops_s": [], "intervals": {}}
     for raw in text.splitlines():
         match = _LINE.match(raw.strip())
         if not match:

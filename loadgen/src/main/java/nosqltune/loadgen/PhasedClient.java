@@ -253,12 +253,15 @@ public final class PhasedClient {
       this.startNs = startNs;
       this.status = status;
       this.statusInterval = Math.max(1, statusInterval);
+      this.lastOps = counter.get();
+      this.lastNs = startNs;
     }
+
+    private long lastOps;
+    private long lastNs;
 
     @Override
     public void run() {
-      long lastOps = counter.get();
-      long lastNs = startNs;
       long statusOps = lastOps;
       long statusNs = startNs;
       for (long tick = 1; !stopped; tick++) {
@@ -268,24 +271,9 @@ public final class PhasedClient {
           LockSupport.parkNanos(deadline - now);
         }
         if (stopped) {
-          break; // the partial last interval is not sampled
+          break; // the partial last interval: see finish()
         }
-        long ops = counter.get();
-        samples.add((ops - lastOps) * 1e9 / (now - lastNs));
-        lastOps = ops;
-        lastNs = now;
-        for (Probe probe : probes) {
-          Map<String, Double> values = probe.sample();
-          synchronized (series) {
-            for (Map.Entry<String, Double> e : values.entrySet()) {
-              List<Double> list = series.computeIfAbsent(e.getKey(), k -> new ArrayList<>());
-              while (list.size() < samples.size() - 1) {
-                list.add(Double.NaN); // keep the series aligned with the throughput samples
-              }
-              list.add(e.getValue());
-            }
-          }
-        }
+        long ops = sample(now);
         if (status && tick % statusInterval == 0) {
           double cur = (ops - statusOps) * 1e9 / (now - statusNs);
           statusOps = ops;
@@ -294,6 +282,27 @@ public final class PhasedClient {
               label.isEmpty() ? "" : label + " ", phase, tick, ops, cur);
         }
       }
+    }
+
+    /** One sample of the interval since the last one, ending at {@code now}: the throughput and every probe. */
+    private long sample(long now) {
+      long ops = counter.get();
+      samples.add((ops - lastOps) * 1e9 / Math.max(1L, now - lastNs));
+      lastOps = ops;
+      lastNs = now;
+      for (Probe probe : probes) {
+        Map<String, Double> values = probe.sample();
+        synchronized (series) {
+          for (Map.Entry<String, Double> e : values.entrySet()) {
+            List<Double> list = series.computeIfAbsent(e.getKey(), k -> new ArrayList<>());
+            while (list.size() < samples.size() - 1) {
+              list.add(Double.NaN); // keep the series aligned with the throughput samples
+            }
+            list.add(e.getValue());
+          }
+        }
+      }
+      return ops;
     }
 
     Map<String, List<Double>> series() {
@@ -321,6 +330,12 @@ public final class PhasedClient {
         join(5000);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
+      }
+      // A phase that ended within its first second has no full-second sample: it gets one, over its whole
+      // length, so every measured phase has a series of at least one sample whatever the machine's speed.
+      // Longer phases leave their partial last second out (fewer threads are busy in it).
+      if (!isAlive() && samples.isEmpty()) {
+        sample(System.nanoTime());
       }
       return samples();
     }
