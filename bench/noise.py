@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from nosqltune.environment import fingerprint  # noqa: E402
+from nosqltune.runtime.environment import fingerprint  # noqa: E402
 from nosqltune.knobs import load_space  # noqa: E402
 from nosqltune.systems.cassandra.trial import ensure_dataset  # noqa: E402
 from nosqltune.trial import TrialSettings, run_trial  # noqa: E402

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from nosqltune.environment import fingerprint  # noqa: E402
+from nosqltune.runtime.environment import fingerprint  # noqa: E402
 from nosqltune.knobs import load_space  # noqa: E402
-from nosqltune.paths import work_dir  # noqa: E402
+from nosqltune.runtime.paths import work_dir  # noqa: E402
 from nosqltune.systems.cassandra.config import place  # noqa: E402
 from nosqltune.systems.dataset import dataset_for  # noqa: E402
 from nosqltune.systems.cassandra.node import CassandraNode  # noqa: E402

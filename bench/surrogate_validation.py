@@ -53,7 +53,7 @@ def candidates_for(ratio: float, kind: str, state: dict) -> dict[str, dict]:
 
 
 def main() -> int:
-    from nosqltune.environment import fingerprint
+    from nosqltune.runtime.environment import fingerprint
     from nosqltune.evaluation.compare import run_interleaved
     from nosqltune.evaluation.stats import compare
     from nosqltune.knobs import load_space

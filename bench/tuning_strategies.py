@@ -74,7 +74,7 @@ def curve(db: Path, optimizer: str) -> list[float | None]:
 
 
 def compare(db: Path, workload_name: str, bests: dict[str, dict], a: argparse.Namespace) -> dict:
-    from nosqltune.environment import fingerprint
+    from nosqltune.runtime.environment import fingerprint
     from nosqltune.evaluation.compare import run_interleaved
     from nosqltune.evaluation.stats import compare as paired
     from nosqltune.knobs import load_space

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from nosqltune.environment import fingerprint  # noqa: E402
+from nosqltune.runtime.environment import fingerprint  # noqa: E402
 from nosqltune.knobs import load_space  # noqa: E402
 from nosqltune.trial import TrialSettings, run_trial  # noqa: E402
 from nosqltune.workloads.spec import make_workload  # noqa: E402

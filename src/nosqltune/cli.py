@@ -442,7 +442,7 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from .paths import work_dir
+    from .runtime.paths import work_dir
     from .systems.cassandra import cluster
 
     home = cluster.cluster_home(work_dir(), args.name)
@@ -908,7 +908,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .systems.process import install_signal_handlers, reap_all
+    from .runtime.process import install_signal_handlers, reap_all
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -138,7 +138,7 @@ def end_trial(result: TrialResult, timings: dict[str, float], started: float, st
     import shutil
     import time
 
-    from .paths import work_dir
+    from .runtime.paths import work_dir
 
     t0 = time.monotonic()
     stop()

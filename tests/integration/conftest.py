@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from nosqltune.systems.java import java_version
+from nosqltune.runtime.java import java_version
 
 
 def pytest_collection_modifyitems(items):

@@ -87,7 +87,7 @@ def test_jvm_flags_follow_cassandras_options_for_java_17():
 
 
 def test_missing_java_is_a_setup_error(monkeypatch, tmp_path):
-    from nosqltune.systems import java
+    from nosqltune.runtime import java
 
     java.java_executable.cache_clear()
     java.java_version.cache_clear()
@@ -101,7 +101,7 @@ def test_missing_java_is_a_setup_error(monkeypatch, tmp_path):
 
 
 def test_missing_maven_is_a_setup_error(monkeypatch, tmp_path):
-    from nosqltune.systems import java
+    from nosqltune.runtime import java
 
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(SetupError, match="Maven not found"):

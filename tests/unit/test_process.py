@@ -7,7 +7,7 @@ import sys
 import textwrap
 import time
 
-from nosqltune.systems import process
+from nosqltune.runtime import process
 
 
 def _alive(pid: int) -> bool:
@@ -34,7 +34,7 @@ def test_child_dies_with_a_killed_parent(tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {os.path.join(os.path.dirname(__file__), '..', '..', 'src')!r})
-        from nosqltune.systems import process
+        from nosqltune.runtime import process
         child = process.spawn(["sleep", "60"])
         open({str(pid_file)!r}, "w").write(str(child.pid))
         time.sleep(60)

@@ -71,7 +71,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..tuning.objective import Objective, metric_value
     from ..tuning.results import best_configuration
     from ..workloads.spec import Workload
-    from ..paths import cache_dir
+    from ..runtime.paths import cache_dir
     from .best_practice import best_practice, machine_facts
     from .compare import run_interleaved
     from .stats import compare

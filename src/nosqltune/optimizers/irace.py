@@ -162,7 +162,7 @@ class IraceOptimizer(Optimizer):
         self._conn: socket.socket | None = None
         self._write_files()
         self._log = open(self.execdir / "irace.log", "wb")
-        from ..systems.process import spawn
+        from ..runtime.process import spawn
 
         env = {**os.environ, "NOSQLTUNE_IRACE_SOCKET": self.socket_path}
         self.proc = spawn([self._exe, "--scenario", "scenario.txt"], stdout=self._log, stderr=subprocess.STDOUT,
@@ -231,7 +231,7 @@ class IraceOptimizer(Optimizer):
             raise RuntimeError(f"irace exited with status {self.proc.returncode}: " + " | ".join(tail))
 
     def close(self) -> None:
-        from ..systems.process import terminate
+        from ..runtime.process import terminate
 
         if self._conn is not None:
             try:

@@ -106,7 +106,7 @@ class SurrogateTarget:
 
     def _model(self, metric: str):
         if metric not in self._models:
-            from ..paths import cache_dir
+            from ..runtime.paths import cache_dir
             from .pipeline import fit, noise
 
             cache = cache_dir() / "surrogates" / f"{self.data_hash}.{metric}.{self.kind}.{self.seed}.pkl"

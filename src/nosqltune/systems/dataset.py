@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..paths import work_dir
+from ..runtime.paths import work_dir
 
 _LINKED_SUFFIXES = ("-Data.db", "-Index.db", "-Partitions.db", "-Rows.db", ".rdb")
 

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from ..errors import SetupError
-from ..paths import repo_root
-from ..systems.java import read_classpath, require_java, run_maven
+from ..runtime.paths import repo_root
+from ..runtime.java import read_classpath, require_java, run_maven
 
 
 def loadgen_dir() -> Path:

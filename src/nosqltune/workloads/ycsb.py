@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TrialError
-from ..systems import process
+from ..runtime import process
 from .loadgen import loadgen_java_command
 from .spec import Workload
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import TrialError, UsageError
-from .. import process
+from ...runtime import process
 from .node import CassandraNode, NodePorts
 from .provision import DEFAULT_VERSION
 
@@ -43,7 +43,7 @@ def address(index: int) -> str:
 
 
 def available_mb() -> int | None:
-    from ...environment import meminfo_kib
+    from ...runtime.environment import meminfo_kib
 
     kib = meminfo_kib("MemAvailable")
     return None if kib is None else kib // 1024

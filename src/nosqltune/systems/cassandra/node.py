@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from ...errors import TrialError
-from .. import process
-from ..java import require_java
+from ...runtime import process
+from ...runtime.java import require_java
 from .provision import DEFAULT_VERSION, cassandra_classpath, jar_named
 
 DATA_SUBDIRS = ("data", "commitlog", "saved_caches", "hints", "cdc_raw")

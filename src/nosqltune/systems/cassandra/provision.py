@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 from ...errors import SetupError
-from ...paths import cache_dir
-from ..java import read_classpath, run_maven
+from ...runtime.paths import cache_dir
+from ...runtime.java import read_classpath, run_maven
 
 DEFAULT_VERSION = "5.0.6"
 

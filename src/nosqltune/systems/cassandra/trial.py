@@ -10,7 +10,7 @@ from typing import Any
 
 from ...errors import TrialError
 from ...knobs import KnobSpace
-from ...paths import work_dir
+from ...runtime.paths import work_dir
 from ...trial import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
                       record_run)
 from ...workloads.spec import Workload
@@ -35,7 +35,7 @@ def knob_space(settings: TrialSettings) -> KnobSpace:
 
 
 def fingerprint(settings: TrialSettings) -> dict[str, Any]:
-    from ...environment import fingerprint as machine
+    from ...runtime.environment import fingerprint as machine
 
     return machine("cassandra", settings.cassandra_version)
 

@@ -21,11 +21,11 @@ import yaml
 
 from ...errors import TrialError, UsageError
 from ...knobs import KnobError, KnobSpace
-from ...paths import work_dir
+from ...runtime.paths import work_dir
 from ...trial import Progress, TrialResult, TrialSettings, failures_recorded, judge_errors, quiet, record_run
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, parse_output, run_client
-from .. import process
+from ...runtime import process
 from ..cassandra.node import flatten_dotted, set_dotted
 from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
 from .target import Step, Target, load_target
@@ -49,7 +49,7 @@ def default_knobs(settings: TrialSettings) -> str | None:
 
 
 def fingerprint(settings: TrialSettings) -> dict[str, Any]:
-    from ...environment import fingerprint as machine
+    from ...runtime.environment import fingerprint as machine
 
     target = _target(settings)
     version = "unknown"

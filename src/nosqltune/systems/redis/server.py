@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import SetupError, TrialError
 from ...knobs import KnobSpace
-from .. import process
+from ...runtime import process
 from .resp import Connection, RedisError
 
 RDB_FILE = "dump.rdb"

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...errors import SetupError, TrialError, UsageError
 from ...knobs import KnobSpace
-from ...paths import work_dir
+from ...runtime.paths import work_dir
 from ...trial import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
                       record_run)
 from ...workloads.spec import Workload
@@ -48,7 +48,7 @@ def knob_space(settings: TrialSettings) -> KnobSpace:
 
 
 def fingerprint(settings: TrialSettings) -> dict[str, Any]:
-    from ...environment import fingerprint as machine
+    from ...runtime.environment import fingerprint as machine
 
     try:
         version = redis_version()
@@ -72,7 +72,7 @@ about 1 MB of it Redis's own)."""
 
 
 def available_bytes() -> int | None:
-    from ...environment import meminfo_kib
+    from ...runtime.environment import meminfo_kib
 
     kib = meminfo_kib("MemAvailable")
     return None if kib is None else kib * 1024

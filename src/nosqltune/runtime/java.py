@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from ..errors import SetupError
-from ..paths import maven_repo
+from .paths import maven_repo
 
 
 @functools.lru_cache(maxsize=None)

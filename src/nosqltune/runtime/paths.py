@@ -25,4 +25,4 @@ def maven_repo() -> Path:
 
 def repo_root() -> Path:
     """The source checkout (for the loadgen Maven module)."""
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]

@@ -6,7 +6,7 @@ import os
 import platform
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 
 
 def _cpu_model() -> str:
@@ -36,7 +36,7 @@ def _memory_gib() -> float | None:
 
 
 def fingerprint(system: str, system_version: str) -> dict:
-    from .systems.java import java_executable, java_version
+    from .java import java_executable, java_version
 
     try:
         java = f"{java_version()} ({java_executable()})"

@@ -1,0 +1,1 @@
+"""What every layer above may use: paths, child processes, Java and Maven, the environment fingerprint."""
