@@ -26,7 +26,7 @@ RESULTS = ROOT / "bench" / "results"
 
 from nosqltune.knobs import load_space  # noqa: E402
 from nosqltune.optimizers import make_optimizer  # noqa: E402
-from nosqltune.optimizers.space import TuningSpace, categorical, to_unit  # noqa: E402
+from nosqltune.knobs.space import TuningSpace, categorical, to_unit  # noqa: E402
 
 N = 200
 CAP_SECONDS = 600  # per optimizer and knob set: what is not reached in this time is reported as not reached

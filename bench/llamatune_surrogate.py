@@ -43,7 +43,7 @@ def log(message: str) -> None:
 
 
 def one_run(target, strategy: str, seed: int, budget: int, read: float) -> dict:
-    from nosqltune.optimizers.space import TuningSpace
+    from nosqltune.knobs.space import TuningSpace
     from nosqltune.store import open_store
     from nosqltune.tuning.loop import TuneSpec, TuningLoop
     from nosqltune.workloads.spec import make_workload

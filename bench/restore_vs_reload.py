@@ -30,7 +30,7 @@ from nosqltune.systems.cassandra.config import place  # noqa: E402
 from nosqltune.systems.dataset import dataset_for  # noqa: E402
 from nosqltune.systems.cassandra.node import CassandraNode  # noqa: E402
 from nosqltune.systems.cassandra.trial import build_dataset, ensure_dataset  # noqa: E402
-from nosqltune.trial import TrialSettings  # noqa: E402
+from nosqltune.systems.base import TrialSettings  # noqa: E402
 from nosqltune.workloads.spec import make_workload  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

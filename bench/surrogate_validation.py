@@ -58,7 +58,7 @@ def main() -> int:
     from nosqltune.evaluation.stats import compare
     from nosqltune.knobs import load_space
     from nosqltune.store import open_store
-    from nosqltune.trial import TrialSettings, run_trial
+    from nosqltune.systems import TrialSettings, run_trial
     from nosqltune.workloads.spec import make_workload
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -144,7 +144,7 @@ def write(state: dict) -> None:
 
 def _defaults(config: dict) -> dict:
     from nosqltune.knobs import load_space
-    from nosqltune.optimizers.space import TuningSpace
+    from nosqltune.knobs.space import TuningSpace
 
     return TuningSpace(load_space("cassandra").subset("wide24")).default()
 

@@ -79,7 +79,7 @@ def compare(db: Path, workload_name: str, bests: dict[str, dict], a: argparse.Na
     from nosqltune.evaluation.stats import compare as paired
     from nosqltune.knobs import load_space
     from nosqltune.store import open_store
-    from nosqltune.trial import TrialSettings, run_trial
+    from nosqltune.systems import TrialSettings, run_trial
     from nosqltune.workloads.spec import make_workload
 
     space = load_space("cassandra")

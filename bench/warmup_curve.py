@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from nosqltune.runtime.environment import fingerprint  # noqa: E402
 from nosqltune.knobs import load_space  # noqa: E402
-from nosqltune.trial import TrialSettings, run_trial  # noqa: E402
+from nosqltune.systems import TrialSettings, run_trial  # noqa: E402
 from nosqltune.workloads.spec import make_workload  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -5,7 +5,7 @@ import json
 
 from nosqltune.cli import main
 from nosqltune.knobs import load_space
-from nosqltune.optimizers.space import TuningSpace
+from nosqltune.knobs.space import TuningSpace
 from nosqltune.store import open_store
 from nosqltune.surrogate.importance import levels
 

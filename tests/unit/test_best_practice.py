@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nosqltune.evaluation.best_practice import best_practice, cpu_list, evaluate, machine_facts, rotational
+from nosqltune.knobs.best_practice import best_practice, cpu_list, evaluate, machine_facts, rotational
 from nosqltune.knobs import KnobError, load_space, load_space_file
 
 

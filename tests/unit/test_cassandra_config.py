@@ -58,7 +58,7 @@ def test_design_knobs_set_the_trials_design():
     with at most one replica per node, and a factor above the node count is set on the restored data."""
     from nosqltune.knobs import load_space
     from nosqltune.systems.cassandra.trial import _design_statements
-    from nosqltune.trial import TrialSettings, with_design
+    from nosqltune.systems.base import TrialSettings, with_design
 
     space = load_space("cassandra")
     harness = TrialSettings(nodes=2, replication_factor=2)

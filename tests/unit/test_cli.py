@@ -4,8 +4,10 @@ import json
 
 import pytest
 
-from nosqltune.calibrate import recommend
-from nosqltune.cli import _heap_mb, build_parser, format_table, main
+from nosqltune.cli import build_parser, main
+from nosqltune.cli.bench import format_table
+from nosqltune.cli.calibrate import recommend
+from nosqltune.cli.options import _heap_mb
 
 
 def test_help_lists_commands_and_common_flags(capsys):
@@ -74,7 +76,7 @@ def test_table_shows_runs_mean_and_cv():
 
 
 def test_defaults_are_the_calibrated_setup_and_flags_win(tmp_path):
-    from nosqltune.cli import _build_workload
+    from nosqltune.cli.options import _build_workload
 
     parser = build_parser()
     w = _build_workload(parser.parse_args(["bench"]))
@@ -170,7 +172,7 @@ def test_help_imports_no_driver_or_heavy_library(argv):
 
 def test_best_as_yaml_fragment_with_diff(tmp_path, capsys):
     from nosqltune.knobs import load_space
-    from nosqltune.optimizers.space import TuningSpace
+    from nosqltune.knobs.space import TuningSpace
     from nosqltune.store import open_store
     from nosqltune.tuning.loop import Outcome, TuneSpec, TuningLoop
 

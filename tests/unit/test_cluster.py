@@ -29,7 +29,8 @@ def test_the_heap_is_checked_before_anything_runs(tmp_path, capsys, monkeypatch)
     --heap, a cluster gets the heap that fits, and a single node 2G."""
     import argparse
 
-    from nosqltune.cli import main, trial_heap
+    from nosqltune.cli import main
+    from nosqltune.cli.options import trial_heap
     from nosqltune.systems.cassandra import cluster
 
     monkeypatch.setattr(cluster, "available_mb", lambda: 8000)
@@ -68,7 +69,7 @@ def test_design_reaches_the_model_features():
     """Seed 004's physical design as model inputs: taken from the trial's harness; single-node studies keep no
     constant design columns; a design feature missing from an older trial counts as 1 node, RF 1."""
     from nosqltune.surrogate.features import FeatureSpec, workload_features
-    from nosqltune.trial import TrialSettings
+    from nosqltune.systems.base import TrialSettings
 
     cluster = {"mix": {"readproportion": 0.5, "updateproportion": 0.5},
                "harness": TrialSettings(nodes=3, replication_factor=2).to_dict()}
@@ -83,7 +84,7 @@ def test_design_reaches_the_model_features():
 # ---------------------------------------------------------------- the design in the search (tune --design)
 
 def test_design_ranges_are_parsed_and_checked():
-    from nosqltune.cli import parse_design
+    from nosqltune.cli.options import parse_design
 
     assert parse_design("nodes=2..4, rf=1..3") == {"nodes": (2, 4), "replication_factor": (1, 3)}
     assert parse_design("replication_factor=1..2") == {"replication_factor": (1, 2)}
@@ -124,8 +125,9 @@ def test_the_design_joins_the_searched_knobs_as_a_stored_recipe():
     smallest); a fixed design (--nodes/--rf) leaves a knob set's replication_factor out; either way the stored
     knobs rebuild the same space (what tune --resume, best, compare and report do)."""
     from nosqltune.knobs import load_space
-    from nosqltune.optimizers.space import TuningSpace
-    from nosqltune.tuning.commands import _subset_mapping, design_knobs
+    from nosqltune.knobs.space import TuningSpace
+    from nosqltune.cli.tune import design_knobs
+    from nosqltune.tuning.results import stored_subset as _subset_mapping
 
     full = load_space("cassandra")
     irace = full.subset("irace23")
@@ -165,7 +167,7 @@ def test_subset_recipes_are_checked():
 def test_per_node_knobs_are_read_from_the_config_file(tmp_path):
     import argparse
 
-    from nosqltune.cli import _per_node
+    from nosqltune.cli.options import _per_node
 
     def per_node(text, nodes=3, system="cassandra"):
         path = tmp_path / "c.yaml"
@@ -188,7 +190,7 @@ def test_per_node_knobs_are_read_from_the_config_file(tmp_path):
 
 def test_per_node_knobs_become_each_nodes_yaml():
     from nosqltune.systems.cassandra.trial import per_node_yaml
-    from nosqltune.trial import TrialSettings
+    from nosqltune.systems.base import TrialSettings
 
     settings = TrialSettings(nodes=2, per_node={"2": {"concurrent_writes": 64, "memtable_heap_space": 256},
                                                 "3": {"concurrent_reads": 8}})
@@ -199,7 +201,7 @@ def test_a_searched_design_is_a_knob_column_not_a_design_column(tmp_path):
     """Trials of tune --design carry the design in their configuration: the model sees it once, as knobs."""
     from nosqltune.store import open_store
     from nosqltune.surrogate.features import load_table
-    from nosqltune.trial import TrialSettings
+    from nosqltune.systems.base import TrialSettings
 
     store = open_store(str(tmp_path / "s.db"))
     study = store.study("tune", "cassandra")
@@ -216,7 +218,7 @@ def test_a_searched_design_is_a_knob_column_not_a_design_column(tmp_path):
 
 
 def test_design_default_is_the_default_knobs_on_the_best_design():
-    from nosqltune.evaluation.commands import parse_candidates
+    from nosqltune.cli.compare import parse_candidates
     from nosqltune.knobs import load_space
 
     space = load_space("cassandra")

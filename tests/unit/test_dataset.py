@@ -8,7 +8,7 @@ import pytest
 
 from nosqltune.systems.cassandra.trial import cassandra_dataset_key as dataset_key
 from nosqltune.systems.dataset import Dataset, create_dataset
-from nosqltune.trial import TrialSettings
+from nosqltune.systems.base import TrialSettings
 
 
 def _make(root):

@@ -5,7 +5,7 @@ import pytest
 from nosqltune.evaluation.compare import run_interleaved, schedule
 from nosqltune.evaluation.stats import bootstrap_interval, compare, mann_whitney_p, speedups, wilcoxon_p
 from nosqltune.store import open_store
-from nosqltune.trial import TrialResult
+from nosqltune.systems.base import TrialResult
 
 
 def test_schedule_alternates_direction():

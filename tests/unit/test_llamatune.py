@@ -11,7 +11,7 @@ import statistics
 from nosqltune.knobs import Knob, KnobSpace, load_space
 from nosqltune.optimizers import make_optimizer
 from nosqltune.optimizers.llamatune import Projection
-from nosqltune.optimizers.space import TuningSpace
+from nosqltune.knobs.space import TuningSpace
 from nosqltune.store import open_store
 from nosqltune.tuning.loop import Outcome, TuneSpec, TuningLoop
 

@@ -13,7 +13,7 @@ import pytest
 
 from nosqltune.optimizers.irace import (configurations_file, irace_executable, minimum_budget, parameters_file,
                                         race_settings)
-from nosqltune.optimizers.space import TuningSpace, from_unit, to_unit
+from nosqltune.knobs.space import TuningSpace, from_unit, to_unit
 from nosqltune.store import open_store
 from nosqltune.tuning.loop import TuneSpec, TuningLoop
 

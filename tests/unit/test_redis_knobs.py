@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nosqltune.knobs import KnobError, load_space, load_space_file
-from nosqltune.optimizers.space import TuningSpace
+from nosqltune.knobs.space import TuningSpace
 
 
 def test_seed003_table2_is_mlos6():

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from nosqltune.knobs import KnobError, load_space
-from nosqltune.optimizers.space import TuningSpace
+from nosqltune.knobs.space import TuningSpace
 from nosqltune.systems.scylla.config import render_scylla_yaml
 
 # Well-known Cassandra options that db/config.cc (scylla-6.2.3) declares Invalid (value not even stored) or Unused

@@ -10,7 +10,7 @@ import pytest
 
 from nosqltune.knobs import load_space
 from nosqltune.optimizers import make_optimizer
-from nosqltune.optimizers.space import TuningSpace, categorical, choices_of
+from nosqltune.knobs.space import TuningSpace, categorical, choices_of
 from nosqltune.surrogate.accuracy import grouped_splits, leave_one_group_out, scores
 from nosqltune.surrogate.collect import design, done_entries, extremes, parse_ratios, plan_entries
 from nosqltune.surrogate.importance import key_count, level_config, levels, score
@@ -304,7 +304,7 @@ def _design_store(path, knobs, searched=False):
     """Trials of two workloads on two designs (fixed per study harness, or searched: in the configuration),
     throughput falling with the node count and rising with concurrent_writes."""
     from nosqltune.store import open_store
-    from nosqltune.trial import TrialSettings
+    from nosqltune.systems.base import TrialSettings
 
     store = open_store(str(path))
     study = store.study("tune", "cassandra")

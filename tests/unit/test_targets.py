@@ -13,7 +13,7 @@ from nosqltune.systems.external.target import load_target
 from nosqltune.systems.external.trial import render_config
 from nosqltune.systems.redis.server import RedisServer, render_directives
 from nosqltune.systems.redis.trial import estimated_bytes, preflight
-from nosqltune.trial import TrialSettings
+from nosqltune.systems.base import TrialSettings
 from nosqltune.workloads.spec import make_workload
 
 

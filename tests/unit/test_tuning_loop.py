@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from nosqltune.optimizers.space import TuningSpace
+from nosqltune.knobs.space import TuningSpace
 from nosqltune.store import open_store
 from nosqltune.tuning.loop import Outcome, TuneSpec, TuningLoop
-from nosqltune.tuning.objective import Constraint, Objective, geometric_mean, metric_value
+from nosqltune.objective import Constraint, Objective, geometric_mean, metric_value
 
 from . import analytic
 
@@ -168,7 +168,7 @@ CHILD = """
 import sys, time
 sys.path[:0] = [{src!r}, {root!r}]
 from pathlib import Path
-from nosqltune.optimizers.space import TuningSpace
+from nosqltune.knobs.space import TuningSpace
 from nosqltune.store import open_store
 from nosqltune.tuning.loop import TuneSpec, TuningLoop
 from tests.unit import analytic

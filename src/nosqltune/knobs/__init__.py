@@ -661,7 +661,7 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
             raise fail("field best_practice must be {rule: EXPRESSION, source: TEXT}")
         if kind not in ("int", "float"):
             raise fail("field best_practice is for numeric knobs")
-        from ..evaluation.best_practice import FACTS, evaluate
+        from .best_practice import FACTS, evaluate
 
         try:
             evaluate(best["rule"], {f: 1 for f in FACTS})

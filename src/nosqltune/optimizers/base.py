@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .space import TuningSpace
+from ..knobs.space import TuningSpace
 
 
 @dataclass

@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from .base import Optimizer, Suggestion
-from .space import categorical, choices_of, from_unit, to_unit
+from ..knobs.space import categorical, choices_of, from_unit, to_unit
 
 
 class GaussianProcessBO(Optimizer):

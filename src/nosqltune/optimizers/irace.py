@@ -37,7 +37,7 @@ from typing import Any
 
 from ..errors import SetupError
 from .base import Optimizer, Suggestion
-from .space import TuningSpace, categorical, choices_of
+from ..knobs.space import TuningSpace, categorical, choices_of
 
 IRACE_PATHS = ("/usr/lib/R/site-library/irace/bin/irace", "/usr/local/lib/R/site-library/irace/bin/irace")
 DIGITS = 2  # decimal places of real parameters, as in seed 001

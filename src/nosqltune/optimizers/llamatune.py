@@ -29,7 +29,7 @@ from typing import Any
 
 from ..knobs import Knob, KnobSpace
 from .base import Optimizer, Suggestion
-from .space import TuningSpace, categorical, choices_of, from_unit
+from ..knobs.space import TuningSpace, categorical, choices_of, from_unit
 
 DEFAULT_DIMS = 16
 DEFAULT_SPECIAL_BIAS = 0.2

@@ -14,7 +14,7 @@ import tempfile
 from typing import Any
 
 from .base import Optimizer, Suggestion
-from .space import TuningSpace, categorical, choices_of
+from ..knobs.space import TuningSpace, categorical, choices_of
 
 
 def _label(value: Any) -> str:

@@ -45,10 +45,10 @@ class TuningView:
 
 def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
     from ..systems import target
-    from ..trial import TrialSettings
-    from ..optimizers.space import TuningSpace
+    from ..systems.base import TrialSettings
+    from ..knobs.space import TuningSpace
     from ..surrogate.features import existing_store
-    from ..tuning.objective import Objective
+    from ..objective import Objective
     from ..tuning.results import best_configuration, configurations, default_entry
 
     store = existing_store(path)

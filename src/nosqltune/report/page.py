@@ -155,8 +155,8 @@ def best_section(view: TuningView) -> str:
     if view.tune.get("system", "cassandra").startswith("surrogate:"):
         body = json.dumps({k: v for k, v in view.best["config"].items()}, indent=1, default=str)
         return f"<p>Surrogate study: the configuration's knob values.</p><pre>{esc(body)}</pre>"
-    from ..trial import TrialSettings
-    from ..tuning.commands import yaml_fragment
+    from ..systems.base import TrialSettings
+    from ..tuning.results import yaml_fragment
 
     header = (f"best of study {view.name}: {view.objective.metric} {fmt(view.best['value'])} over "
               f"{view.best['trials']} trial(s)")

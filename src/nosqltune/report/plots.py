@@ -192,7 +192,7 @@ def predicted_vs_measured(view: TuningView):
 
     own = [(r["meta"]["predicted"], r["metrics"]["summary"]) for r in view.rows
            if r["state"] == "COMPLETE" and (r.get("meta") or {}).get("predicted") is not None]
-    from ..tuning.objective import metric_value
+    from ..objective import metric_value
 
     if len(own) >= 3:
         predicted = np.array([p for p, _ in own], dtype=float)

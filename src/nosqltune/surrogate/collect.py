@@ -13,7 +13,7 @@ import random
 from typing import Any, Callable, Iterable
 
 from ..errors import UsageError
-from ..optimizers.space import TuningSpace, categorical, choices_of
+from ..knobs.space import TuningSpace, categorical, choices_of
 
 STUDY_NAME = "collect"
 TAG = "collect"

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from .datafile import read_dataset, resolve
 
-DATASETS = Path(__file__).parent / "datasets"
 DEFAULT_KIND = "rf"
 
 
@@ -57,27 +57,6 @@ def export_dataset(study_path: str, out: Path, study_name: str | None = None, na
     with gzip.open(out, "wt") as fh:
         json.dump(data, fh, separators=(",", ":"), default=str)
     return data
-
-
-def resolve(name: str) -> Path:
-    path = Path(name)
-    if path.exists():
-        return path
-    packaged = DATASETS / f"{name}.json.gz"
-    if packaged.exists():
-        return packaged
-    known = sorted(p.name.split(".")[0] for p in DATASETS.glob("*.json.gz"))
-    raise UsageError(f"unknown surrogate dataset {name!r}: use a dataset file or one of {', '.join(known) or 'none shipped'}")
-
-
-def read_dataset(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt") as fh:
-            return json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read the dataset {path}: {exc}") from None
 
 
 class SurrogateTarget:
@@ -133,7 +112,7 @@ class SurrogateTarget:
 
     def run(self, config: dict[str, Any], workload, metrics: tuple[str, ...] = ("throughput",)):
         """One 'trial': the predicted metrics with the dataset's noise, as a COMPLETE TrialResult."""
-        from ..trial import TrialResult
+        from ..systems.base import TrialResult
 
         wl = workload.to_dict() if hasattr(workload, "to_dict") else dict(workload)
         self._calls += 1
@@ -151,3 +130,15 @@ def _summary_key(metric: str) -> str:
         return "throughput_ops_s"
     stat, _, op = metric.partition("-")
     return f"{op}_{stat}_ms"
+
+
+def surrogate_target(system: str, seed: int):
+    """`surrogate:NAME[:KIND]` -> the target answering trials from the model of a recorded dataset."""
+    from .models import KINDS
+
+    _, _, rest = system.partition(":")
+    name, _, kind = rest.partition(":")
+    kind = kind or DEFAULT_KIND
+    if kind not in KINDS:
+        raise UsageError(f"unknown surrogate model {kind!r} in --system {system}: use one of {', '.join(KINDS)}")
+    return SurrogateTarget(name, kind=kind, seed=seed)

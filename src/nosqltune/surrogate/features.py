@@ -67,12 +67,12 @@ class FeatureSpec:
 
     def space(self):
         from ..knobs import load_space
-        from ..optimizers.space import TuningSpace
+        from ..knobs.space import TuningSpace
 
         return TuningSpace(load_space(self.system).subset(self.knobs), self.fixed)
 
     def names(self, space=None) -> list[str]:
-        from ..optimizers.space import categorical, choices_of
+        from ..knobs.space import categorical, choices_of
 
         space = space or self.space()
         out = ["read_ratio"] if self.has_workload else []
@@ -133,7 +133,7 @@ class Table:
         """The metric per row (numpy), and the mask of rows that have it."""
         import numpy as np
 
-        from ..tuning.objective import metric_value
+        from ..objective import metric_value
 
         values = [metric_value(metric, m) for m in self.metrics]
         mask = np.array([v is not None and v > 0 for v in values])
@@ -256,7 +256,7 @@ def load_table(source: str, study_name: str | None = None, domain: str = "TD1", 
     import numpy as np
 
     if str(source).endswith((".json", ".json.gz")):
-        from .dataset import read_dataset
+        from .datafile import read_dataset
 
         data = read_dataset(source)
         name, knobs, fixed, rows = data["name"], data["knobs"], data["fixed"], data["trials"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping, Sequence
 
-from ..optimizers.space import TuningSpace, categorical, choices_of, from_unit
+from ..knobs.space import TuningSpace, categorical, choices_of, from_unit
 
 
 def levels(space: TuningSpace, count: int = 4) -> list[tuple[str, Any]]:

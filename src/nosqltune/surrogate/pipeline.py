@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..tuning.objective import Objective
+from ..objective import Objective
 
 
 def noise(table, metric: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..optimizers.space import FLOAT_DIGITS, TuningSpace, categorical, choices_of
+from ..knobs.space import FLOAT_DIGITS, TuningSpace, categorical, choices_of
 
 Score = Callable[[np.ndarray], np.ndarray]   # model rows -> values to MAXIMIZE
 METHODS = ("ga", "anneal")

@@ -18,6 +18,15 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from .base import Progress, TrialResult, TrialSettings, quiet, with_design
+
+if TYPE_CHECKING:
+    from ..knobs import KnobSpace
+    from ..workloads.spec import Workload
+
+__all__ = ["TARGETS", "TrialResult", "TrialSettings", "run_trial", "target"]
 
 TARGETS = {
     "cassandra": "Apache Cassandra, a local node started per trial from the project's jars",
@@ -30,3 +39,11 @@ def target(name: str) -> ModuleType:
     if name not in TARGETS:
         raise ValueError(f"unknown system {name!r}: use one of {', '.join(TARGETS)}")
     return importlib.import_module(f"{__name__}.{name}.trial")
+
+
+def run_trial(space: "KnobSpace", overrides: dict[str, Any], workload: "Workload", settings: TrialSettings,
+              progress: Progress = quiet) -> TrialResult:
+    """Run one cold trial on the settings' datastore; never raises for a trial failure (the result says FAIL
+    and why). Raises SetupError when the tooling itself is broken."""
+    settings, overrides = with_design(space, settings, overrides)
+    return target(settings.system).run_trial(space, overrides, workload, settings, progress)

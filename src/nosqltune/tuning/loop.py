@@ -23,12 +23,16 @@ from typing import Any, Callable
 from ..errors import NosqltuneError
 from ..optimizers import make_optimizer
 from ..optimizers.base import Optimizer, Suggestion
-from ..optimizers.space import TuningSpace
+from ..knobs.space import TuningSpace
 from ..store import TrialState
-from ..trial import TrialResult
-from .objective import Evaluation, Objective
+from ..systems.base import TrialResult
+from ..objective import Evaluation, Objective
 
 TAG = "tune"
+
+
+DEFAULT_STUDY_NAME = "tune"
+DEFAULT_BUDGET = 40
 
 
 @dataclass

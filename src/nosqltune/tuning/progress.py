@@ -84,7 +84,7 @@ class TerminalDisplay(Display):
     def trial_finished(self, loop, row, evaluation) -> None:
         unit = loop.objective.unit
         if row["state"] == "COMPLETE":
-            from .objective import metric_value
+            from ..objective import metric_value
 
             result = _value(metric_value(loop.objective.metric, row["metrics"]["summary"]), unit)
             if evaluation is not None and not evaluation.feasible and evaluation.value is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from ..optimizers.space import TuningSpace
-from .objective import Objective
+from ..knobs.space import TuningSpace
+from ..objective import Objective
 
 
 def _mean_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -82,3 +82,85 @@ def changed_knobs(space: TuningSpace, config: dict[str, Any]) -> dict[str, tuple
     """knob -> (default, tuned) for every knob whose tuned value differs from its default."""
     config = space.canonical(config)
     return {k.name: (k.default, config[k.name]) for k in space.knobs if config[k.name] != k.default}
+
+
+def summarize(store, study_id: int, spec, space) -> dict[str, Any]:
+    from ..objective import Objective
+    from .results import best_configuration, changed_knobs, configurations, default_entry, speedup
+
+    objective = Objective.from_dict(spec.objective)
+    rows = [r for r in store.trials(study_id) if r["tag"] == "tune"]
+    best = best_configuration(rows, objective, spec.workloads, space)
+    default = default_entry(rows, objective, spec.workloads, space)
+    entries = configurations(rows, objective, spec.workloads, space)
+    return {
+        "optimizer": spec.optimizer, "workloads": spec.workloads, "objective": objective.describe(),
+        "metric": objective.metric, "unit": objective.unit,
+        "trials": len([r for r in rows if r["failure_kind"] != "interrupted"]),
+        "failed_trials": len([r for r in rows if r["state"] == "FAIL" and r["failure_kind"] != "interrupted"]),
+        "configurations": len(entries), "best": best, "default": default,
+        "speedup": speedup(objective, best["value"] if best else None, default["value"] if default else None),
+        "changed": {k: list(v) for k, v in changed_knobs(space, best["config"]).items()} if best else {},
+    }
+
+
+def format_summary(result: dict[str, Any]) -> str:
+    unit = result["unit"]
+
+    def value(v):
+        return "-" if v is None else (f"{v:,.0f} {unit}" if unit == "ops/s" else f"{v:.2f} {unit}")
+
+    lines = [f"{result['optimizer']} on {', '.join(result['workloads'])}: {result['objective']}; "
+             f"{result['trials']} trials ({result['failed_trials']} failed), {result['configurations']} "
+             f"configurations; stopped: {result.get('stopped', '-')}"]
+    best, default = result["best"], result["default"]
+    lines.append(f"default: {value(default['value'] if default else None)}"
+                 + (f" ({default['trials']} trials)" if default else " (not measured in this study)"))
+    if best:
+        lines.append(f"best:    {value(best['value'])} ({best['trials']} trials)"
+                     + (f", {(result['speedup'] - 1) * 100:+.1f}% vs default (single cold runs: confirm with "
+                        "repeated interleaved runs)" if result["speedup"] else ""))
+        if result["changed"]:
+            width = max(len(k) for k in result["changed"])
+            for name, (old, new) in result["changed"].items():
+                lines.append(f"  {name.ljust(width)}  {old} -> {new}")
+        else:
+            lines.append("  (the default configuration)")
+    else:
+        lines.append("best:    none (no trial completed within the constraints)")
+    return "\n".join(lines)
+
+
+def yaml_fragment(space, config: dict[str, Any], fixed: dict[str, Any], header: str, settings=None) -> str:
+    """The tuned knobs that differ from the default as a fragment of the datastore's own configuration (for
+    Cassandra a cassandra.yaml fragment, CQL statements and JVM options in comments; for Redis redis.conf
+    directives), after a commented header and diff. `settings`: the study's harness (None: Cassandra)."""
+    from ..systems import target
+    from ..systems.base import TrialSettings
+    from .results import changed_knobs
+
+    settings = settings or TrialSettings()
+    changed = changed_knobs(space, config)
+    overrides = {**fixed, **{k: new for k, (_, new) in changed.items()}}
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines.append("# diff against the default:" if changed or fixed else "# the default configuration: no changes")
+    for name, (old, new) in changed.items():
+        lines.append(f"#   {name}: {old} -> {new}")
+    for name, value in fixed.items():
+        lines.append(f"#   {name}: fixed at {value} (not tuned)")
+    lines += target(settings.system).config_fragment(settings, overrides)
+    return "\n".join(lines) + "\n"
+
+
+def stored_subset(space, full_space) -> dict[str, Any] | str:
+    """A knob subset as stored with the study: a named set by its name, a user's subset written out (ranges
+    and choices), so a resumed study tunes the same space even if the user's file changed."""
+    if space.label and space.label in full_space.knob_sets:
+        return space.label
+    if space.recipe:   # a knob set with changes (e.g. the design searched with it)
+        return space.recipe
+    knobs = {}
+    for knob in space:
+        knobs[knob.name] = {"range": list(knob.range)} if knob.range else (
+            {"choices": list(knob.choices)} if knob.choices else None)
+    return {"knobs": knobs}

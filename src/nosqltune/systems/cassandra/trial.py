@@ -11,7 +11,7 @@ from typing import Any
 from ...errors import TrialError
 from ...knobs import KnobSpace
 from ...runtime.paths import work_dir
-from ...trial import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
+from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
                       record_run)
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, run_client
@@ -55,7 +55,7 @@ def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[
 
     from .node import set_dotted
 
-    from ...trial import with_design
+    from ..base import with_design
 
     design, overrides = with_design(knob_space(settings), settings, overrides)
     placed = place(knob_space(settings), overrides)

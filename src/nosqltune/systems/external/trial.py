@@ -22,7 +22,7 @@ import yaml
 from ...errors import TrialError, UsageError
 from ...knobs import KnobError, KnobSpace
 from ...runtime.paths import work_dir
-from ...trial import Progress, TrialResult, TrialSettings, failures_recorded, judge_errors, quiet, record_run
+from ..base import Progress, TrialResult, TrialSettings, failures_recorded, judge_errors, quiet, record_run
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, parse_output, run_client
 from ...runtime import process

@@ -18,7 +18,7 @@ from typing import Any
 from ...errors import SetupError, TrialError, UsageError
 from ...knobs import KnobSpace
 from ...runtime.paths import work_dir
-from ...trial import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
+from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
                       record_run)
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, run_client

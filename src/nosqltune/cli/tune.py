@@ -1,4 +1,4 @@
-"""`nosqltune tune` and `nosqltune best`: the tuning loop on real Cassandra trials, and its result."""
+"""`nosqltune tune` and `nosqltune best`: the tuning loop from the flags, and its result."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NosqltuneError, UsageError
-
-DEFAULT_STUDY_NAME = "tune"
-DEFAULT_BUDGET = 40
+from ..tuning.loop import DEFAULT_BUDGET, DEFAULT_STUDY_NAME
+from ..tuning.results import format_summary, stored_subset, summarize, yaml_fragment
+from .options import DEFAULT_STUDY, _common, study_path
 
 
 def parse_duration(text: str | None) -> float | None:
@@ -25,45 +25,27 @@ def parse_duration(text: str | None) -> float | None:
     return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
 
 
-def _subset_mapping(space, full_space) -> dict[str, Any] | str:
-    """A knob subset as stored with the study: a named set by its name, a user's subset written out (ranges
-    and choices), so a resumed study tunes the same space even if the user's file changed."""
-    if space.label and space.label in full_space.knob_sets:
-        return space.label
-    if space.recipe:   # a knob set with changes (e.g. the design searched with it)
-        return space.recipe
-    knobs = {}
-    for knob in space:
-        knobs[knob.name] = {"range": list(knob.range)} if knob.range else (
-            {"choices": list(knob.choices)} if knob.choices else None)
-    return {"knobs": knobs}
-
-
-def _store_path(study: str) -> Path:
-    return Path(study[len("sqlite:///"):] if study.startswith("sqlite:///") else study)
-
-
 def _workdir(args, study_name: str, optimizer: str) -> Path:
-    path = _store_path(args.study)
+    path = study_path(args.study)
     return path.parent / f"{path.stem}.{study_name}.{optimizer}"
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from ..cli import _settings, trial_target
-    from ..optimizers.space import TuningSpace
+    from .options import _settings, trial_target
+    from ..knobs.space import TuningSpace
     from ..store import open_store
-    from ..trial import TrialSettings, run_trial
+    from ..systems import TrialSettings, run_trial
     from ..workloads.spec import Workload
-    from .loop import TuneSpec, TuningLoop
-    from .objective import Objective
-    from .progress import TerminalDisplay
+    from ..tuning.loop import TuneSpec, TuningLoop
+    from ..objective import Objective
+    from ..tuning.progress import TerminalDisplay
 
     study_name = args.study_name or DEFAULT_STUDY_NAME
     if not args.resume:   # bad input is refused before the store is touched
         settings = _settings(args)
         full_space = trial_target(settings).knob_space(settings)
         fresh = _new_run(args, full_space, settings)
-    if args.resume and not args.study.startswith("sqlite:") and not _store_path(args.study).exists():
+    if args.resume and not args.study.startswith("sqlite:") and not study_path(args.study).exists():
         raise UsageError(f"nothing to resume: no study store at {args.study}")
     store = open_store(args.study)
     try:
@@ -94,12 +76,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
         space = TuningSpace(subset, fixed)
         store.update_study_settings(study_id, {"tune": {
             "spec": spec.to_dict(), "workloads": [w.to_dict() for w in workloads], "fixed": fixed,
-            "knobs": _subset_mapping(subset, full_space), "knob_label": subset.label if not args.resume else
+            "knobs": stored_subset(subset, full_space), "knob_label": subset.label if not args.resume else
             (stored or {}).get("knob_label"), "harness": settings.to_dict(), "system": system}})
         by_name = {w.name: w for w in workloads}
         display = TerminalDisplay(json_lines=args.json)
         if system.startswith("surrogate:"):
-            target = surrogate_target(system, spec.seed)
+            target = _surrogate_target(system, spec.seed)
             env_id = store.environment(target.fingerprint())
             objective = Objective.from_dict(spec.objective)
             needed = (objective.metric,) + tuple(c.metric for c in objective.constraints)
@@ -140,7 +122,7 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
     and `replication_factor`; with any design flag (--nodes, --rf, --design) the design knobs of a knob set
     (irace23 has replication_factor) are left out of the search, so the design is what the flags say.
     Stored as a recipe (the knob set, the added ranges, what is left out), so a resume rebuilds it."""
-    from ..cli import parse_design
+    from .options import parse_design
 
     searched = parse_design(getattr(args, "design", None))
     if not searched and args.nodes == 1 and args.rf is None:
@@ -149,7 +131,7 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
     if not searched and not leave:
         return subset
     added = {name: {"range": list(span)} for name, span in searched.items()}
-    base = _subset_mapping(subset, full_space)
+    base = stored_subset(subset, full_space)
     if isinstance(base, str):
         recipe = {"set": base, "knobs": added, "leave_out": leave}
     elif "set" in base:
@@ -170,10 +152,10 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
 
 def _new_run(args: argparse.Namespace, full_space, settings):
     """The settings of a new tuning run from the flags, all checked."""
-    from ..cli import _build_workload, _searched_space, trial_target
-    from ..optimizers.space import TuningSpace
-    from .loop import TuneSpec
-    from .objective import Objective
+    from .options import _build_workload, _searched_space, trial_target
+    from ..knobs.space import TuningSpace
+    from ..tuning.loop import TuneSpec
+    from ..objective import Objective
 
     if args.repeat != 1:
         raise UsageError("tune runs one cold trial per configuration and workload; use bench (or compare) for "
@@ -206,7 +188,7 @@ def _new_run(args: argparse.Namespace, full_space, settings):
             raise UsageError(f"{', '.join(clash)} is searched (--design); it cannot also be fixed with --set/--config")
         searched_space = TuningSpace(subset, fixed)
     if system.startswith("surrogate:"):
-        target = surrogate_target(system, args.seed)
+        target = _surrogate_target(system, args.seed)
         outside = sorted(set(subset.knobs) - set(target.knobs)) + sorted(set(fixed) - set(target.knobs))
         if outside:
             raise UsageError(f"the surrogate dataset has no data for {', '.join(outside)}: tune or fix only its knobs "
@@ -242,95 +224,14 @@ def _new_run(args: argparse.Namespace, full_space, settings):
     return spec, workloads, fixed, subset, settings, system
 
 
-def surrogate_target(system: str, seed: int):
-    """`surrogate:NAME[:KIND]` -> the target answering trials from the model of a recorded dataset."""
-    from ..surrogate.dataset import DEFAULT_KIND, SurrogateTarget
-    from ..surrogate.models import KINDS
-
-    _, _, rest = system.partition(":")
-    name, _, kind = rest.partition(":")
-    kind = kind or DEFAULT_KIND
-    if kind not in KINDS:
-        raise UsageError(f"unknown surrogate model {kind!r} in --system {system}: use one of {', '.join(KINDS)}")
-    return SurrogateTarget(name, kind=kind, seed=seed)
-
-
-def summarize(store, study_id: int, spec, space) -> dict[str, Any]:
-    from .objective import Objective
-    from .results import best_configuration, changed_knobs, configurations, default_entry, speedup
-
-    objective = Objective.from_dict(spec.objective)
-    rows = [r for r in store.trials(study_id) if r["tag"] == "tune"]
-    best = best_configuration(rows, objective, spec.workloads, space)
-    default = default_entry(rows, objective, spec.workloads, space)
-    entries = configurations(rows, objective, spec.workloads, space)
-    return {
-        "optimizer": spec.optimizer, "workloads": spec.workloads, "objective": objective.describe(),
-        "metric": objective.metric, "unit": objective.unit,
-        "trials": len([r for r in rows if r["failure_kind"] != "interrupted"]),
-        "failed_trials": len([r for r in rows if r["state"] == "FAIL" and r["failure_kind"] != "interrupted"]),
-        "configurations": len(entries), "best": best, "default": default,
-        "speedup": speedup(objective, best["value"] if best else None, default["value"] if default else None),
-        "changed": {k: list(v) for k, v in changed_knobs(space, best["config"]).items()} if best else {},
-    }
-
-
-def format_summary(result: dict[str, Any]) -> str:
-    unit = result["unit"]
-
-    def value(v):
-        return "-" if v is None else (f"{v:,.0f} {unit}" if unit == "ops/s" else f"{v:.2f} {unit}")
-
-    lines = [f"{result['optimizer']} on {', '.join(result['workloads'])}: {result['objective']}; "
-             f"{result['trials']} trials ({result['failed_trials']} failed), {result['configurations']} "
-             f"configurations; stopped: {result.get('stopped', '-')}"]
-    best, default = result["best"], result["default"]
-    lines.append(f"default: {value(default['value'] if default else None)}"
-                 + (f" ({default['trials']} trials)" if default else " (not measured in this study)"))
-    if best:
-        lines.append(f"best:    {value(best['value'])} ({best['trials']} trials)"
-                     + (f", {(result['speedup'] - 1) * 100:+.1f}% vs default (single cold runs: confirm with "
-                        "repeated interleaved runs)" if result["speedup"] else ""))
-        if result["changed"]:
-            width = max(len(k) for k in result["changed"])
-            for name, (old, new) in result["changed"].items():
-                lines.append(f"  {name.ljust(width)}  {old} -> {new}")
-        else:
-            lines.append("  (the default configuration)")
-    else:
-        lines.append("best:    none (no trial completed within the constraints)")
-    return "\n".join(lines)
-
-
-def yaml_fragment(space, config: dict[str, Any], fixed: dict[str, Any], header: str, settings=None) -> str:
-    """The tuned knobs that differ from the default as a fragment of the datastore's own configuration (for
-    Cassandra a cassandra.yaml fragment, CQL statements and JVM options in comments; for Redis redis.conf
-    directives), after a commented header and diff. `settings`: the study's harness (None: Cassandra)."""
-    from ..systems import target
-    from ..trial import TrialSettings
-    from .results import changed_knobs
-
-    settings = settings or TrialSettings()
-    changed = changed_knobs(space, config)
-    overrides = {**fixed, **{k: new for k, (_, new) in changed.items()}}
-    lines = [f"# {line}" for line in header.splitlines()]
-    lines.append("# diff against the default:" if changed or fixed else "# the default configuration: no changes")
-    for name, (old, new) in changed.items():
-        lines.append(f"#   {name}: {old} -> {new}")
-    for name, value in fixed.items():
-        lines.append(f"#   {name}: fixed at {value} (not tuned)")
-    lines += target(settings.system).config_fragment(settings, overrides)
-    return "\n".join(lines) + "\n"
-
-
 def cmd_best(args: argparse.Namespace) -> int:
-    from ..cli import trial_target
-    from ..optimizers.space import TuningSpace
-    from ..trial import TrialSettings
+    from .options import trial_target
+    from ..knobs.space import TuningSpace
+    from ..systems.base import TrialSettings
     from ..store import open_store
-    from .loop import TuneSpec
+    from ..tuning.loop import TuneSpec
 
-    if not args.study.startswith("sqlite:") and not _store_path(args.study).exists():
+    if not args.study.startswith("sqlite:") and not study_path(args.study).exists():
         raise UsageError(f"no study store at {args.study}")
     study_name = args.study_name or DEFAULT_STUDY_NAME
     store = open_store(args.study)
@@ -362,3 +263,81 @@ def cmd_best(args: argparse.Namespace) -> int:
     else:
         print(format_summary(result))
     return 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser(
+        "tune", help="search for a faster configuration: random, irace, gp, smac, rafiki or surrogate-sa",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run cold trials of the configurations an optimizer suggests, store every trial, and report "
+                    "the best configuration found.\n\nExamples:\n"
+                    "  nosqltune tune --workload ycsb-a --knobs irace23 --optimizer irace --budget 200 --study runs/a.db\n"
+                    "  nosqltune tune --workload read95 --knobs vorstella5 --optimizer gp --objective p99-read --budget 25\n"
+                    "  nosqltune tune --workload ycsb-a,ycsb-b --optimizer smac --constraint p99-read<=5\n"
+                    "  nosqltune tune --nodes 3 --rf 3 --knobs eppinger   # knobs for a fixed design (a local cluster)\n"
+                    "  nosqltune tune --design nodes=2..4,rf=1..3 --knobs eppinger   # the design searched too\n"
+                    "  nosqltune tune --study runs/a.db --resume        # continue after Ctrl-C or a crash\n\n"
+                    "--workload takes a comma-separated list: the objective is then the geometric mean over the "
+                    "workloads (irace races them as instances).")
+    _common(p, surrogate=True)
+    t = p.add_argument_group("tuning")
+    t.add_argument("--optimizer", default="smac", choices=["random", "irace", "gp", "smac", "rafiki", "surrogate-sa"],
+                   help="random: uniform sampling; irace: iterated racing (R package); gp: Gaussian-process "
+                        "Bayesian optimization; smac: SMAC3; rafiki: neural-net ensemble + genetic algorithm; "
+                        "surrogate-sa: random forest + simulated annealing (default smac)")
+    t.add_argument("--knobs", default=None, metavar="SET|FILE",
+                   help="knob set (Cassandra: irace23, rafiki5, vorstella5, mlos10, eppinger; Redis: mlos6, operator) "
+                        "or a YAML file of knob names or narrowed ranges (default: irace23 for Cassandra, mlos6 for "
+                        "Redis, every knob of an external target); see `nosqltune knobs SYSTEM`")
+    t.add_argument("--budget", type=int, default=None, metavar="N",
+                   help="cold trials at most, the default included (default 40)")
+    t.add_argument("--max-time", metavar="DURATION", help="stop after this much trial time, e.g. 90m or 2h")
+    t.add_argument("--objective", default="throughput", metavar="METRIC",
+                   help="throughput (maximized) or <avg|p95|p99>-<read|update|insert|scan|all> (minimized), "
+                        "e.g. p99-read (default throughput)")
+    t.add_argument("--constraint", action="append", default=[], dest="constraints", metavar="METRIC<=X",
+                   help="keep only configurations with METRIC<=X or METRIC>=X, e.g. p99-read<=5 (repeatable)")
+    d = t.add_mutually_exclusive_group()
+    d.add_argument("--include-default", dest="include_default", action="store_true", default=True,
+                   help="measure the default configuration first, so gains are against a default of the same "
+                        "study (default; for irace it is its initial configuration)")
+    d.add_argument("--no-default", dest="include_default", action="store_false",
+                   help="do not measure the default")
+    t.add_argument("--design", metavar="nodes=LO..HI,rf=LO..HI",
+                   help="Cassandra: search the physical design with the knobs (seed 004): the number of nodes of the "
+                        "local cluster and/or the replication factor, e.g. nodes=2..4,rf=1..3; the default "
+                        "configuration runs on the smallest design (instead of --nodes/--rf for what is searched)")
+    t.add_argument("--seed", type=int, default=1, help="seed of the optimizer (default 1)")
+    t.add_argument("--patience", type=int, metavar="N",
+                   help="stop early when the best configuration has not changed for N suggestions")
+    t.add_argument("--initial", type=int, metavar="N",
+                   help="gp/smac/rafiki/surrogate-sa: random (gp), Sobol (smac) or extremes-covering (rafiki, "
+                        "surrogate-sa) configurations before the model is used")
+    t.add_argument("--space-adapter", choices=["none", "llamatune"], default="none",
+                   help="llamatune: the optimizer searches a small synthetic space (random projection, special-value "
+                        "biasing, bucketization) mapped onto all the knobs (default none)")
+    t.add_argument("--llamatune-dims", type=int, default=16, metavar="D",
+                   help="llamatune: synthetic dimensions (default 16, at most the number of knobs)")
+    t.add_argument("--special-bias", type=float, default=0.2, metavar="P",
+                   help="llamatune: probability of a knob's special value (0 = disabled, ...) (default 0.2)")
+    t.add_argument("--max-unique", type=int, default=10000, metavar="K",
+                   help="llamatune: distinct values a numeric knob may take (default 10000)")
+    t.add_argument("--resume", action="store_true",
+                   help="continue the study (--study, --study-name) with its stored settings; --budget and "
+                        "--max-time may be raised")
+    p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("best", help="the best configuration of a tuning study, as a table, YAML or JSON",
+                       description="Print the best configuration found by `nosqltune tune`: as a cassandra.yaml "
+                                   "fragment with the diff against the default (--format yaml), as JSON, or as a "
+                                   "table.")
+    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
+    p.add_argument("--study-name", default=None, help="study within the store (default tune)")
+    p.add_argument("--format", choices=["table", "yaml", "json"], default="table", help="output format (table)")
+    p.set_defaults(func=cmd_best)
+
+
+def _surrogate_target(system: str, seed: int):
+    from ..surrogate.dataset import surrogate_target
+
+    return surrogate_target(system, seed)

@@ -1,21 +1,21 @@
-"""`nosqltune compare` and `nosqltune export`: what a tuning result is worth, and the trials as data."""
+"""`nosqltune compare`: a tuning study's best (and other candidates) against the default, interleaved."""
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import sys
 from typing import Any
 
 from ..errors import UsageError
+from .options import DEFAULT_STUDY
+
 
 SPECIAL = ("best", "default", "best-practice", "design-default")
 
 
 def _tuning_study(args):
     from ..surrogate.features import existing_store
-    from ..tuning.commands import DEFAULT_STUDY_NAME
+    from ..tuning.loop import DEFAULT_STUDY_NAME
 
     store = existing_store(args.study)
     name = args.study_name or DEFAULT_STUDY_NAME
@@ -64,17 +64,17 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..cli import trial_target
-    from ..optimizers.space import TuningSpace
-    from ..trial import TrialSettings, run_trial
+    from .options import trial_target
+    from ..knobs.space import TuningSpace
+    from ..systems import TrialSettings, run_trial
     from ..tuning.loop import TuneSpec
-    from ..tuning.objective import Objective, metric_value
+    from ..objective import Objective, metric_value
     from ..tuning.results import best_configuration
     from ..workloads.spec import Workload
     from ..runtime.paths import cache_dir
-    from .best_practice import best_practice, machine_facts
-    from .compare import run_interleaved
-    from .stats import compare
+    from ..knobs.best_practice import best_practice, machine_facts
+    from ..evaluation.compare import run_interleaved
+    from ..evaluation.stats import compare
 
     if args.repeat < 2:
         raise UsageError("--repeat must be at least 2 (a comparison needs repeated pairs)")
@@ -98,7 +98,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         candidates = parse_candidates(args.candidates, full_space, best["config"] if best else None, practice)
         candidates = {k: {**tune["fixed"], **v} for k, v in candidates.items()}
         if system.startswith("surrogate:"):   # a study on a surrogate is compared on the same surrogate
-            from ..tuning.commands import surrogate_target
+            from ..surrogate.dataset import surrogate_target
 
             target = surrogate_target(system, spec.seed)
             env_id = store.environment(target.fingerprint())
@@ -151,7 +151,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _say(args):
-    from ..cli import _progress
+    from .options import _progress
 
     return _progress(args)
 
@@ -177,64 +177,28 @@ def format_comparison(result: dict[str, Any], unit: str) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------------------------- export
-FLAT = ("id", "number", "state", "tag", "failure_kind", "error", "started_at", "finished_at", "environment_id")
-
-
-def flatten(row: dict[str, Any]) -> dict[str, Any]:
-    """One trial as one flat record: fields, knob values (knob.NAME), workload, summary metrics, timings."""
-    out = {k: row.get(k) for k in FLAT}
-    out["study"] = row.get("study_name")
-    workload = row.get("workload") or {}
-    out["workload"] = workload.get("name")
-    out["read_ratio"] = (workload.get("mix") or {}).get("readproportion")
-    for key in ("records", "operations", "threads"):
-        out[f"workload.{key}"] = workload.get(key)
-    for name, value in sorted((row.get("config") or {}).items()):
-        out[f"knob.{name}"] = value
-    for name, value in sorted(((row.get("metrics") or {}).get("summary") or {}).items()):
-        out[f"metric.{name}"] = value
-    for name, value in sorted((row.get("timings") or {}).items()):
-        out[f"timing.{name}"] = value
-    meta = row.get("meta") or {}
-    for key in ("candidate", "round", "group", "suggestion", "optimizer"):
-        if key in meta:
-            out[f"meta.{key}"] = meta[key]
-    return out
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from ..surrogate.features import existing_store
-
-    store = existing_store(args.study)
-    try:
-        studies = {s["id"]: s for s in store.studies()}
-        if args.study_name:
-            chosen = [s for s in studies.values() if s["name"] == args.study_name]
-            if not chosen:
-                raise UsageError(f"no study named '{args.study_name}' in {args.study} "
-                                 f"(studies: {', '.join(s['name'] for s in studies.values()) or 'none'})")
-            ids = {chosen[0]["id"]}
-        else:
-            ids = set(studies)
-        rows = [dict(r, study_name=studies[r["study_id"]]["name"]) for r in store.trials() if r["study_id"] in ids]
-    finally:
-        store.close()
-    out = open(args.out, "w", newline="") if args.out else sys.stdout
-    try:
-        if args.format == "json":
-            json.dump(rows, out, default=str)
-            out.write("\n")
-        else:
-            flat = [flatten(r) for r in rows]
-            columns = list(dict.fromkeys(k for r in flat for k in r))
-            writer = csv.DictWriter(out, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows(flat)
-    finally:
-        if args.out:
-            out.close()
-    if args.out:
-        print(f"{len(rows)} trials written to {args.out}", file=sys.stderr)
-    return 0
-
+def add_parsers(sub) -> None:
+    p = sub.add_parser(
+        "compare", help="a tuning study's best configuration (and others) against the default, with statistics",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run the candidates and the default in interleaved cold rounds (ABC CBA ...) on the study's "
+                    "workloads and harness, then per candidate: speedup over the default of the same round (mean, "
+                    "median, 95%% bootstrap interval), Wilcoxon signed-rank p-value, and a verdict (better / no "
+                    "significant difference / worse). Runs are stored in the study; an interrupted comparison "
+                    "continues where it stopped.\n\nExamples:\n"
+                    "  nosqltune compare --study runs/a.db --repeat 10\n"
+                    "  nosqltune compare --study runs/a.db --candidates best,mine.yaml --repeat 10 --scale 10")
+    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
+    p.add_argument("--study-name", default=None, help="tuning study within the store (default tune)")
+    p.add_argument("--candidates", default="best", metavar="LIST",
+                   help="comma-separated: best (the study's best), default, best-practice (Cassandra's documented "
+                        "rules of thumb for this machine: concurrent_writes = 8 x cores, concurrent_reads = 16 x "
+                        "drives, ...; see `nosqltune knobs`), design-default (the default knobs on the best "
+                        "configuration's design, for a study of tune --design), or YAML files of knob values (default "
+                        "best; the default configuration is always run as the reference)")
+    p.add_argument("--repeat", type=int, default=10, metavar="N", help="interleaved rounds (default 10)")
+    p.add_argument("--scale", type=float, default=1.0, metavar="X",
+                   help="multiply records and operations by X, e.g. 10 to validate at 10x the tuning load (seed 001's "
+                        "TS2; a new dataset is loaded once) (default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_compare)

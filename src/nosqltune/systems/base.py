@@ -1,4 +1,4 @@
-"""A trial: one cold run of one configuration on one workload, against the datastore the settings name.
+"""What every target shares about a trial: one cold run of one configuration on one workload, against the datastore the settings name.
 
 The datastore-specific work lives in `systems/<name>/trial.py`; this module holds what every target shares:
 the harness settings stored with each trial, the result, and the rule that too many failed operations
@@ -10,15 +10,14 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .errors import SetupError, TrialError, UsageError
+from ..errors import SetupError, TrialError, UsageError
 
-from .systems.cassandra.provision import DEFAULT_VERSION
+from .cassandra.provision import DEFAULT_VERSION
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .knobs import KnobSpace
-    from .workloads.spec import Workload
+    from ..knobs import KnobSpace
 
 Progress = Callable[[str], None]
 MAX_ERROR_SHARE = 0.01  # a trial with more failed operations than this is a failed trial
@@ -122,7 +121,7 @@ def failures_recorded(result: TrialResult, log_excerpt: Callable[[], str]) -> It
 
 def record_run(result: TrialResult, timings: dict[str, float], metrics: dict[str, Any]) -> None:
     """Store a measured run's metrics, headline summary and client phase timings in the result."""
-    from .workloads.ycsb import summary
+    from ..workloads.ycsb import summary
 
     timings["client_s"] = metrics.pop("wall_seconds")
     timings["warmup_s"] = metrics["warmup"].get("runtime_ms", 0) / 1000.0
@@ -138,7 +137,7 @@ def end_trial(result: TrialResult, timings: dict[str, float], started: float, st
     import shutil
     import time
 
-    from .runtime.paths import work_dir
+    from ..runtime.paths import work_dir
 
     t0 = time.monotonic()
     stop()
@@ -160,13 +159,3 @@ def judge_errors(result: TrialResult, metrics: dict[str, Any]) -> None:
         if metrics["errors"] > MAX_ERROR_SHARE * measured:
             # failed operations return fast and inflate throughput: such a figure is not a result
             result.state, result.failure_kind = "FAIL", "workload"
-
-
-def run_trial(space: "KnobSpace", overrides: dict[str, Any], workload: "Workload", settings: TrialSettings,
-              progress: Progress = quiet) -> TrialResult:
-    """Run one cold trial on the settings' datastore; never raises for a trial failure (the result says FAIL
-    and why). Raises SetupError when the tooling itself is broken."""
-    from .systems import target
-
-    settings, overrides = with_design(space, settings, overrides)
-    return target(settings.system).run_trial(space, overrides, workload, settings, progress)

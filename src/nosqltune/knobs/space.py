@@ -17,7 +17,7 @@ import math
 import random
 from typing import Any, Mapping
 
-from ..knobs import Knob, KnobSpace, _parse_condition  # noqa: F401  (conditions are parsed by the knob module)
+from . import Knob, KnobSpace, _parse_condition  # noqa: F401  (conditions are parsed by the knob module)
 
 FLOAT_DIGITS = 3
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..knobs import KnobError, KnobSpace
+from . import KnobError, KnobSpace
 
 FACTS = ("cores", "drives", "ssd", "heap_mib")
 _FUNCTIONS = {"min": min, "max": max}

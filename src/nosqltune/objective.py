@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..errors import UsageError
+from .errors import UsageError
 
 STATS = ("avg", "p95", "p99")
 OPS = ("read", "update", "insert", "scan", "readmodifywrite", "all")

@@ -1,4 +1,4 @@
-"""Setup calibration (seed 001's "how reliable is one measurement"): CV and cost per setup, and a pick."""
+"""`nosqltune calibrate`: how reliable one measurement is (seed 001): CV and cost per setup, and a pick."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import json
 import sys
 from typing import Any
 
+from .options import _common
+
 
 def _ints(text: str | None, fallback: int) -> list[int]:
-    from .errors import NosqltuneError
+    from ..errors import NosqltuneError
 
     if not text:
         return [fallback]
@@ -29,9 +31,10 @@ def recommend(cells: list[dict[str, Any]], max_cv: float) -> dict[str, Any] | No
     return min(eligible, key=lambda c: c["trial_seconds"]) if eligible else None
 
 
-def calibrate(args: argparse.Namespace) -> int:
-    from .cli import _build_workload, _progress, _settings, _stats, run_trials, trial_target
-    from .workloads.spec import Workload
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .bench import run_trials
+    from .options import _build_workload, _progress, _settings, _stats, trial_target
+    from ..workloads.spec import Workload
 
     settings = _settings(args)
     space = trial_target(settings).knob_space(settings)
@@ -83,3 +86,21 @@ def calibrate(args: argparse.Namespace) -> int:
 
 def _f(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("calibrate", help="how reliable is one measurement: CV per setup, and the cheapest "
+                       "setup under a CV threshold",
+                       description="Run the default configuration --repeat times for each combination of the "
+                                   "given operation counts, record counts and thread counts; report mean, sd, "
+                                   "CV and time per run, and recommend the cheapest setup whose CV is under "
+                                   "--max-cv.")
+    _common(p, repeat=10)
+    p.add_argument("--grid-operations", default="30000,60000,100000", metavar="LIST",
+                   help="comma-separated operation counts (default 30000,60000,100000)")
+    p.add_argument("--grid-records", default=None, metavar="LIST", help="comma-separated record counts "
+                   "(default: --records)")
+    p.add_argument("--grid-threads", default=None, metavar="LIST", help="comma-separated thread counts "
+                   "(default: --threads)")
+    p.add_argument("--max-cv", type=float, default=0.03, help="CV threshold of throughput (default 0.03)")
+    p.set_defaults(func=cmd_calibrate)

@@ -1,0 +1,64 @@
+"""The nosqltune command line: one module per command (its parser and its run function) over the library.
+
+Only this package knows argparse; it turns flags into the typed settings the library takes. Nothing in the
+library imports it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .. import __version__
+from ..errors import NosqltuneError
+
+COMMANDS = ("bench", "tune", "collect", "importance", "model", "recommend", "compare", "report", "export", "node", "cluster", "knobs", "calibrate", "setup")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nosqltune",
+        description="Tune NoSQL datastores with real benchmark trials. Every trial is cold: the node boots "
+                    "on a restored copy of the loaded data, the client warms up, then the workload is measured.")
+    parser.add_argument("--version", action="version", version=f"nosqltune {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    import importlib
+
+    for name in COMMANDS:   # `tune` registers `best` too
+        importlib.import_module(f"{__name__}.{name}").add_parsers(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..runtime.process import install_signal_handlers, reap_all
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if argv is None and getattr(args, "command", None) == "tune" and os.environ.get("PYTHONHASHSEED") != "0":
+        # SMAC (through ConfigSpace) iterates over sets of configurations, whose order follows Python's
+        # per-process string hashing: fixed hashing makes a tuning run repeatable, and a resumed run (a new
+        # process) replays exactly the suggestions of the interrupted one
+        os.execve(sys.executable, [sys.executable, "-m", "nosqltune", *sys.argv[1:]],
+                  {**os.environ, "PYTHONHASHSEED": "0"})
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    install_signal_handlers()
+    try:
+        return args.func(args)
+    except NosqltuneError as exc:
+        print(f"nosqltune: error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    except KeyboardInterrupt:
+        print("nosqltune: interrupted; nodes stopped", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `nosqltune knobs | head`
+        sys.stderr.close()
+        return 0
+    finally:
+        reap_all()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

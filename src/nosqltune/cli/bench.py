@@ -1,0 +1,114 @@
+"""`nosqltune bench`: repeated cold trials of one configuration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .options import _build_workload, _common, _overrides, _progress, _settings, _stats, trial_target
+
+
+def run_trials(args, space, overrides, workload, settings, *, tag: str, study_name: str) -> list[dict]:
+    """Run `args.repeat` cold trials of one configuration, storing each; returns the stored rows."""
+    from ..store import TrialState, open_store
+    from ..systems import run_trial
+
+    say = _progress(args)
+    store = open_store(args.study)
+    study_id = store.study(study_name, settings.system, {"harness": settings.to_dict()})
+    env_id = store.environment(trial_target(settings).fingerprint(settings))
+    rows = []
+    try:
+        for i in range(args.repeat):
+            trial_id = store.start_trial(study_id, overrides, {**workload.to_dict(), "harness": settings.to_dict()},
+                                         tag=tag, environment_id=env_id)
+            say(f"[{tag}] trial {i + 1}/{args.repeat} (id {trial_id})")
+            row = store.record(trial_id, lambda: run_trial(space, overrides, workload, settings, progress=say))
+            rows.append(row)
+            if row["state"] == TrialState.COMPLETE.value:
+                say(f"  -> {row['metrics']['summary']['throughput_ops_s']:.0f} ops/s, {row['timings']['total_s']:.1f} s")
+            else:
+                say(f"  -> FAILED ({row['failure_kind']}): {row['error']}")
+    finally:
+        store.close()
+    return rows
+
+
+_TIMING_ROWS = [("data load s (once)", "dataset_build_s"), ("restore s", "restore_s"), ("boot s", "boot_s"), ("warm-up s", "warmup_s"),
+                ("measure s", "measure_s"), ("stop s", "stop_s"), ("trial s", "total_s")]
+
+
+def format_table(rows: list[dict]) -> str:
+    """Metrics down, runs across, then mean / sd / CV: readable whatever the operation types are."""
+    ok = [r for r in rows if r["state"] == "COMPLETE"]
+    ops: list[str] = []
+    for r in ok:
+        for op in r["metrics"]["operations"]:
+            if op not in ops and op != "CLEANUP":
+                ops.append(op)
+    lines: list[tuple[str, list[float | None]]] = [
+        ("throughput ops/s", [r["metrics"]["summary"]["throughput_ops_s"] if r["state"] == "COMPLETE" else None for r in rows])]
+    for op in ops:
+        for stat in ("avg", "p95", "p99"):
+            lines.append((f"{op.lower()} {stat} ms",
+                          [r["metrics"]["summary"].get(f"{op.lower()}_{stat}_ms") if r["state"] == "COMPLETE" else None for r in rows]))
+    lines.append(("errors", [r["metrics"]["errors"] if r["state"] == "COMPLETE" else None for r in rows]))
+    for label, key in _TIMING_ROWS:
+        values = [(r["timings"] or {}).get(key) for r in rows]
+        if any(v is not None for v in values):
+            lines.append((label, values))
+    header = ["metric"] + [f"run {i + 1}" for i in range(len(rows))] + (["mean", "sd", "cv %"] if len(rows) > 1 else [])
+    table = [header]
+    for label, values in lines:
+        cells = [label] + ["FAIL" if rows[i]["state"] != "COMPLETE" and v is None and not label.endswith(" s")
+                           else _fmt(v) for i, v in enumerate(values)]
+        if len(rows) > 1:
+            st = _stats([v for v in values if v is not None])
+            cells += [_fmt(st["mean"]), _fmt(st["sd"]), _fmt(st["cv"] * 100 if st["cv"] is not None else None)]
+        table.append(cells)
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    out = ["  ".join(cell.rjust(w) if j else cell.ljust(w) for j, (cell, w) in enumerate(zip(row, widths)))
+           for row in table]
+    for r in rows:
+        if r["state"] != "COMPLETE":
+            out.append(f"trial {r['id']} failed ({r['failure_kind']}): {r['error']}")
+    return "\n".join(out)
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return str(value)
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.2f}"
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    target = trial_target(settings)
+    space = target.knob_space(settings)
+    overrides = _overrides(args, space)
+    workload = _build_workload(args)
+    target.preflight(workload, settings)
+    rows = run_trials(args, space, overrides, workload, settings, tag="bench",
+                      study_name=args.study_name or "bench")
+    throughputs = [r["metrics"]["summary"]["throughput_ops_s"] for r in rows if r["state"] == "COMPLETE"]
+    if args.json:
+        print(json.dumps({"study": args.study, "workload": workload.to_dict(), "config": overrides,
+                          "throughput": _stats(throughputs), "trials": rows}, default=str))
+    else:
+        print(f"workload {workload.name}: {workload.records} records, {workload.operations} operations, "
+              f"{workload.threads} threads; config: {overrides or 'default'}; study {args.study}")
+        print(format_table(rows))
+    return 0 if all(r["state"] == "COMPLETE" for r in rows) else 1
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("bench", help="benchmark one configuration with repeated cold trials",
+                       description="Start the datastore on restored data, warm up, run a YCSB workload, and store "
+                                   "each trial. Examples: nosqltune bench --workload ycsb-a --repeat 5; "
+                                   "nosqltune bench --system redis --workload ycsb-c --repeat 5")
+    _common(p)
+    p.set_defaults(func=cmd_bench)

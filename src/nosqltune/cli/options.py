@@ -1,0 +1,345 @@
+"""Flags shared by the commands, and their conversion into the typed settings the library takes (the only place that knows argparse besides the command modules)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+from typing import Any
+
+from ..errors import UsageError
+
+
+DEFAULT_STUDY = ".nosqltune/study.db"
+
+
+DEFAULT_JIT = "c1"
+
+
+def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool = False) -> None:
+    """The flags every trial-running command spells the same way."""
+    w = parser.add_argument_group("workload")
+    w.add_argument("--workload", metavar="NAME", default=None,
+                   help="ycsb-a .. ycsb-f, readNN (e.g. read95: NN%% reads, rest updates), or a YCSB properties "
+                        "file (default: ycsb-a)")
+    w.add_argument("--read-ratio", type=float, metavar="R", help="custom mix: share of reads 0..1, rest updates")
+    w.add_argument("--distribution", choices=["zipfian", "uniform", "latest"],
+                   help="request distribution of the keys (default: the workload's, zipfian)")
+    w.add_argument("--records", type=int, metavar="N", default=None, help="records loaded (default 100000)")
+    w.add_argument("--operations", type=int, metavar="N", default=None,
+                   help="measured operations (default 100000)")
+    w.add_argument("--threads", type=int, metavar="N", default=None, help="client threads (default 16)")
+    w.add_argument("--target", type=int, metavar="OPS", help="throttle the client to OPS operations/s")
+    w.add_argument("--max-seconds", type=int, metavar="S",
+                   help="end the measured phase after S seconds even if operations remain (YCSB's "
+                        "maxexecutiontime): bounds the cost of a very slow configuration (default: no cap)")
+    w.add_argument("--warmup-ops", type=int, metavar="N", default=None,
+                   help="operations run and discarded before measuring, in the same client (default 20000)")
+    w.add_argument("--warmup-max-seconds", type=int, metavar="S", default=60,
+                   help="upper bound of the warm-up (default 60)")
+    w.add_argument("--steady-window", type=int, metavar="S", default=0,
+                   help="after --warmup-ops, keep warming until the last S one-second throughputs vary by at "
+                        "most --steady-cv (default 0: off)")
+    w.add_argument("--steady-cv", type=float, default=0.05, metavar="CV", help="steady-state threshold (0.05)")
+    c = parser.add_argument_group("configuration")
+    c.add_argument("--config", metavar="FILE", help="YAML file of knob overrides (knob: value)")
+    c.add_argument("--set", metavar="KNOB=VALUE", action="append", default=[], dest="assignments",
+                   help="override one knob (repeatable); wins over --config")
+    c.add_argument("--force", action="store_true",
+                   help="accept values outside the knob's tuning range (Cassandra still validates them)")
+    h = parser.add_argument_group("harness")
+    h.add_argument("--system", default=None, metavar="SYSTEM",
+                   help="datastore: cassandra (default), redis (a local redis-server), or external (any datastore, "
+                        "driven by the commands of --target-file)"
+                        + ("; or surrogate:DATASET[:KIND] to answer trials from a model of a recorded dataset "
+                           "(e.g. surrogate:wide24) with its measured noise: compare optimizers in seconds"
+                           if surrogate else ""))
+    h.add_argument("--target-file", metavar="YAML", help="--system external: how to configure, start, stop, check "
+                   "and reset the datastore, one command per step (see README)")
+    h.add_argument("--repeat", type=int, metavar="N", default=repeat, help=f"cold trials per configuration "
+                                                                           f"(default {repeat})")
+    h.add_argument("--study", metavar="PATH_OR_URL", default=DEFAULT_STUDY,
+                   help=f"trial store: SQLite path or sqlite:///path (default {DEFAULT_STUDY})")
+    h.add_argument("--study-name", default=None, help="study within the store (default: the command's name)")
+    h.add_argument("--cassandra-version", default=None, help="Cassandra release from Maven (default 5.0.6)")
+    h.add_argument("--heap", default=None, metavar="SIZE",
+                   help="Cassandra heap per node, e.g. 2G or 1536M (default 2G; for a cluster whose nodes would not "
+                        "all fit in memory with 2G each, the largest multiple of 256M that fits, at least 512M)")
+    h.add_argument("--server-cpus", metavar="LIST", help="pin the datastore to these CPUs (taskset list, e.g. 0)")
+    h.add_argument("--client-cpus", metavar="LIST", help="pin the YCSB client to these CPUs (e.g. 1)")
+    h.add_argument("--restore", choices=["link", "copy", "reload"], default="link",
+                   help="how each cold trial gets its data: link (default; hard-link immutable SSTable files, "
+                        "copy the rest), copy, or reload (load afresh every trial)")
+    h.add_argument("--jit", choices=["c1", "tiered"], default=DEFAULT_JIT,
+                   help="JIT of both JVMs: c1 (compiled steady state within seconds; repeatable short trials) or "
+                        f"tiered (the JVM default; about a minute of warm-up on 2 cores) (default {DEFAULT_JIT})")
+    h.add_argument("--keep-nodes", action="store_true", help="keep each trial's node directory for inspection")
+    h.add_argument("--nodes", type=int, default=1, metavar="N",
+                   help="Cassandra: run each trial on a local cluster of N nodes (127.0.0.1..N) (default 1)")
+    h.add_argument("--rf", type=int, default=None, metavar="N",
+                   help="Cassandra: replication factor of the YCSB keyspace, set when the data is loaded (default 1)")
+    h.add_argument("--consistency", default=None, metavar="CL",
+                   help="Cassandra: consistency level of the client's reads and writes: ONE, TWO, THREE, QUORUM, "
+                        "ALL (default ONE)")
+    h.add_argument("--read-consistency", default=None, metavar="CL", help="Cassandra: reads only (wins over "
+                   "--consistency)")
+    h.add_argument("--write-consistency", default=None, metavar="CL", help="Cassandra: writes only")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
+
+
+def _heap_mb(text: str) -> int:
+    value = text.strip().upper()
+    try:
+        if value.endswith("G"):
+            mb = int(float(value[:-1]) * 1024)
+        elif value.endswith("M"):
+            mb = int(value[:-1])
+        else:
+            mb = int(value)
+    except ValueError:
+        raise UsageError(f"--heap expects a size like 2G or 1536M, got {text!r}") from None
+    if mb < 16:  # below what a JVM can start with at all; above it, Cassandra itself says if it is enough
+        raise UsageError(f"--heap {text} is too small for a JVM (2G recommended)")
+    return mb
+
+
+def trial_heap(args: argparse.Namespace, nodes: int) -> int:
+    """The heap per node in MiB: --heap, checked against the memory of `nodes` nodes (the largest cluster of
+    the run; one line and nothing started when they do not fit), or without --heap 2G, or for a cluster
+    that would not fit with 2G the largest heap that does (refused below 512M)."""
+    from ..systems.cassandra.cluster import DEFAULT_HEAP_MB, check_fits, fitting_heap
+
+    if args.heap is None:
+        return fitting_heap(nodes, DEFAULT_HEAP_MB) if nodes > 1 else DEFAULT_HEAP_MB
+    heap = _heap_mb(args.heap)
+    if nodes > 1:
+        check_fits(nodes, heap)
+    return heap
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value <= 0:
+        raise UsageError(f"--{name} must be a positive integer, got {value}")
+
+
+def _build_workload(args: argparse.Namespace, **overrides: Any):
+    from ..workloads.spec import make_workload
+
+    sizes = {"records": args.records, "operations": args.operations, "threads": args.threads,
+             "target": args.target, "warmup_operations": args.warmup_ops,
+             "warmup_max_seconds": args.warmup_max_seconds, "warmup_steady_window": args.steady_window,
+             "warmup_steady_cv": args.steady_cv, "max_seconds": args.max_seconds}
+    _positive("max-seconds", args.max_seconds)
+    sizes.update(overrides)
+    # flags win over sizes in a properties file, which win over Workload's (calibrated) defaults
+    return make_workload(args.workload, read_ratio=args.read_ratio, distribution=args.distribution,
+                         **{k: v for k, v in sizes.items() if v is not None})
+
+
+def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
+    from ..knobs import load_overrides_file, parse_assignments
+
+    raw: dict[str, Any] = {}
+    if args.config:   # per_node: the harness's (_per_node)
+        raw.update({k: v for k, v in load_overrides_file(args.config).items() if k != PER_NODE})
+    raw.update(parse_assignments(args.assignments))
+    return space.validate(raw, allow_outside_range=args.force)
+
+
+PER_NODE = "per_node"
+
+
+def _per_node(args: argparse.Namespace, system: str, nodes: int) -> dict[str, dict[str, Any]]:
+    """The `per_node` entry of --config: {node number: {knob: value}}, cassandra.yaml knobs set on that node only
+    (on top of the configuration all nodes get), checked against the knob space."""
+    from ..knobs import load_overrides_file, load_space
+
+    if not getattr(args, "config", None):
+        return {}
+    entry = load_overrides_file(args.config).get(PER_NODE)
+    if entry is None:
+        return {}
+    where = f"--config {args.config}: {PER_NODE}"
+    if system != "cassandra":
+        raise UsageError(f"{where} is for Cassandra clusters (--system cassandra --nodes N)")
+    if not isinstance(entry, dict) or not entry:
+        raise UsageError(f"{where} must map node numbers to knob values, e.g. {{2: {{concurrent_reads: 16}}}}")
+    space = load_space("cassandra")
+    out: dict[str, dict[str, Any]] = {}
+    for number, knobs in entry.items():
+        text = str(number).removeprefix("node")
+        if not text.isdigit() or not 1 <= int(text) <= nodes:
+            raise UsageError(f"{where}: node {number!r} is not one of the cluster's nodes 1..{nodes}")
+        if not isinstance(knobs, dict) or not knobs:
+            raise UsageError(f"{where}: node {number} needs a mapping of knob: value")
+        typed = space.validate(knobs, allow_outside_range=args.force)
+        for name in typed:
+            knob = space[name]
+            if knob.applies != "yaml" or knob.reload:
+                raise UsageError(f"{where}: {name} applies to {'the loaded data' if knob.reload else knob.applies} "
+                                 "(the whole cluster); per node only cassandra.yaml knobs")
+        out[text] = typed
+    return out
+
+
+def _searched_space(args: argparse.Namespace, full_space, verb: str):
+    """--knobs (the searched subset) and --set/--config (fixed values) checked together: (fixed, subset, space)."""
+    from ..knobs.space import TuningSpace
+
+    fixed = _overrides(args, full_space)
+    subset = full_space.subset(args.knobs)
+    clash = sorted(set(fixed) & set(subset.knobs))
+    if clash:
+        raise UsageError(f"{', '.join(clash)} is {verb}; it cannot also be fixed with --set/--config")
+    try:
+        return fixed, subset, TuningSpace(subset, fixed)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _settings(args: argparse.Namespace):
+    """The harness settings of the flags, the datastore (--system, --target-file) checked."""
+    from ..systems import TARGETS
+    from ..systems.cassandra.provision import DEFAULT_VERSION
+    from ..systems.base import TrialSettings
+
+    _positive("repeat", args.repeat)
+    system = args.system or "cassandra"
+    if system.startswith("surrogate:") and args.command == "tune":
+        system = "cassandra"   # tune's surrogate answers trials itself; its harness settings are the default
+    if system not in TARGETS:
+        raise UsageError(f"unknown --system {system!r}: use " + ", ".join(TARGETS)
+                         + (" or surrogate:DATASET" if args.command == "tune" else ""))
+    target_file = getattr(args, "target_file", None)
+    if (system == "external") != bool(target_file):
+        raise UsageError("--system external needs --target-file YAML" if system == "external"
+                         else "--target-file goes with --system external")
+    if target_file:
+        from ..systems.external.target import load_target
+
+        target_file = str(load_target(target_file).path)   # checked now, stored absolute
+    design = _design(args, system)
+    most = parse_design(getattr(args, "design", None)).get("nodes", (0, design["nodes"]))[1]
+    return TrialSettings(system=system, target_file=target_file,
+                         cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=trial_heap(args, most),
+                         server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
+                         keep_node=args.keep_nodes, jit=args.jit, per_node=_per_node(args, system, most), **design)
+
+
+CONSISTENCY_LEVELS = {"ONE": 1, "TWO": 2, "THREE": 3, "QUORUM": None, "ALL": None}
+
+
+DESIGN_NAMES = {"nodes": "nodes", "rf": "replication_factor", "replication_factor": "replication_factor"}
+
+
+def parse_design(text: str | None) -> dict[str, tuple[int, int]]:
+    """--design 'nodes=2..4,rf=1..3' -> {'nodes': (2, 4), 'replication_factor': (1, 3)} (knob names)."""
+    out: dict[str, tuple[int, int]] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, span = part.partition("=")
+        match = re.fullmatch(r"\s*([0-9]+)\s*\.\.\s*([0-9]+)\s*", span)
+        knob = DESIGN_NAMES.get(name.strip().lower())
+        if not sep or knob is None or not match:
+            raise UsageError(f"--design expects nodes=LO..HI and/or rf=LO..HI, comma-separated, got {part.strip()!r}")
+        lo, hi = int(match.group(1)), int(match.group(2))
+        if not 1 <= lo < hi:
+            raise UsageError(f"--design {name.strip()}={lo}..{hi}: need 1 <= LO < HI (a single value: --nodes or --rf)")
+        if knob in out:
+            raise UsageError(f"--design names {name.strip()} twice")
+        from ..systems.cassandra.cluster import MAX_NODES
+
+        if knob == "nodes" and hi > MAX_NODES:
+            raise UsageError(f"--design nodes={lo}..{hi}: a local cluster has at most {MAX_NODES} nodes")
+        out[knob] = (lo, hi)
+    if text is not None and not out:
+        raise UsageError("--design expects nodes=LO..HI and/or rf=LO..HI")
+    return out
+
+
+def _design(args: argparse.Namespace, system: str) -> dict[str, Any]:
+    """--nodes, --rf, --design (tune) and the consistency levels, checked against each other. With --design,
+    the harness's design is the range's smallest (the default design of the search)."""
+    searched = parse_design(getattr(args, "design", None))
+    if "nodes" in searched and args.nodes != 1:
+        raise UsageError("--design searches nodes; --nodes cannot also set it")
+    if "replication_factor" in searched and args.rf is not None:
+        raise UsageError("--design searches rf; --rf cannot also set it")
+    nodes = searched.get("nodes", (args.nodes,))[0]
+    rf = searched.get("replication_factor", (args.rf if args.rf is not None else 1,))[0]
+    read = (args.read_consistency or args.consistency or "ONE").upper()
+    write = (args.write_consistency or args.consistency or "ONE").upper()
+    given = (nodes != 1 or args.rf is not None or searched or args.consistency or args.read_consistency
+             or args.write_consistency)
+    if given and system != "cassandra":
+        raise UsageError("--nodes, --rf, --design and the consistency levels are Cassandra's (--system cassandra)")
+    if nodes < 1:
+        raise UsageError(f"--nodes must be at least 1, got {nodes}")
+    most = searched.get("nodes", (nodes, nodes))[1]
+    if "replication_factor" not in searched and not 1 <= rf <= most:
+        raise UsageError(f"--rf must be within 1..{most} (the number of nodes), got {rf}")
+    for flag, level in (("read", read), ("write", write)):
+        if level not in CONSISTENCY_LEVELS:
+            raise UsageError(f"unknown {flag} consistency {level!r}: use {', '.join(CONSISTENCY_LEVELS)}")
+        needed = CONSISTENCY_LEVELS[level]
+        if needed and needed > min(rf, nodes):
+            raise UsageError(f"{flag} consistency {level} needs {needed} replicas; the design has "
+                             f"{min(rf, nodes)} (nodes {nodes}, replication factor {rf})")
+    return {"nodes": nodes, "replication_factor": rf, "read_consistency": read, "write_consistency": write}
+
+
+def trial_target(settings):
+    """The target module of the settings' datastore (systems/<name>/trial.py)."""
+    from ..systems import target
+
+    return target(settings.system)
+
+
+def _progress(args: argparse.Namespace):
+    """Progress lines on stderr (stdout carries the result); with --json, one JSON object per line."""
+    as_json = getattr(args, "json", False)
+
+    def say(message: str) -> None:
+        if as_json:
+            from ..tuning.progress import progress_json
+
+            print(progress_json(message), file=sys.stderr, flush=True)
+        else:
+            print(f"  {message}", file=sys.stderr, flush=True)
+    return say
+
+
+def _stats(values: list[float]) -> dict[str, float | None]:
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"mean": None, "sd": None, "cv": None, "n": 0}
+    mean = statistics.mean(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return {"mean": mean, "sd": sd, "cv": sd / mean if mean else None, "n": len(values)}
+
+
+def domain_flags(parser: argparse.ArgumentParser) -> None:
+    """model fit/report: seed 004's tuning domains (its Table 3)."""
+    parser.add_argument("--domain", choices=["TD1", "TD2", "TD3", "TD4"], default="TD1",
+                        help="the features the model sees (seed 004's tuning domains): TD1 workload, physical design "
+                             "and knobs; TD2 no workload (the trials of one workload); TD3 no design (the trials of "
+                             "one design); TD4 knobs only (default TD1)")
+    parser.add_argument("--workload", metavar="NAME", help="TD2/TD4: the workload whose trials are kept, as stored "
+                        "(e.g. ycsb-a, read90-zipfian) (default: the only one)")
+    parser.add_argument("--nodes", type=int, metavar="N", help="TD3/TD4: the node count whose trials are kept")
+    parser.add_argument("--rf", type=int, metavar="N", help="TD3/TD4: the replication factor whose trials are kept")
+
+
+def domain_of(args: argparse.Namespace) -> dict[str, Any]:
+    """load_table's tuning-domain arguments from the flags."""
+    design = {k: v for k, v in (("nodes", args.nodes), ("replication_factor", args.rf)) if v is not None}
+    return {"domain": args.domain, "workload": args.workload, "design": design or None}
+
+
+def study_path(study: str):
+    """The file of a SQLite study URL or path (where a study's side files go: irace's folder, models)."""
+    from pathlib import Path
+
+    return Path(study[len("sqlite:///"):] if study.startswith("sqlite:///") else study)

@@ -1,0 +1,1 @@
+"""The tuning loop: ask/tell over trials, stored and resumable; objectives, budgets and the result."""
