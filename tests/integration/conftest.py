@@ -8,13 +8,11 @@ import pytest
 
 from nosqltune.runtime.java import java_version
 
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if "integration" in str(item.fspath):
-            item.add_marker(pytest.mark.integration)
-        if item.get_closest_marker("slow") and os.environ.get("NOSQLTUNE_SLOW") != "1":
-            item.add_marker(pytest.mark.skip(reason="slow test: run it with NOSQLTUNE_SLOW=1"))
+# One data size and one heap for the Cassandra tests (the heap is part of the dataset's key: one load serves
+# them all): small enough for CI, large enough that flushes, the key cache and both JVMs do real work
+OPERATIONS = 4000
+SMALL = ["--records", "5000", "--operations", str(OPERATIONS), "--threads", "8", "--warmup-ops", "1000",
+         "--heap", "1G"]
 
 
 @pytest.fixture(scope="session")

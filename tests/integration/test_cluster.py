@@ -71,6 +71,7 @@ def test_three_node_cluster(nosqltune_home, capsys):
     run_cluster(capsys, 3, "768M")
 
 
+@pytest.mark.slow   # cluster trials: make test-all (the cluster command itself runs above)
 def test_bench_on_a_two_node_cluster(nosqltune_home, tmp_path, capsys):
     """Cold trials on a cluster: the data loaded once with RF 2, each node's folder restored, the client on
     both nodes at consistency ALL (no failed operation: both replicas hold every record), the design stored."""
@@ -90,6 +91,7 @@ def test_bench_on_a_two_node_cluster(nosqltune_home, tmp_path, capsys):
     assert json.loads((dataset / "meta.json").read_text())["design"] == {"nodes": 2, "replication_factor": 2}
 
 
+@pytest.mark.slow   # cluster trials: make test-all (the cluster command itself runs above)
 def test_tune_searches_the_design(nosqltune_home, tmp_path, capsys):
     """tune --design: each trial runs on the design its configuration names (1 or 2 nodes; RF 2, which one node
     gets as a schema setting on its restored data), a per-node knob reaches its node only, and the best
@@ -116,8 +118,10 @@ def test_tune_searches_the_design(nosqltune_home, tmp_path, capsys):
         {"1": "32", "2": "16"}
     assert main(["best", "--study", str(study), "--format", "yaml"]) == 0
     best = capsys.readouterr().out
-    nodes = 2 if "nodes: 1 -> 2" in best else 1
+    winner = max(rows.values(), key=lambda r: r["metrics"]["summary"]["throughput_ops_s"])   # the study's best
+    nodes = winner["config"]["nodes"]
     assert f"# physical design: {nodes} node(s), keyspace ycsb with replication_factor 2" in best
+    assert ("nodes: 1 -> 2" in best) == (nodes == 2)
 
 
 def test_ctrl_c_while_a_cluster_boots_leaves_no_node(nosqltune_home, tmp_path):

@@ -10,7 +10,7 @@ from nosqltune.store import open_store
 from nosqltune.systems.cassandra import node as node_mod
 from nosqltune.systems.cassandra.node import CassandraNode, NodePorts
 
-from .test_bench import SMALL
+from .conftest import SMALL
 
 
 @pytest.fixture

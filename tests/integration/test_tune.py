@@ -1,5 +1,9 @@
-"""`nosqltune tune` on real Cassandra: a short run per strategy, irace through R, resume after Ctrl-C."""
+"""`nosqltune tune` on real Cassandra, one run per optimizer family (random: the shared study below; SMAC: the
+resume test; irace through R), and `best`, `compare`, `report`, `export` on one shared real study. The
+other optimizers (gp, rafiki, surrogate-sa) run against the recorded surrogate in the unit tests."""
 
+import csv
+import io
 import json
 import os
 import signal
@@ -13,10 +17,10 @@ import pytest
 from nosqltune.cli import main
 from nosqltune.store import open_store
 
-from .conftest import our_jvms, sigint_default
-from .test_bench import SMALL
+from .conftest import SMALL, our_jvms, sigint_default
 
 ROOT = Path(__file__).resolve().parents[2]
+VERDICTS = ("better", "no significant difference", "worse")
 
 
 def tune(study: Path, capsys, *extra: str) -> tuple[int, dict]:
@@ -25,45 +29,94 @@ def tune(study: Path, capsys, *extra: str) -> tuple[int, dict]:
     return code, (json.loads(out) if out.strip() else {})
 
 
-@pytest.mark.parametrize("optimizer, budget", [("random", 3), ("gp", 3), ("smac", 3), ("irace", 6)])
-def test_short_tune_per_strategy(nosqltune_home, tmp_path, capsys, optimizer, budget):
-    study = tmp_path / f"{optimizer}.db"
-    code, result = tune(study, capsys, "--optimizer", optimizer, "--knobs", "rafiki5", "--budget", str(budget))
-    assert code == 0, result
-    rows = open_store(str(study)).trials()
-    assert 2 <= len(rows) <= budget and all(r["state"] == "COMPLETE" for r in rows)
-    assert rows[0]["config"] == {"concurrent_writes": 32, "memtable_cleanup_threshold": 0.33,
-                                 "concurrent_compactors": 2, "compaction_method": "SizeTiered"}
+@pytest.fixture(scope="module")
+def latency_study(nosqltune_home, tmp_path_factory):
+    """One real tuning study shared by the checks of best, compare, report and export: random search on a
+    latency objective with a constraint, the default and one suggestion."""
+    study = tmp_path_factory.mktemp("shared") / "latency.db"
+    code = main(["tune", "--workload", "ycsb-a", *SMALL, "--study", str(study), "--json", "--optimizer", "random",
+                 "--knobs", "vorstella5", "--budget", "2", "--objective", "p99-update", "--constraint",
+                 "throughput>=10"])
+    assert code == 0
+    return study
+
+
+def test_random_search_on_a_latency_objective(latency_study, capsys):
+    rows = open_store(str(latency_study)).trials()
+    assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE"]
+    assert rows[0]["meta"]["kind"] == "default"      # the default is measured first, as the study's reference
     for row in rows:
-        assert row["meta"]["optimizer"] == optimizer and row["meta"]["instance"] == "ycsb-a"
-        assert row["meta"]["cost"] == -row["metrics"]["summary"]["throughput_ops_s"]
-        assert row["metrics"]["summary"]["errors"] == 0
-        # what the optimizer chose reached the node: the table's compaction class is read back
-        if row["config"]["compaction_method"] == "Leveled":
-            assert "Leveled" in json.dumps(row["internals"])
-    assert result["trials"] == len(rows) and result["default"]["trials"] >= 1
-    assert result["best"]["value"] == max(r["metrics"]["summary"]["throughput_ops_s"] for r in rows) \
-        or optimizer == "irace"  # irace ranks configurations by their mean over repeated runs
-    if optimizer == "irace":
-        assert (tmp_path / f"{optimizer}.tune.irace" / "irace.log").exists()
-        assert any(r["meta"]["opt"]["irace_config"] == 1 for r in rows)  # the default, irace's initial config
-
-
-def test_latency_objective_with_a_constraint(nosqltune_home, tmp_path, capsys):
-    study = tmp_path / "p99.db"
-    code, result = tune(study, capsys, "--optimizer", "random", "--knobs", "vorstella5", "--budget", "3",
-                        "--objective", "p99-update", "--constraint", "throughput>=10")
-    assert code == 0, result
-    assert result["objective"] == "minimize p99-update subject to throughput>=10"
-    rows = open_store(str(study)).trials()
-    assert result["best"]["value"] == min(r["metrics"]["summary"]["update_p99_ms"] for r in rows)
-    assert main(["best", "--study", str(study), "--format", "yaml"]) == 0
+        assert row["meta"]["optimizer"] == "random" and row["meta"]["instance"] == "ycsb-a"
+        assert row["meta"]["cost"] == row["metrics"]["summary"]["update_p99_ms"]      # minimized as it is
+    assert main(["best", "--study", str(latency_study), "--format", "json"]) == 0
+    best = json.loads(capsys.readouterr().out)
+    assert best["objective"] == "minimize p99-update subject to throughput>=10"
+    assert best["best"]["value"] == min(r["metrics"]["summary"]["update_p99_ms"] for r in rows)
+    assert main(["best", "--study", str(latency_study), "--format", "yaml"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# nosqltune best: study tune")
     assert ("# diff against the default" in out) != ("# the default configuration: no changes" in out)
 
 
-def test_interrupted_tune_resumes_without_lost_or_repeated_trials(nosqltune_home, tmp_path):
+def test_compare_report_export_on_the_shared_study(latency_study, tmp_path, capsys):
+    code = main(["compare", "--study", str(latency_study), "--repeat", "2", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0
+    entry = result["workloads"]["ycsb-a"]
+    assert len(entry["values"]["default"]) == len(entry["values"]["best"]) == 2
+    assert all(v and v > 0 for v in entry["values"]["default"] + entry["values"]["best"])
+    stats = entry["stats"]["best"]
+    assert stats["pairs"] == 2 and stats["verdict"] in VERDICTS
+    # two pairs can never show a difference at p < 0.05 (the smallest two-sided Wilcoxon p of 2 pairs is 0.5)
+    assert stats["verdict"] == "no significant difference"
+    rows = [r for r in open_store(str(latency_study)).trials() if r["tag"] == "compare"]
+    assert [(r["meta"]["round"], r["meta"]["candidate"]) for r in rows] == \
+        [(0, "default"), (0, "best"), (1, "best"), (1, "default")]          # interleaved ABBA
+    stored = open_store(str(latency_study)).find_study("tune")["settings"]["compare"]["x1"]
+    assert stored["workloads"]["ycsb-a"]["stats"]["best"]["pairs"] == 2
+    # every measured phase carries its per-second series, whatever the machine's speed: client p99 and the
+    # node's internals over JMX (a phase shorter than a second has one sample)
+    for row in rows:
+        series = row["metrics"]["intervals"]
+        seconds = len(row["metrics"]["intervals_ops_s"])
+        assert seconds >= 1 and all(len(series[k]) == seconds for k in
+                                    ("p99_ms", "sstables", "sstables_per_read", "disk_used_mb"))
+        assert all(v is not None and v > 0 for v in series["p99_ms"] + series["disk_used_mb"])
+        assert all(v is not None and v >= 1 for v in series["sstables"])
+
+    code = main(["report", "--study", str(latency_study), "--out", str(tmp_path / "report"), "--json"])
+    written = json.loads(capsys.readouterr().out)
+    assert code == 0 and any(f.endswith("tune-internals.png") for f in written["figures"])
+    assert "mean speedup" in (tmp_path / "report" / "index.html").read_text()
+
+    code = main(["export", "--study", str(latency_study), "--format", "csv"])
+    records = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert code == 0 and len(records) == 6 and {r["tag"] for r in records} == {"tune", "compare"}
+
+
+def test_irace_races_on_real_cassandra(nosqltune_home, tmp_path, capsys):
+    knobs = tmp_path / "two.yaml"
+    knobs.write_text("knobs: [compaction_method, concurrent_writes]\n")
+    study = tmp_path / "irace.db"
+    code, result = tune(study, capsys, "--optimizer", "irace", "--knobs", str(knobs), "--budget", "6")
+    assert code == 0, result
+    rows = open_store(str(study)).trials()
+    assert len(rows) == 6 and all(r["state"] == "COMPLETE" for r in rows)
+    assert rows[0]["config"] == {"compaction_method": "SizeTiered", "concurrent_writes": 32}   # irace's initial
+    assert any(r["meta"]["opt"]["irace_config"] == 1 for r in rows)   # the default is irace's first configuration
+    for row in rows:
+        assert row["meta"]["optimizer"] == "irace"
+        assert row["meta"]["cost"] == -row["metrics"]["summary"]["throughput_ops_s"]
+        # what irace chose reached the node: the table's compaction class is read back for every trial
+        wanted = {"SizeTiered": "SizeTieredCompactionStrategy", "Leveled": "LeveledCompactionStrategy",
+                  "UnifiedCompaction": "UnifiedCompactionStrategy"}
+        assert row["internals"]["table_options"]["compaction"]["class"].endswith(
+            wanted[row["config"]["compaction_method"]])
+    assert result["trials"] == 6 and result["default"]["trials"] >= 1
+    assert (tmp_path / "irace.tune.irace" / "irace.log").exists()
+
+
+def test_interrupted_smac_tune_resumes_without_lost_or_repeated_trials(nosqltune_home, tmp_path):
     study = tmp_path / "resume.db"
     cmd = [sys.executable, "-m", "nosqltune", "tune", "--workload", "ycsb-a", *SMALL, "--study", str(study),
            "--optimizer", "smac", "--knobs", "rafiki5", "--budget", "4", "--json"]
@@ -80,6 +133,12 @@ def test_interrupted_tune_resumes_without_lost_or_repeated_trials(nosqltune_home
     else:
         proc.kill()
         pytest.fail("the third trial never started")
+    # while the run holds the study, a second tune is refused in one line and read-only commands still work
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 2 and "being tuned by another process" in second.stderr, second.stderr
+    assert len(second.stderr.strip().splitlines()) == 1
+    assert subprocess.run(cmd[:3] + ["export", "--study", str(study), "--format", "json"], env=env,
+                          capture_output=True, timeout=120).returncode == 0
     time.sleep(3)  # inside the trial: the node is booting or measuring
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
@@ -88,6 +147,11 @@ def test_interrupted_tune_resumes_without_lost_or_repeated_trials(nosqltune_home
     before = open_store(str(study)).trials()
     assert [r["state"] for r in before] == ["COMPLETE", "COMPLETE", "FAIL"]
     assert before[-1]["failure_kind"] == "interrupted"
+    assert before[0]["config"] == {"concurrent_writes": 32, "memtable_cleanup_threshold": 0.33,
+                                   "concurrent_compactors": 2, "compaction_method": "SizeTiered"}
+    for row in before[:2]:
+        assert row["meta"]["optimizer"] == "smac"
+        assert row["meta"]["cost"] == -row["metrics"]["summary"]["throughput_ops_s"]
 
     done = subprocess.run(cmd[:4] + ["--study", str(study), "--resume", "--json"], env=env, capture_output=True,
                           text=True, timeout=600)
@@ -98,40 +162,6 @@ def test_interrupted_tune_resumes_without_lost_or_repeated_trials(nosqltune_home
     assert [r["id"] for r in finished[:2]] == [r["id"] for r in before[:2]]  # kept, not rerun
     assert finished[2]["config"] == before[2]["config"]  # the interrupted suggestion ran again
     assert [r["meta"]["suggestion"] for r in finished] == [0, 1, 2, 3]
-    assert json.loads(done.stdout)["trials"] == 4
-
-
-def test_compare_best_with_default_on_real_cassandra(nosqltune_home, tmp_path, capsys):
-    study = tmp_path / "cmp.db"
-    code, _ = tune(study, capsys, "--optimizer", "random", "--knobs", "rafiki5", "--budget", "2")
-    assert code == 0
-    code = main(["compare", "--study", str(study), "--repeat", "2", "--json"])
-    result = json.loads(capsys.readouterr().out)
-    assert code == 0
-    entry = result["workloads"]["ycsb-a"]
-    assert len(entry["values"]["default"]) == len(entry["values"]["best"]) == 2
-    assert all(v and v > 0 for v in entry["values"]["default"] + entry["values"]["best"])
-    assert entry["stats"]["best"]["pairs"] == 2 and entry["stats"]["best"]["verdict"]
-    rows = [r for r in open_store(str(study)).trials() if r["tag"] == "compare"]
-    assert [(r["meta"]["round"], r["meta"]["candidate"]) for r in rows] == \
-        [(0, "default"), (0, "best"), (1, "best"), (1, "default")]          # interleaved ABBA
-    stored = open_store(str(study)).find_study("tune")["settings"]["compare"]["x1"]
-    assert stored["workloads"]["ycsb-a"]["stats"]["best"]["pairs"] == 2
-    # every measured phase carries its per-second series: client p99 and the node's internals over JMX
-    for row in rows:
-        series = row["metrics"]["intervals"]
-        seconds = len(row["metrics"]["intervals_ops_s"])
-        assert seconds >= 1 and all(len(series[k]) == seconds for k in
-                                    ("p99_ms", "sstables", "sstables_per_read", "disk_used_mb"))
-        assert all(v is not None and v > 0 for v in series["p99_ms"] + series["disk_used_mb"])
-        assert all(v is not None and v >= 1 for v in series["sstables"])
-
-    # the best-practice baseline on the same study, then the report of it all
-    code = main(["compare", "--study", str(study), "--candidates", "best-practice", "--repeat", "2", "--json"])
-    practice = json.loads(capsys.readouterr().out)
-    assert code == 0 and practice["candidates"]["best-practice"]["concurrent_writes"] == 8 * practice[
-        "best_practice"]["machine"]["cores"]
-    assert practice["workloads"]["ycsb-a"]["stats"]["best-practice"]["pairs"] == 2
-    code = main(["report", "--study", str(study), "--out", str(tmp_path / "report"), "--json"])
-    written = json.loads(capsys.readouterr().out)
-    assert code == 0 and any(f.endswith("tune-internals.png") for f in written["figures"])
+    result = json.loads(done.stdout)
+    assert result["trials"] == 4
+    assert result["best"]["value"] == max(r["metrics"]["summary"]["throughput_ops_s"] for r in finished)

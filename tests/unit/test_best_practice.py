@@ -66,4 +66,20 @@ def test_machine_facts(tmp_path):
     got = machine_facts(heap_mb=1024, data_path=tmp_path, server_cpus="0")
     assert got["cores"] == 1 and got["drives"] == 1 and got["heap_mib"] == 1024
     assert got["disk"] in ("ssd", "rotational", "unknown") and got["ssd"] == (got["disk"] == "ssd")
-    assert rotational(tmp_path) in (True, False, None)
+
+
+@pytest.mark.parametrize("flag, expected", [("1", True), ("0", False), (None, None)])
+def test_rotational_reads_the_disk_queue_of_the_path(tmp_path, flag, expected):
+    import os
+
+    dev = os.stat(tmp_path).st_dev
+    sysfs = tmp_path / "sys"
+    disk = sysfs / "devices" / "vda"
+    partition = disk / "vda1"   # a partition's flag is its disk's
+    partition.mkdir(parents=True)
+    if flag is not None:
+        (disk / "queue").mkdir()
+        (disk / "queue" / "rotational").write_text(flag + "\n")
+    (sysfs / "dev" / "block").mkdir(parents=True)
+    (sysfs / "dev" / "block" / f"{os.major(dev)}:{os.minor(dev)}").symlink_to(partition)
+    assert rotational(tmp_path, sysfs) is expected

@@ -33,14 +33,19 @@ def test_same_flags_in_calibrate():
     (["bench", "--workload", "ycsb-z"], "unknown workload"),
     (["bench", "--config", "/nonexistent/knobs.yaml"], "knobs.yaml"),
     (["bench", "--heap", "lots"], "--heap"),
-    (["bench", "--study", "mysql://x"], "unsupported study URL"),
+    (["bench", "--study", "mysql://x/y"], "sqlite:///"),
+    (["bench", "--study", "/proc/nope/s.db"], "/proc/nope"),
+    (["bench", "--study", "{tmp}"], "directory"),
+    (["bench", "--heap", "500G"], "use a heap of at most"),
+    (["bench", "--system", "redis", "--set", "maxmemory-policy=sometimes"], "maxmemory_policy"),
 ])
 def test_bad_input_one_line_no_run(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path / "home"))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     code = main(argv + (["--study", str(tmp_path / "s.db")] if "--study" not in argv else []))
     err = capsys.readouterr().err.strip()
-    assert code in (1, 2) and message in err and len(err.splitlines()) == 1
-    assert not (tmp_path / "home" / "nodes").exists()
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []   # no study, no work directory, nothing
 
 
 def test_heap_sizes():
@@ -105,7 +110,7 @@ def test_tune_bad_input_one_line_nothing_written(argv, message, capsys, tmp_path
     monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path / "home"))
     code = main(argv + ["--study", str(tmp_path / "s.db")])
     err = capsys.readouterr().err.strip()
-    assert code == 2 if argv[0] == "tune" else code in (1, 2)
+    assert code == 2
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "s.db").exists() and not (tmp_path / "home").exists()
 

@@ -8,6 +8,8 @@ import math
 import random
 import statistics
 
+import pytest
+
 from nosqltune.knobs import Knob, KnobSpace, load_space
 from nosqltune.optimizers import make_optimizer
 from nosqltune.optimizers.llamatune import Projection
@@ -139,6 +141,7 @@ def smac_run(seed: int, budget: int, tmp_path, options: dict) -> list[float]:
     return curve
 
 
+@pytest.mark.slow   # a claim about search efficiency over many seeds: make test-all
 def test_smac_with_llamatune_needs_fewer_evaluations_on_few_effective_knobs(tmp_path):
     """The projection lets 4 synthetic dimensions steer all 24 knobs, and special-value biasing tries k2's
     'disabled' value in about a fifth of the draws, where plain SMAC must hit 0 of 1001 integers. HeSBO can

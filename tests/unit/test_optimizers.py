@@ -75,6 +75,7 @@ def mean_quality(space, optimizer, budget, tmp_path, options=None):
     return statistics.mean(values)
 
 
+@pytest.mark.slow   # a claim about the optimizers' quality over many seeds: make test-all
 @pytest.mark.parametrize("optimizer,budget", [("gp", 25), ("smac", 25), ("irace", 150)])
 def test_optimizer_beats_random_search(space, optimizer, budget, tmp_path):
     if optimizer == "irace" and not has_irace():

@@ -62,3 +62,12 @@ knobs:
     path = tmp_path / "good.yaml"
     path.write_text(text.replace("{key}", "save 60 {value}"))
     assert load_space_file(path).knobs["k"].key == "save 60 {value}"
+
+
+def test_redis_conf_spelling_is_accepted():
+    from nosqltune.knobs import load_space
+
+    space = load_space("redis")
+    assert space.validate({"maxmemory-policy": "allkeys-lru"}) == {"maxmemory_policy": "allkeys-lru"}
+    with pytest.raises(Exception, match="unknown knob 'maxmemory-polcy'"):
+        space.validate({"maxmemory-polcy": "allkeys-lru"})

@@ -238,6 +238,7 @@ def _run(name, space, seed, budget=25):
     return best, seen
 
 
+@pytest.mark.slow
 def test_surrogate_annealing_beats_random_search(mixed):
     sa = [_run("surrogate-sa", mixed, seed)[0] for seed in range(4)]
     rnd = [_run("random", mixed, seed)[0] for seed in range(4)]
@@ -297,6 +298,39 @@ def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch):
     records = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert code == 0 and len(records) == 20
     assert {"knob.concurrent_writes", "metric.throughput_ops_s", "workload", "meta.candidate"} <= set(records[0])
+
+    # a later `tune --resume` keeps the stored comparison that `report` reads (the store merges settings)
+    before = open_store(str(study)).find_study("tune")["settings"]
+    assert set(before) >= {"tune", "compare"}
+    code = main(["tune", "--study", str(study), "--resume", "--budget", "14", "--json"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["trials"] == 14
+    after = open_store(str(study)).find_study("tune")["settings"]
+    assert after["compare"] == before["compare"] and after["tune"]["spec"]["budget"] == 14
+
+
+@pytest.mark.parametrize("optimizer, extra", [("gp", []), ("rafiki", ["--initial", "2"]), ("surrogate-sa", [])])
+def test_model_based_optimizers_tune_the_surrogate_target(tmp_path, capsys, monkeypatch, optimizer, extra):
+    """The model-based strategies through the whole `tune` command, against the recorded surrogate (the real
+    Cassandra runs of the other families are in tests/integration/test_tune.py)."""
+    import json
+
+    from nosqltune.cli import main
+    from nosqltune.store import open_store
+
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(tmp_path / "cache"))
+    study = tmp_path / f"{optimizer}.db"
+    code = main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",
+                 "--optimizer", optimizer, "--budget", "6", "--study", str(study), "--json", *extra])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["trials"] == 6
+    rows = open_store(str(study)).trials()
+    assert len(rows) == 6 and all(r["state"] == "COMPLETE" for r in rows)
+    assert rows[0]["meta"]["kind"] == "default" and all(r["meta"]["optimizer"] == optimizer for r in rows)
+    assert len({json.dumps(r["config"], sort_keys=True) for r in rows}) == 6      # every trial measures something new
+    assert result["best"]["value"] == max(r["metrics"]["summary"]["throughput_ops_s"] for r in rows)
+    if optimizer == "rafiki":   # past its initial random configurations, the neural-net ensemble suggests
+        phases = [(r["meta"].get("opt") or {}).get("phase") for r in rows]
+        assert phases.count("model") >= 1, phases
 
 
 # ------------------------------------------------------------------------------- tuning domains (seed 004)

@@ -5,33 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..evaluation.runs import run_trials
 from .options import _build_workload, _common, _overrides, _progress, _settings, _stats, trial_target
-
-
-def run_trials(args, space, overrides, workload, settings, *, tag: str, study_name: str) -> list[dict]:
-    """Run `args.repeat` cold trials of one configuration, storing each; returns the stored rows."""
-    from ..store import TrialState, open_store
-    from ..systems import run_trial
-
-    say = _progress(args)
-    store = open_store(args.study)
-    study_id = store.study(study_name, settings.system, {"harness": settings.to_dict()})
-    env_id = store.environment(trial_target(settings).fingerprint(settings))
-    rows = []
-    try:
-        for i in range(args.repeat):
-            trial_id = store.start_trial(study_id, overrides, {**workload.to_dict(), "harness": settings.to_dict()},
-                                         tag=tag, environment_id=env_id)
-            say(f"[{tag}] trial {i + 1}/{args.repeat} (id {trial_id})")
-            row = store.record(trial_id, lambda: run_trial(space, overrides, workload, settings, progress=say))
-            rows.append(row)
-            if row["state"] == TrialState.COMPLETE.value:
-                say(f"  -> {row['metrics']['summary']['throughput_ops_s']:.0f} ops/s, {row['timings']['total_s']:.1f} s")
-            else:
-                say(f"  -> FAILED ({row['failure_kind']}): {row['error']}")
-    finally:
-        store.close()
-    return rows
 
 
 _TIMING_ROWS = [("data load s (once)", "dataset_build_s"), ("restore s", "restore_s"), ("boot s", "boot_s"), ("warm-up s", "warmup_s"),
@@ -92,8 +67,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     overrides = _overrides(args, space)
     workload = _build_workload(args)
     target.preflight(workload, settings)
-    rows = run_trials(args, space, overrides, workload, settings, tag="bench",
-                      study_name=args.study_name or "bench")
+    rows = run_trials(args.study, space, overrides, workload, settings, repeat=args.repeat, tag="bench",
+                      study_name=args.study_name or "bench", progress=_progress(args))
     throughputs = [r["metrics"]["summary"]["throughput_ops_s"] for r in rows if r["state"] == "COMPLETE"]
     if args.json:
         print(json.dumps({"study": args.study, "workload": workload.to_dict(), "config": overrides,

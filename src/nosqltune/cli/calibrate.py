@@ -32,7 +32,7 @@ def recommend(cells: list[dict[str, Any]], max_cv: float) -> dict[str, Any] | No
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from .bench import run_trials
+    from ..evaluation.runs import run_trials
     from .options import _build_workload, _progress, _settings, _stats, trial_target
     from ..workloads.spec import Workload
 
@@ -44,7 +44,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                   _ints(args.grid_threads, args.threads or base.threads)))
     say = _progress(args)
     repeats = args.repeat
-    args.repeat = 1
     per_cell: dict[tuple, list[dict]] = {cell: [] for cell in grid}
     # round-robin over the grid so slow drift of the machine spreads over every setup alike
     for rep in range(repeats):
@@ -52,8 +51,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             say(f"calibrate: round {rep + 1}/{repeats}, {records} records, {operations} ops, {threads} threads")
             workload = _build_workload(args, records=records, operations=operations, threads=threads)
             per_cell[(records, operations, threads)] += run_trials(
-                args, space, {}, workload, settings, tag=f"calibrate r{records} o{operations} t{threads}",
-                study_name=args.study_name or "calibrate")
+                args.study, space, {}, workload, settings, repeat=1, tag=f"calibrate r{records} o{operations} t{threads}",
+                study_name=args.study_name or "calibrate", progress=say)
     cells = []
     for (records, operations, threads), rows in per_cell.items():
         ok = [r for r in rows if r["state"] == "COMPLETE"]

@@ -98,7 +98,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 def _ratio_workload(args: argparse.Namespace, ratio: float):
     from .options import _build_workload
 
-    return _build_workload(argparse.Namespace(**{**vars(args), "workload": None, "read_ratio": ratio}))
+    return _build_workload(args, name=None, read_ratio=ratio)
 
 
 def add_parsers(sub) -> None:

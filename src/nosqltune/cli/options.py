@@ -113,8 +113,7 @@ def trial_heap(args: argparse.Namespace, nodes: int) -> int:
     if args.heap is None:
         return fitting_heap(nodes, DEFAULT_HEAP_MB) if nodes > 1 else DEFAULT_HEAP_MB
     heap = _heap_mb(args.heap)
-    if nodes > 1:
-        check_fits(nodes, heap)
+    check_fits(nodes, heap)   # one node too: a heap beyond the machine's memory is refused before anything starts
     return heap
 
 
@@ -123,7 +122,8 @@ def _positive(name: str, value: int | None) -> None:
         raise UsageError(f"--{name} must be a positive integer, got {value}")
 
 
-def _build_workload(args: argparse.Namespace, **overrides: Any):
+def _build_workload(args: argparse.Namespace, *, name: Any = ..., read_ratio: Any = ..., **overrides: Any):
+    """The workload of the flags; `name`, `read_ratio` and sizes given here win over the flags."""
     from ..workloads.spec import make_workload
 
     sizes = {"records": args.records, "operations": args.operations, "threads": args.threads,
@@ -133,8 +133,9 @@ def _build_workload(args: argparse.Namespace, **overrides: Any):
     _positive("max-seconds", args.max_seconds)
     sizes.update(overrides)
     # flags win over sizes in a properties file, which win over Workload's (calibrated) defaults
-    return make_workload(args.workload, read_ratio=args.read_ratio, distribution=args.distribution,
-                         **{k: v for k, v in sizes.items() if v is not None})
+    return make_workload(args.workload if name is ... else name,
+                         read_ratio=args.read_ratio if read_ratio is ... else read_ratio,
+                         distribution=args.distribution, **{k: v for k, v in sizes.items() if v is not None})
 
 
 def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
@@ -183,12 +184,12 @@ def _per_node(args: argparse.Namespace, system: str, nodes: int) -> dict[str, di
     return out
 
 
-def _searched_space(args: argparse.Namespace, full_space, verb: str):
+def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any = None):
     """--knobs (the searched subset) and --set/--config (fixed values) checked together: (fixed, subset, space)."""
     from ..knobs.space import TuningSpace
 
     fixed = _overrides(args, full_space)
-    subset = full_space.subset(args.knobs)
+    subset = full_space.subset(args.knobs if knobs is None else knobs)
     clash = sorted(set(fixed) & set(subset.knobs))
     if clash:
         raise UsageError(f"{', '.join(clash)} is {verb}; it cannot also be fixed with --set/--config")
@@ -198,7 +199,7 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str):
         raise UsageError(str(exc)) from None
 
 
-def _settings(args: argparse.Namespace):
+def _settings(args: argparse.Namespace, *, surrogate: bool = False):
     """The harness settings of the flags, the datastore (--system, --target-file) checked."""
     from ..systems import TARGETS
     from ..systems.cassandra.provision import DEFAULT_VERSION
@@ -206,11 +207,11 @@ def _settings(args: argparse.Namespace):
 
     _positive("repeat", args.repeat)
     system = args.system or "cassandra"
-    if system.startswith("surrogate:") and args.command == "tune":
+    if system.startswith("surrogate:") and surrogate:
         system = "cassandra"   # tune's surrogate answers trials itself; its harness settings are the default
     if system not in TARGETS:
         raise UsageError(f"unknown --system {system!r}: use " + ", ".join(TARGETS)
-                         + (" or surrogate:DATASET" if args.command == "tune" else ""))
+                         + (" or surrogate:DATASET" if surrogate else ""))
     target_file = getattr(args, "target_file", None)
     if (system == "external") != bool(target_file):
         raise UsageError("--system external needs --target-file YAML" if system == "external"

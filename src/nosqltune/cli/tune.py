@@ -42,7 +42,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     study_name = args.study_name or DEFAULT_STUDY_NAME
     if not args.resume:   # bad input is refused before the store is touched
-        settings = _settings(args)
+        settings = _settings(args, surrogate=True)
         full_space = trial_target(settings).knob_space(settings)
         fresh = _new_run(args, full_space, settings)
     if args.resume and not args.study.startswith("sqlite:") and not study_path(args.study).exists():
@@ -171,15 +171,13 @@ def _new_run(args: argparse.Namespace, full_space, settings):
         names = ["custom"]
     workloads = []
     for name in names:
-        args_one = argparse.Namespace(**{**vars(args), "workload": None if name == "custom" else name})
-        workloads.append(_build_workload(args_one))
+        workloads.append(_build_workload(args, name=None if name == "custom" else name))
     if len({w.name for w in workloads}) != len(workloads):
         raise UsageError("--workload lists the same workload twice")
     system = args.system or "cassandra"
     target = trial_target(settings)
-    if args.knobs is None:
-        args.knobs = target.default_knobs(settings) or list(full_space.knobs)
-    fixed, subset, searched_space = _searched_space(args, full_space, "tuned")
+    knobs = args.knobs if args.knobs is not None else (target.default_knobs(settings) or list(full_space.knobs))
+    fixed, subset, searched_space = _searched_space(args, full_space, "tuned", knobs)
     designed = design_knobs(args, full_space, subset)
     if designed is not subset:
         subset = designed

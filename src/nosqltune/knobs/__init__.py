@@ -323,6 +323,18 @@ class KnobSpace:
         label = f" {self.label}" if self.label else ""
         return f"<KnobSpace {self.system} {self.version}{label}: {len(self)} knobs>"
 
+    def _native_name(self, name: str) -> str | None:
+        """Our name of a knob given in the datastore's own spelling: its configuration key (redis.conf's
+        `maxmemory-policy`), or the name with dashes for underscores; None when nothing matches."""
+        keys: dict[str, list[str]] = {}
+        for knob in self.knobs.values():
+            if knob.key and knob.key != knob.name:
+                keys.setdefault(knob.key, []).append(knob.name)
+        if len(keys.get(name, [])) == 1:
+            return keys[name][0]
+        underscored = name.replace("-", "_")
+        return underscored if underscored != name and underscored in self.knobs else None
+
     def _lookup(self, name: Any) -> Knob:
         if isinstance(name, str) and name in self.knobs:
             return self.knobs[name]
@@ -330,6 +342,9 @@ class KnobSpace:
             raise KnobError(f"knob names are strings, got {name!r}")
         if name in self._context:
             raise KnobError(f"knob {name} is not in {self._where()}")
+        native = self._native_name(name)
+        if native is not None:
+            return self.knobs[native]
         import difflib
 
         candidates = []

@@ -53,11 +53,11 @@ def evaluate(rule: str, facts: dict[str, float]) -> float:
     return value(tree)
 
 
-def rotational(path: Path) -> bool | None:
+def rotational(path: Path, sysfs: Path = Path("/sys")) -> bool | None:
     """Whether the disk holding `path` spins (sysfs), or None when it cannot be told."""
     try:
         dev = os.stat(path).st_dev
-        base = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
+        base = (sysfs / "dev" / "block" / f"{os.major(dev)}:{os.minor(dev)}").resolve()
         for queue in (base / "queue", base.parent / "queue"):   # a partition's queue is its disk's
             flag = queue / "rotational"
             if flag.exists():

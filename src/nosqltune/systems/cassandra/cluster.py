@@ -57,8 +57,10 @@ def check_fits(nodes: int, heap_mb: int, available: int | None = None) -> None:
     need = nodes * (heap_mb + NODE_OVERHEAD_MB) + CLIENT_RESERVE_MB
     if available is not None and need > available:
         fit = max(0, (available - CLIENT_RESERVE_MB) // nodes - NODE_OVERHEAD_MB)
-        raise UsageError(f"{nodes} nodes with a {heap_mb} MiB heap need about {need} MiB with the client; "
-                         f"{available} MiB are available: use a heap of at most {fit} MiB (--heap) or fewer nodes")
+        what = "a node" if nodes == 1 else f"{nodes} nodes"
+        raise UsageError(f"{what} with a {heap_mb} MiB heap need{'s' if nodes == 1 else ''} about {need} MiB with the "
+                         f"client; {available} MiB are available: use a heap of at most {fit} MiB (--heap)"
+                         + ("" if nodes == 1 else " or fewer nodes"))
 
 
 def fitting_heap(nodes: int, wanted: int = DEFAULT_HEAP_MB, available: int | None = None) -> int:
