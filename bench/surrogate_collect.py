@@ -60,8 +60,7 @@ def set_aside_contended(db: Path) -> int:
             guarded = "busy_before" in (row.get("meta") or {})   # ran after a check that the machine was idle
             if row["tag"] == "collect" and row["state"] == "COMPLETE" and not guarded and boot \
                     and boot > CONTENDED_BOOT_S:
-                with store._db:
-                    store._db.execute("UPDATE trials SET tag = 'contended' WHERE id = ?", (row["id"],))
+                store.retag(row["id"], "contended")
                 n += 1
         return n
     finally:
@@ -113,7 +112,7 @@ def main() -> None:
     from nosqltune.surrogate.dataset import export_dataset
 
     store = open_store(str(db))
-    store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.checkpoint()
     store.close()
     data = export_dataset(str(db), DATASET, name="wide24")
     info = summary(db)

@@ -92,7 +92,7 @@ def main() -> int:
                                    lambda overrides: run_trial(space, overrides, workload, settings),
                                    workload_info={**workload.to_dict(), "harness": settings.to_dict()},
                                    environment_id=env_id, say=log)
-            store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            store.checkpoint()
         finally:
             store.close()
         values = {k: [r["metrics"]["summary"]["throughput_ops_s"] if r else None for r in v] for k, v in rows.items()}

@@ -10,8 +10,8 @@ from nosqltune.runtime.java import java_version
 
 # One data size and one heap for the Cassandra tests (the heap is part of the dataset's key: one load serves
 # them all): small enough for CI, large enough that flushes, the key cache and both JVMs do real work
-OPERATIONS = 4000
-SMALL = ["--records", "5000", "--operations", str(OPERATIONS), "--threads", "8", "--warmup-ops", "1000",
+OPERATIONS = 2000
+SMALL = ["--records", "5000", "--operations", str(OPERATIONS), "--threads", "8", "--warmup-ops", "300",
          "--heap", "1G"]
 
 

@@ -41,7 +41,7 @@ def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_
         assert summary["throughput_ops_s"] > 50
         assert summary["read_count"] + summary["update_count"] == OPERATIONS   # every measured op is counted
         assert summary["errors"] == 0
-        assert row["metrics"]["warmup"]["operations"] >= 1000
+        assert row["metrics"]["warmup"]["operations"] >= 300
         assert row["internals"]["live_sstable_count"] >= 1
         assert row["internals"]["live_disk_space_used_bytes"] > 5000 * 1000  # 5000 rows of 10 x 100 bytes
         t = row["timings"]   # a JVM boots in seconds; the phases follow each other within the trial's total
@@ -107,11 +107,12 @@ def test_interrupt_leaves_no_jvm_and_marks_the_trial(nosqltune_home, tmp_path):
     pytest.param("ycsb-b", {"READ", "UPDATE"}, marks=pytest.mark.slow),
     pytest.param("ycsb-c", {"READ"}, marks=pytest.mark.slow),
     pytest.param("ycsb-d", {"READ", "INSERT"}, marks=pytest.mark.slow),
-    ("ycsb-e", {"SCAN", "INSERT"}), ("ycsb-f", {"READ", "READ-MODIFY-WRITE", "UPDATE"}),
+    ("ycsb-e", {"SCAN", "INSERT"}),
+    pytest.param("ycsb-f", {"READ", "READ-MODIFY-WRITE", "UPDATE"}, marks=pytest.mark.slow),
 ])
 def test_every_core_workload_runs(nosqltune_home, tmp_path, capsys, workload, operations):
     study = tmp_path / f"{workload}.db"
-    code = main(["bench", "--workload", workload, *SMALL, "--operations", "2000", "--study", str(study), "--json"])
+    code = main(["bench", "--workload", workload, *SMALL, "--study", str(study), "--json"])
     capsys.readouterr()
     (row,) = open_store(str(study)).trials()
     assert code == 0 and row["state"] == "COMPLETE", row["error"]

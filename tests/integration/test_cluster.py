@@ -124,6 +124,7 @@ def test_tune_searches_the_design(nosqltune_home, tmp_path, capsys):
     assert ("nodes: 1 -> 2" in best) == (nodes == 2)
 
 
+@pytest.mark.slow   # loads a 2-node dataset first: make test-all
 def test_ctrl_c_while_a_cluster_boots_leaves_no_node(nosqltune_home, tmp_path):
     """Ctrl-C while the restored nodes boot (the seed up, node 2 starting): every JVM goes, the trial is
     stored as interrupted, the command exits 130."""

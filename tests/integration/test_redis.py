@@ -117,7 +117,7 @@ def test_external_target_drives_redis_by_commands(nosqltune_home, tmp_path, caps
     assert [r["state"] for r in rows] == ["COMPLETE"] * 2
     assert all(r["metrics"]["summary"]["read_count"] == 20000 and r["metrics"]["errors"] == 0 for r in rows)
     assert store.find_study("bench")["system"] == "external"
-    env = json.loads(store._db.execute("SELECT fingerprint FROM environments").fetchone()[0])
+    (env,) = store.environments().values()
     assert env["system"] == "external:redis-by-commands" and "v=7" in env["system_version"]
 
 

@@ -101,7 +101,8 @@ def test_irace_races_on_real_cassandra(nosqltune_home, tmp_path, capsys):
     code, result = tune(study, capsys, "--optimizer", "irace", "--knobs", str(knobs), "--budget", "6")
     assert code == 0, result
     rows = open_store(str(study)).trials()
-    assert len(rows) == 6 and all(r["state"] == "COMPLETE" for r in rows)
+    # irace may end its race before the budget (no new configuration could enter it)
+    assert 3 <= len(rows) <= 6 and all(r["state"] == "COMPLETE" for r in rows)
     assert rows[0]["config"] == {"compaction_method": "SizeTiered", "concurrent_writes": 32}   # irace's initial
     assert any(r["meta"]["opt"]["irace_config"] == 1 for r in rows)   # the default is irace's first configuration
     for row in rows:
@@ -112,14 +113,14 @@ def test_irace_races_on_real_cassandra(nosqltune_home, tmp_path, capsys):
                   "UnifiedCompaction": "UnifiedCompactionStrategy"}
         assert row["internals"]["table_options"]["compaction"]["class"].endswith(
             wanted[row["config"]["compaction_method"]])
-    assert result["trials"] == 6 and result["default"]["trials"] >= 1
+    assert result["trials"] == len(rows) and result["default"]["trials"] >= 1
     assert (tmp_path / "irace.tune.irace" / "irace.log").exists()
 
 
 def test_interrupted_smac_tune_resumes_without_lost_or_repeated_trials(nosqltune_home, tmp_path):
     study = tmp_path / "resume.db"
     cmd = [sys.executable, "-m", "nosqltune", "tune", "--workload", "ycsb-a", *SMALL, "--study", str(study),
-           "--optimizer", "smac", "--knobs", "rafiki5", "--budget", "4", "--json"]
+           "--optimizer", "smac", "--knobs", "rafiki5", "--budget", "3", "--json"]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=sigint_default)
@@ -128,11 +129,11 @@ def test_interrupted_smac_tune_resumes_without_lost_or_repeated_trials(nosqltune
         time.sleep(0.5)
         if study.exists():
             rows = open_store(str(study)).trials()
-            if len(rows) >= 3 and rows[-1]["state"] == "RUNNING":
+            if len(rows) >= 2 and rows[-1]["state"] == "RUNNING":
                 break
     else:
         proc.kill()
-        pytest.fail("the third trial never started")
+        pytest.fail("the second trial never started")
     # while the run holds the study, a second tune is refused in one line and read-only commands still work
     second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert second.returncode == 2 and "being tuned by another process" in second.stderr, second.stderr
@@ -145,11 +146,11 @@ def test_interrupted_smac_tune_resumes_without_lost_or_repeated_trials(nosqltune
     assert proc.returncode == 130, err
     assert not our_jvms(str(nosqltune_home))
     before = open_store(str(study)).trials()
-    assert [r["state"] for r in before] == ["COMPLETE", "COMPLETE", "FAIL"]
+    assert [r["state"] for r in before] == ["COMPLETE", "FAIL"]
     assert before[-1]["failure_kind"] == "interrupted"
     assert before[0]["config"] == {"concurrent_writes": 32, "memtable_cleanup_threshold": 0.33,
                                    "concurrent_compactors": 2, "compaction_method": "SizeTiered"}
-    for row in before[:2]:
+    for row in before[:1]:
         assert row["meta"]["optimizer"] == "smac"
         assert row["meta"]["cost"] == -row["metrics"]["summary"]["throughput_ops_s"]
 
@@ -158,10 +159,10 @@ def test_interrupted_smac_tune_resumes_without_lost_or_repeated_trials(nosqltune
     assert done.returncode == 0, done.stderr
     after = open_store(str(study)).trials()
     finished = [r for r in after if r["failure_kind"] != "interrupted"]
-    assert len(finished) == 4 and all(r["state"] == "COMPLETE" for r in finished)
-    assert [r["id"] for r in finished[:2]] == [r["id"] for r in before[:2]]  # kept, not rerun
-    assert finished[2]["config"] == before[2]["config"]  # the interrupted suggestion ran again
-    assert [r["meta"]["suggestion"] for r in finished] == [0, 1, 2, 3]
+    assert len(finished) == 3 and all(r["state"] == "COMPLETE" for r in finished)
+    assert finished[0]["id"] == before[0]["id"]  # kept, not rerun
+    assert finished[1]["config"] == before[1]["config"]  # the interrupted suggestion ran again
+    assert [r["meta"]["suggestion"] for r in finished] == [0, 1, 2]
     result = json.loads(done.stdout)
-    assert result["trials"] == 4
+    assert result["trials"] == 3
     assert result["best"]["value"] == max(r["metrics"]["summary"]["throughput_ops_s"] for r in finished)

@@ -283,8 +283,8 @@ def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch):
     assert code == 0 and result["trials"] == 12 and result["best"]["value"] > 0
     progress = [json.loads(line) for line in captured.err.splitlines()]    # --json: progress as JSON lines
     assert sum(p["progress"].startswith("[") for p in progress) == 12 and all("time" in p for p in progress)
-    env = [s for s in open_store(str(study))._db.execute("SELECT fingerprint FROM environments")]
-    assert "surrogate" in env[0][0] and (tmp_path / "cache" / "surrogates").exists()
+    (env,) = open_store(str(study)).environments().values()
+    assert env["system"] == "surrogate" and (tmp_path / "cache" / "surrogates").exists()
 
     code = main(["compare", "--study", str(study), "--repeat", "4", "--json"])
     comparison = json.loads(capsys.readouterr().out)

@@ -42,6 +42,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     say = _say(args)
 
     store = open_store(args.study)
+    lease = None
     try:
         existing = store.find_study(study_name)
         stored = (existing or {}).get("settings", {}).get("collect")
@@ -71,6 +72,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
             noise = args.noise_repeats
             plan = plan_entries(len(configs), list(merged), noise, seed)
             study_id = existing["id"] if existing else store.study(study_name, settings.system)
+        lease = store.acquire_lease(study_id)   # one process at a time runs trials in a study
         store.update_study_settings(study_id, {"collect": {
             "knobs": knobs, "knob_label": subset.label, "fixed": fixed, "harness": settings.to_dict(),
             "seed": seed, "noise_repeats": noise, "workloads": [w.to_dict() for w in merged.values()],
@@ -83,6 +85,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
                           environment_id=env_id, say=say, limit=args.limit,
                           workload_info=lambda w: {**w.to_dict(), "harness": settings.to_dict()})
     finally:
+        if lease is not None:
+            lease.release()
         store.close()
     result = {"study": args.study, "study_name": study_name, "configurations": len(configs),
               "workloads": list(merged), **counts}

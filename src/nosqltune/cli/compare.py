@@ -81,7 +81,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.scale <= 0:
         raise UsageError("--scale must be positive")
     store, study, tune = _tuning_study(args)
+    lease = None
     try:
+        lease = store.acquire_lease(study["id"])   # compare runs trials in the study: not beside a tune
         settings = TrialSettings(**tune["harness"])
         full_space = trial_target(settings).knob_space(settings)
         spec = TuneSpec(**tune["spec"])
@@ -139,9 +141,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
             stats = {k: compare(k, values[k], values["default"], maximize=objective.maximize).to_dict()
                      for k in candidates if k != "default"}
             result["workloads"][workload.name] = {"group": group, "values": values, "stats": stats}
-        store.update_study_settings(study["id"], {**study["settings"], "compare": {
-            **study["settings"].get("compare", {}), f"x{args.scale:g}{suffix}": result}})
+        earlier = (store.find_study(study["name"]) or study)["settings"].get("compare", {})
+        store.update_study_settings(study["id"], {"compare": {**earlier, f"x{args.scale:g}{suffix}": result}})
     finally:
+        if lease is not None:
+            lease.release()
         store.close()
     if args.json:
         print(json.dumps(result, default=str))

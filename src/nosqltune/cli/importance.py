@@ -71,6 +71,7 @@ def _importance_measured(args: argparse.Namespace) -> int:
                        "harness": settings.to_dict(), "levels": args.levels, "repeat": args.repeat}
     say = _say(args)
     store = open_store(args.study)
+    lease = None
     try:
         existing = store.find_study(study_name)
         old = (existing or {}).get("settings", {}).get("importance")
@@ -79,6 +80,7 @@ def _importance_measured(args: argparse.Namespace) -> int:
             raise UsageError(f"study '{study_name}' in {args.study} holds an importance run with other settings: "
                              "pick another --study-name")
         study_id = existing["id"] if existing else store.study(study_name, settings.system)
+        lease = store.acquire_lease(study_id)   # one process at a time runs trials in a study
         store.update_study_settings(study_id, {"importance": stored_settings})
         env_id = store.environment(target.fingerprint(settings))
 
@@ -110,6 +112,8 @@ def _importance_measured(args: argparse.Namespace) -> int:
         rows = [r for r in store.trials(study_id) if (r.get("meta") or {}).get("importance")
                 and r["state"] == "COMPLETE"]
     finally:
+        if lease is not None:
+            lease.release()
         store.close()
     baseline = [metric_value(objective.metric, r["metrics"]["summary"]) for r in rows
                 if r["meta"]["importance"]["knob"] is None]

@@ -343,4 +343,6 @@ def study_path(study: str):
     """The file of a SQLite study URL or path (where a study's side files go: irace's folder, models)."""
     from pathlib import Path
 
-    return Path(study[len("sqlite:///"):] if study.startswith("sqlite:///") else study)
+    from ..store import store_path
+
+    return store_path(study) or Path(".nosqltune") / "memory"

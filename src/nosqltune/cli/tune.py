@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -45,11 +46,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
         settings = _settings(args, surrogate=True)
         full_space = trial_target(settings).knob_space(settings)
         fresh = _new_run(args, full_space, settings)
-    if args.resume and not args.study.startswith("sqlite:") and not study_path(args.study).exists():
+    if args.resume and not study_path(args.study).exists():
         raise UsageError(f"nothing to resume: no study store at {args.study}")
     store = open_store(args.study)
+    leases = contextlib.ExitStack()   # one process at a time runs trials in a study
     try:
         existing = store.find_study(study_name)
+        if existing:
+            leases.enter_context(store.acquire_lease(existing["id"]))
+            existing = store.find_study(study_name)   # as the previous holder left it
         stored = (existing or {}).get("settings", {}).get("tune")
         if args.resume:
             if not stored:
@@ -73,6 +78,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
                                  "continue it, or pick another --study-name")
             spec, workloads, fixed, subset, settings, system = fresh
             study_id = store.study(study_name, system if system.startswith("surrogate:") else settings.system)
+            if not existing:
+                leases.enter_context(store.acquire_lease(study_id))
+                if store.trials(study_id):   # another process started the same new study a moment before us
+                    raise UsageError(f"study '{study_name}' in {args.study} already has trials: add --resume to "
+                                     "continue it, or pick another --study-name")
         space = TuningSpace(subset, fixed)
         store.update_study_settings(study_id, {"tune": {
             "spec": spec.to_dict(), "workloads": [w.to_dict() for w in workloads], "fixed": fixed,
@@ -104,6 +114,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise NosqltuneError(str(exc)) from None
         result = summarize(store, study_id, spec, space)
     finally:
+        leases.close()
         store.close()
     result.update({"study": args.study, "study_name": study_name, "stopped": reason,
                    "ask_seconds_mean": (sum(loop.ask_seconds) / len(loop.ask_seconds)) if loop.ask_seconds else None})
@@ -229,7 +240,7 @@ def cmd_best(args: argparse.Namespace) -> int:
     from ..store import open_store
     from ..tuning.loop import TuneSpec
 
-    if not args.study.startswith("sqlite:") and not study_path(args.study).exists():
+    if not study_path(args.study).exists():
         raise UsageError(f"no study store at {args.study}")
     study_name = args.study_name or DEFAULT_STUDY_NAME
     store = open_store(args.study)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,8 +58,7 @@ def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
         if not studies:
             raise UsageError(f"no tuning study{' named ' + repr(study_name) if study_name else ''} in {path} "
                              "(a report needs a study made by `nosqltune tune`)")
-        fingerprints = {r["id"]: json.loads(r["fingerprint"])
-                        for r in store._db.execute("SELECT id, fingerprint FROM environments")}
+        fingerprints = store.environments()
         views = []
         for study in studies:
             tune = study["settings"]["tune"]

@@ -38,8 +38,7 @@ def export_dataset(study_path: str, out: Path, study_name: str | None = None, na
         rows = [r for r in store.trials(study["id"]) if r["state"] == "COMPLETE" and r["tag"] in ("collect", "tune")]
         failed = [r for r in store.trials(study["id"]) if r["state"] == "FAIL" and r["failure_kind"] != "interrupted"]
         env_ids = sorted({r["environment_id"] for r in rows if r["environment_id"] is not None})
-        environments = [json.loads(store._db.execute("SELECT fingerprint FROM environments WHERE id = ?",
-                                                     (i,)).fetchone()[0]) for i in env_ids]
+        environments = [store.environment_of(i) for i in env_ids]
     finally:
         store.close()
     harness = (study["settings"].get("collect") or study["settings"].get("tune") or {}).get("harness")

@@ -175,13 +175,9 @@ def pick_study(store, name: str | None) -> dict[str, Any]:
 
 def existing_store(study_path: str):
     """Open a store that must exist already (reading commands never create one)."""
-    from pathlib import Path
+    from ..store import open_existing_store
 
-    from ..store import open_store
-
-    if not str(study_path).startswith(("sqlite:", "postgresql:")) and not Path(study_path).exists():
-        raise UsageError(f"no study store at {study_path}")
-    return open_store(study_path)
+    return open_existing_store(study_path)
 
 
 def _study_rows(study_path: str, study_name: str | None) -> tuple[str, Any, dict, list[dict]]:
