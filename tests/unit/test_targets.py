@@ -19,7 +19,7 @@ from nosqltune.workloads.spec import make_workload
 
 def test_every_target_has_the_interface():
     for name in TARGETS:
-        module = target(name)
+        module = target(name).module   # each datastore's trial module has the six functions of the Target
         for function in ("knob_space", "default_knobs", "preflight", "fingerprint", "config_fragment",
                          "run_trial"):
             assert callable(getattr(module, function)), (name, function)

@@ -66,7 +66,7 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
 def cmd_compare(args: argparse.Namespace) -> int:
     from .options import trial_target
     from ..knobs.space import TuningSpace
-    from ..systems import TrialSettings, run_trial
+    from ..systems import TrialSettings
     from ..tuning.loop import TuneSpec
     from ..objective import Objective, metric_value
     from ..tuning.results import best_configuration
@@ -94,24 +94,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
         system = tune.get("system", "cassandra")
         facts = machine_facts(heap_mb=settings.heap_mb, data_path=cache_dir(), server_cpus=settings.server_cpus)
         practice, rules = best_practice(full_space, facts)
-        if system.startswith("surrogate:"):   # the surrogate answers for its own knobs only
-            practice = {k: v for k, v in practice.items() if k in space.names}
-            rules = {k: v for k, v in rules.items() if k in practice}
+        target = trial_target(settings, system, seed=spec.seed, metrics=(objective.metric,))
+        own = target.knob_space(settings)     # a recorded dataset answers for its own knobs only
+        practice = {k: v for k, v in practice.items() if k in own}
+        rules = {k: v for k, v in rules.items() if k in practice}
         candidates = parse_candidates(args.candidates, full_space, best["config"] if best else None, practice)
         candidates = {k: {**tune["fixed"], **v} for k, v in candidates.items()}
-        if system.startswith("surrogate:"):   # a study on a surrogate is compared on the same surrogate
-            from ..surrogate.dataset import surrogate_target
+        env_id = store.environment(target.fingerprint(settings))
 
-            target = surrogate_target(system, spec.seed)
-            env_id = store.environment(target.fingerprint())
-
-            def run(overrides, workload):
-                return target.run(overrides, workload, metrics=(objective.metric,))
-        else:
-            env_id = store.environment(trial_target(settings).fingerprint(settings))
-
-            def run(overrides, workload):
-                return run_trial(full_space, overrides, workload, settings, progress=say)
+        def run(overrides, workload):
+            return target.run_trial(full_space, overrides, workload, settings, progress=say)
         say = _say(args)
         # each set of candidates has its own rounds (the default is re-run beside them, so every pair ran
         # side by side) and its own stored result; plain best-vs-default keeps the bare scale as its key
@@ -126,9 +118,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                         {**w, "records": int(w["records"] * args.scale),
                                          "operations": int(w["operations"] * args.scale)})
                      for w in tune["workloads"]]
-        if not system.startswith("surrogate:"):
-            for workload in workloads:   # e.g. the memory guard of Redis at --scale 10
-                trial_target(settings).preflight(workload, settings)
+        for workload in workloads:   # e.g. the memory guard of Redis at --scale 10
+            target.preflight(workload, settings)
         for workload in workloads:
             group = f"{workload.name}-x{args.scale:g}{suffix}"
             say(f"{workload.name} at x{args.scale:g}: {args.repeat} interleaved rounds of {', '.join(candidates)}")

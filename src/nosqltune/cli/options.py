@@ -291,8 +291,13 @@ def _design(args: argparse.Namespace, system: str) -> dict[str, Any]:
     return {"nodes": nodes, "replication_factor": rf, "read_consistency": read, "write_consistency": write}
 
 
-def trial_target(settings):
-    """The target module of the settings' datastore (systems/<name>/trial.py)."""
+def trial_target(settings, system: str | None = None, *, seed: int = 0, metrics: tuple[str, ...] = ("throughput",)):
+    """The target that runs the trials (systems.Target): the settings' datastore, or for `system`
+    surrogate:NAME[:KIND] the model of a recorded dataset (seeded; predicting `metrics`)."""
+    if system and system.startswith("surrogate:"):
+        from ..surrogate.dataset import surrogate_target
+
+        return surrogate_target(system, seed, metrics)
     from ..systems import target
 
     return target(settings.system)

@@ -35,7 +35,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .options import _settings, trial_target
     from ..knobs.space import TuningSpace
     from ..store import open_store
-    from ..systems import TrialSettings, run_trial
+    from ..systems import TrialSettings
     from ..workloads.spec import Workload
     from ..tuning.loop import TuneSpec, TuningLoop
     from ..objective import Objective
@@ -77,7 +77,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 raise UsageError(f"study '{study_name}' in {args.study} already has trials: add --resume to "
                                  "continue it, or pick another --study-name")
             spec, workloads, fixed, subset, settings, system = fresh
-            study_id = store.study(study_name, system if system.startswith("surrogate:") else settings.system)
+            study_id = store.study(study_name, system)
             if not existing:
                 leases.enter_context(store.acquire_lease(study_id))
                 if store.trials(study_id):   # another process started the same new study a moment before us
@@ -90,20 +90,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
             (stored or {}).get("knob_label"), "harness": settings.to_dict(), "system": system}})
         by_name = {w.name: w for w in workloads}
         display = TerminalDisplay(json_lines=args.json)
-        if system.startswith("surrogate:"):
-            target = _surrogate_target(system, spec.seed)
-            env_id = store.environment(target.fingerprint())
-            objective = Objective.from_dict(spec.objective)
-            needed = (objective.metric,) + tuple(c.metric for c in objective.constraints)
+        objective = Objective.from_dict(spec.objective)
+        target = trial_target(settings, system, seed=spec.seed,
+                              metrics=(objective.metric,) + tuple(c.metric for c in objective.constraints))
+        env_id = store.environment(target.fingerprint(settings))
 
-            def runner(config: dict, workload: str):
-                return target.run({**fixed, **config}, by_name[workload], metrics=needed)
-        else:
-            env_id = store.environment(trial_target(settings).fingerprint(settings))
-
-            def runner(config: dict, workload: str):
-                return run_trial(full_space, {**fixed, **config}, by_name[workload], settings,
-                                 progress=display.trial_phase)
+        def runner(config: dict, workload: str):
+            return target.run_trial(full_space, {**fixed, **config}, by_name[workload], settings,
+                                    progress=display.trial_phase)
 
         loop = TuningLoop(store, study_id, spec, space, runner, workdir=_workdir(args, study_name, spec.optimizer),
                           environment_id=env_id, display=display,
@@ -186,7 +180,7 @@ def _new_run(args: argparse.Namespace, full_space, settings):
     if len({w.name for w in workloads}) != len(workloads):
         raise UsageError("--workload lists the same workload twice")
     system = args.system or "cassandra"
-    target = trial_target(settings)
+    target = trial_target(settings, system, seed=args.seed)
     knobs = args.knobs if args.knobs is not None else (target.default_knobs(settings) or list(full_space.knobs))
     fixed, subset, searched_space = _searched_space(args, full_space, "tuned", knobs)
     designed = design_knobs(args, full_space, subset)
@@ -196,15 +190,12 @@ def _new_run(args: argparse.Namespace, full_space, settings):
         if clash:
             raise UsageError(f"{', '.join(clash)} is searched (--design); it cannot also be fixed with --set/--config")
         searched_space = TuningSpace(subset, fixed)
-    if system.startswith("surrogate:"):
-        target = _surrogate_target(system, args.seed)
-        outside = sorted(set(subset.knobs) - set(target.knobs)) + sorted(set(fixed) - set(target.knobs))
-        if outside:
-            raise UsageError(f"the surrogate dataset has no data for {', '.join(outside)}: tune or fix only its knobs "
-                             f"({', '.join(target.knobs)})")
-    else:
-        for workload in workloads:
-            target.preflight(workload, settings)
+    own = list(target.knob_space(settings).knobs)    # a recorded dataset answers for its own knobs only
+    outside = sorted((set(subset.knobs) | set(fixed)) - set(own))
+    if outside:
+        raise UsageError(f"{system} has no data for {', '.join(outside)}: tune or fix only its knobs ({', '.join(own)})")
+    for workload in workloads:
+        target.preflight(workload, settings)
     searched = len(searched_space.knobs)
     options: dict[str, Any] = {k: v for k, v in (("initial", args.initial),) if v is not None}
     if args.space_adapter == "llamatune":
@@ -345,8 +336,3 @@ def add_parsers(sub) -> None:
     p.add_argument("--format", choices=["table", "yaml", "json"], default="table", help="output format (table)")
     p.set_defaults(func=cmd_best)
 
-
-def _surrogate_target(system: str, seed: int):
-    from ..surrogate.dataset import surrogate_target
-
-    return surrogate_target(system, seed)

@@ -152,9 +152,6 @@ def comparison_section(view: TuningView, figures: Figures) -> str:
 def best_section(view: TuningView) -> str:
     if not view.best:
         return "<p class='muted'>No completed configuration yet.</p>"
-    if view.tune.get("system", "cassandra").startswith("surrogate:"):
-        body = json.dumps({k: v for k, v in view.best["config"].items()}, indent=1, default=str)
-        return f"<p>Surrogate study: the configuration's knob values.</p><pre>{esc(body)}</pre>"
     from ..systems.base import TrialSettings
     from ..tuning.results import yaml_fragment
 

@@ -59,13 +59,18 @@ def export_dataset(study_path: str, out: Path, study_name: str | None = None, na
 
 
 class SurrogateTarget:
-    def __init__(self, dataset: str, kind: str = DEFAULT_KIND, seed: int = 0) -> None:
+    """A target (systems.Target) whose trials are answered by a model of a recorded dataset, with the dataset's
+    measured noise: `metrics` are the ones each trial predicts (throughput always)."""
+
+    def __init__(self, dataset: str, kind: str = DEFAULT_KIND, seed: int = 0,
+                 metrics: tuple[str, ...] = ("throughput",)) -> None:
         from .features import load_table
 
         self.path = resolve(dataset)
         self.name = dataset
         self.kind = kind
         self.seed = seed
+        self.metrics = tuple(metrics)
         self.table = load_table(str(self.path))
         self.data_hash = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
         self._models: dict[str, Any] = {}
@@ -77,7 +82,25 @@ class SurrogateTarget:
     def knobs(self) -> list[str]:
         return [k.name for k in self.space.knobs]
 
-    def fingerprint(self) -> dict[str, Any]:
+    # the Target interface: the dataset's knobs, no preflight, the recorded datastore's configuration language
+    def knob_space(self, settings=None):
+        return self.space.knob_space
+
+    def default_knobs(self, settings=None) -> list[str]:
+        return self.knobs
+
+    def preflight(self, workload, settings=None) -> None:
+        return None
+
+    def config_fragment(self, settings, overrides: dict[str, Any]) -> list[str]:
+        from ..systems import target
+
+        return target(self.table.spec.system).config_fragment(settings, overrides)
+
+    def run_trial(self, space, overrides: dict[str, Any], workload, settings=None, progress=None):
+        return self.run(overrides, workload, metrics=self.metrics)
+
+    def fingerprint(self, settings=None) -> dict[str, Any]:
         data = read_dataset(self.path)
         return {"system": "surrogate", "dataset": self.path.name, "dataset_sha256": self.data_hash,
                 "model": self.kind, "measured_on": data.get("environments")}
@@ -131,7 +154,7 @@ def _summary_key(metric: str) -> str:
     return f"{op}_{stat}_ms"
 
 
-def surrogate_target(system: str, seed: int):
+def surrogate_target(system: str, seed: int, metrics: tuple[str, ...] = ("throughput",)) -> SurrogateTarget:
     """`surrogate:NAME[:KIND]` -> the target answering trials from the model of a recorded dataset."""
     from .models import KINDS
 
@@ -140,4 +163,4 @@ def surrogate_target(system: str, seed: int):
     kind = kind or DEFAULT_KIND
     if kind not in KINDS:
         raise UsageError(f"unknown surrogate model {kind!r} in --system {system}: use one of {', '.join(KINDS)}")
-    return SurrogateTarget(name, kind=kind, seed=seed)
+    return SurrogateTarget(name, kind=kind, seed=seed, metrics=metrics)

@@ -1,24 +1,14 @@
-"""Targets: the datastores nosqltune can run trials against.
+"""Targets: what nosqltune runs trials against, behind one interface (`Target`).
 
-A target is a module `systems/<name>/trial.py` with six functions, all taking the harness settings
-(`trial.TrialSettings`, stored with every trial):
-
-- `knob_space(settings) -> KnobSpace`: the knobs a configuration may set;
-- `default_knobs(settings) -> str | None`: the knob set `tune` searches unless told (None: every knob);
-- `preflight(workload, settings)`: refuse bad input before any trial runs (UsageError), e.g. a dataset
-  that cannot fit in memory;
-- `fingerprint(settings) -> dict`: the environment a figure was measured in;
-- `config_fragment(settings, overrides) -> list[str]`: knob values in the datastore's own configuration
-  language (what `nosqltune best --format yaml` prints);
-- `run_trial(space, overrides, workload, settings, progress) -> TrialResult`: one cold trial, never raising
-  for a failure of the configuration (the result says FAIL and why).
-"""
+The datastores are modules `systems/<name>/trial.py` with the six functions of `Target`, all taking the
+harness settings (`base.TrialSettings`, stored with every trial), found by name in `TARGETS`. The recorded
+surrogate (`surrogate.dataset.SurrogateTarget`, `--system surrogate:NAME`) implements the same interface."""
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .base import Progress, TrialResult, TrialSettings, quiet, with_design
 
@@ -26,7 +16,29 @@ if TYPE_CHECKING:
     from ..knobs import KnobSpace
     from ..workloads.spec import Workload
 
-__all__ = ["TARGETS", "TrialResult", "TrialSettings", "run_trial", "target"]
+__all__ = ["TARGETS", "Target", "TrialResult", "TrialSettings", "run_trial", "target"]
+
+
+class Target(Protocol):
+    def knob_space(self, settings: TrialSettings) -> "KnobSpace":
+        """The knobs a configuration may set."""
+
+    def default_knobs(self, settings: TrialSettings) -> Any:
+        """The knob set `tune` searches unless told (None: every knob)."""
+
+    def preflight(self, workload: "Workload", settings: TrialSettings) -> None:
+        """Refuse bad input before any trial runs (UsageError), e.g. a dataset that cannot fit in memory."""
+
+    def fingerprint(self, settings: TrialSettings) -> dict:
+        """The environment a figure was measured in."""
+
+    def config_fragment(self, settings: TrialSettings, overrides: dict[str, Any]) -> list[str]:
+        """Knob values in the datastore's own configuration language (`nosqltune best --format yaml`)."""
+
+    def run_trial(self, space: "KnobSpace", overrides: dict[str, Any], workload: "Workload",
+                  settings: TrialSettings, progress: Progress = quiet) -> TrialResult:
+        """One cold trial, never raising for a failure of the configuration (the result says FAIL and why)."""
+
 
 TARGETS = {
     "cassandra": "Apache Cassandra, a local node started per trial from the project's jars",
@@ -35,15 +47,43 @@ TARGETS = {
 }
 
 
-def target(name: str) -> ModuleType:
+class Datastore:
+    """A datastore's trial module as a Target; its trials run on the physical design their configuration
+    names (the design knobs, e.g. nodes, replication_factor, become the trial's settings)."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
+
+    def knob_space(self, settings: TrialSettings) -> "KnobSpace":
+        return self.module.knob_space(settings)
+
+    def default_knobs(self, settings: TrialSettings) -> Any:
+        return self.module.default_knobs(settings)
+
+    def preflight(self, workload: "Workload", settings: TrialSettings) -> None:
+        self.module.preflight(workload, settings)
+
+    def fingerprint(self, settings: TrialSettings) -> dict:
+        return self.module.fingerprint(settings)
+
+    def config_fragment(self, settings: TrialSettings, overrides: dict[str, Any]) -> list[str]:
+        return self.module.config_fragment(settings, overrides)
+
+    def run_trial(self, space: "KnobSpace", overrides: dict[str, Any], workload: "Workload",
+                  settings: TrialSettings, progress: Progress = quiet) -> TrialResult:
+        settings, overrides = with_design(space, settings, overrides)
+        return self.module.run_trial(space, overrides, workload, settings, progress)
+
+
+def target(name: str) -> Datastore:
+    """The datastore target of this name (see TARGETS)."""
     if name not in TARGETS:
         raise ValueError(f"unknown system {name!r}: use one of {', '.join(TARGETS)}")
-    return importlib.import_module(f"{__name__}.{name}.trial")
+    return Datastore(importlib.import_module(f"{__name__}.{name}.trial"))
 
 
 def run_trial(space: "KnobSpace", overrides: dict[str, Any], workload: "Workload", settings: TrialSettings,
               progress: Progress = quiet) -> TrialResult:
     """Run one cold trial on the settings' datastore; never raises for a trial failure (the result says FAIL
     and why). Raises SetupError when the tooling itself is broken."""
-    settings, overrides = with_design(space, settings, overrides)
     return target(settings.system).run_trial(space, overrides, workload, settings, progress)

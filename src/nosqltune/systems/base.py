@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import SetupError, TrialError, UsageError
 
-from .cassandra.provision import DEFAULT_VERSION
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from ..knobs import KnobSpace
 
 Progress = Callable[[str], None]
+CASSANDRA_VERSION = "5.0.6"       # the Cassandra release trials run unless told (from Maven)
 MAX_ERROR_SHARE = 0.01  # a trial with more failed operations than this is a failed trial
 
 
@@ -33,7 +33,7 @@ class TrialSettings:
 
     system: str = "cassandra"           # the target: cassandra | redis | external (see systems/__init__.py)
     target_file: str | None = None      # the external target's description (system external)
-    cassandra_version: str = DEFAULT_VERSION
+    cassandra_version: str = CASSANDRA_VERSION
     heap_mb: int = 2048
     server_cpus: str | None = None      # taskset list for Cassandra, e.g. "0"
     client_cpus: str | None = None      # taskset list for the YCSB client, e.g. "1"

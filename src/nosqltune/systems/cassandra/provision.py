@@ -8,8 +8,7 @@ from pathlib import Path
 from ...errors import SetupError
 from ...runtime.paths import cache_dir
 from ...runtime.java import read_classpath, run_maven
-
-DEFAULT_VERSION = "5.0.6"
+from ..base import CASSANDRA_VERSION as DEFAULT_VERSION
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
