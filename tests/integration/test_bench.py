@@ -107,7 +107,7 @@ def test_interrupt_leaves_no_jvm_and_marks_the_trial(nosqltune_home, tmp_path):
     pytest.param("ycsb-b", {"READ", "UPDATE"}, marks=pytest.mark.slow),
     pytest.param("ycsb-c", {"READ"}, marks=pytest.mark.slow),
     pytest.param("ycsb-d", {"READ", "INSERT"}, marks=pytest.mark.slow),
-    ("ycsb-e", {"SCAN", "INSERT"}),
+    pytest.param("ycsb-e", {"SCAN", "INSERT"}, marks=pytest.mark.slow),
     pytest.param("ycsb-f", {"READ", "READ-MODIFY-WRITE", "UPDATE"}, marks=pytest.mark.slow),
 ])
 def test_every_core_workload_runs(nosqltune_home, tmp_path, capsys, workload, operations):

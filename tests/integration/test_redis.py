@@ -58,6 +58,21 @@ def test_bench_redis_cold_trials(nosqltune_home, tmp_path, capsys):
     assert not [d for d in (nosqltune_home / "nodes").iterdir() if d.name.startswith("redis-")]
 
 
+def test_calibrate_runs_the_grid_round_robin(nosqltune_home, tmp_path, capsys):
+    """`calibrate` on real trials (Redis: cheap): every cell of the grid repeated, rounds interleaved, the
+    cheapest setup under the CV threshold recommended (or none)."""
+    study = tmp_path / "calibrate.db"
+    code, result = run(capsys, "calibrate", "--system", "redis", *SMALL, "--grid-operations", "1000,2000",
+                       "--repeat", "2", "--max-cv", "0.99", "--study", str(study))
+    assert code == 0, result
+    cells = result["cells"]
+    assert [(c["operations"], c["n"], c["failed"]) for c in cells] == [(1000, 2, 0), (2000, 2, 0)]
+    assert all(c["mean_ops_s"] > 0 and c["cv"] is not None for c in cells)
+    assert result["recommended"] == min(cells, key=lambda c: c["trial_seconds"])
+    rows = open_store(str(study)).trials()
+    assert [r["workload"]["operations"] for r in rows] == [1000, 2000, 1000, 2000]     # round-robin
+
+
 def test_refused_start_is_a_failed_trial(nosqltune_home, tmp_path, capsys):
     """Debian's redis-server cannot enable active defragmentation: Redis refuses the config file, and the trial
     is stored as failed with Redis's own reason."""
@@ -173,7 +188,6 @@ def test_bad_target_file_is_a_one_line_error(nosqltune_home, tmp_path, capsys):
     assert not (tmp_path / "x.db").exists()
 
 
-@pytest.mark.slow   # a Cassandra node behind the external target: make test-all
 def test_external_target_with_a_cassandra_node_standing_in_for_a_cql_datastore(nosqltune_home, tmp_path, capsys):
     """The CQL path of the external target (ScyllaDB's, which cannot be installed here): schema and YCSB load
     through the Cassandra binding, snapshot after a drained stop, reset from it, the rendered yaml read by the
