@@ -213,3 +213,15 @@ def test_best_as_yaml_fragment_with_diff(tmp_path, capsys):
     result = json.loads(capsys.readouterr().out)
     assert result["best"]["config"] == best and result["trials"] == 6
     assert result["speedup"] == pytest.approx(result["best"]["value"] / result["default"]["value"])
+
+
+def test_knobs_lists_a_space_and_a_named_set(capsys):
+    assert main(["knobs", "cassandra", "--set", "rafiki5", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert {k["name"] for k in listed} == {"concurrent_writes", "memtable_cleanup_threshold", "concurrent_compactors",
+                                          "compaction_method", "file_cache_size"}
+    assert all(k["description"] and k["applies"] for k in listed)
+    assert main(["knobs", "redis"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("redis ") and "sets: " in out.splitlines()[0]
+    assert any(line.startswith("maxmemory_policy ") for line in out.splitlines())
