@@ -13,6 +13,11 @@ _TIMING_ROWS = [("data load s (once)", "dataset_build_s"), ("restore s", "restor
                 ("measure s", "measure_s"), ("stop s", "stop_s"), ("trial s", "total_s")]
 
 
+# the measured phase's cost (the node's: summed over a cluster's nodes; the YCSB client's own)
+_COST_ROWS = [("node CPU us/op", "node_cpu_us_per_op"), ("node cores busy", "node_cpu_cores"),
+              ("node GC us/op", "node_gc_us_per_op"), ("client CPU us/op", "client_cpu_us_per_op")]
+
+
 def format_table(rows: list[dict]) -> str:
     """Metrics down, runs across, then mean / sd / CV: readable whatever the operation types are."""
     ok = [r for r in rows if r["state"] == "COMPLETE"]
@@ -27,6 +32,10 @@ def format_table(rows: list[dict]) -> str:
         for stat in ("avg", "p95", "p99"):
             lines.append((f"{op.lower()} {stat} ms",
                           [r["metrics"]["summary"].get(f"{op.lower()}_{stat}_ms") if r["state"] == "COMPLETE" else None for r in rows]))
+    for label, key in _COST_ROWS:
+        values = [r["metrics"]["summary"].get(key) if r["state"] == "COMPLETE" else None for r in rows]
+        if any(v is not None for v in values):
+            lines.append((label, values))
     lines.append(("errors", [r["metrics"]["errors"] if r["state"] == "COMPLETE" else None for r in rows]))
     for label, key in _TIMING_ROWS:
         values = [(r["timings"] or {}).get(key) for r in rows]
@@ -69,10 +78,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     target.preflight(workload, settings)
     rows = run_trials(args.study, space, overrides, workload, settings, repeat=args.repeat, tag="bench",
                       study_name=args.study_name or "bench", progress=_progress(args))
-    throughputs = [r["metrics"]["summary"]["throughput_ops_s"] for r in rows if r["state"] == "COMPLETE"]
+    complete = [r["metrics"]["summary"] for r in rows if r["state"] == "COMPLETE"]
     if args.json:
+        figures = {name: _stats([s[key] for s in complete if s.get(key) is not None])
+                   for name, key in (("throughput", "throughput_ops_s"), ("node_cpu_us_per_op", "node_cpu_us_per_op"),
+                                     ("node_gc_us_per_op", "node_gc_us_per_op"),
+                                     ("client_cpu_us_per_op", "client_cpu_us_per_op"))}
         print(json.dumps({"study": args.study, "workload": workload.to_dict(), "config": overrides,
-                          "throughput": _stats(throughputs), "trials": rows}, default=str))
+                          **figures, "trials": rows}, default=str))
     else:
         print(f"workload {workload.name}: {workload.records} records, {workload.operations} operations, "
               f"{workload.threads} threads; config: {overrides or 'default'}; study {args.study}")

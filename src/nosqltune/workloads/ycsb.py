@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import subprocess
 import time
@@ -34,6 +35,10 @@ def _number(text: str) -> float | int:
     return int(value) if value.is_integer() and "." not in text else value
 
 
+# PhasedClient's [COST] figures (NodeCost) -> our names
+COST_FIGURES = {"CpuTime(ms)": "cpu_ms", "UserTime(ms)": "user_ms", "SystemTime(ms)": "sys_ms",
+                "GcTime(ms)": "gc_ms", "GcCount": "gc_count"}
+
 # PhasedClient's per-second series beside the throughput -> our names
 INTERVAL_SERIES = {"P99(ms)": "p99_ms", "SSTables": "sstables", "SSTablesPerRead": "sstables_per_read",
                    "DiskUsed(MB)": "disk_used_mb", "PendingCompactions": "pending_compactions"}
@@ -44,10 +49,13 @@ def parse_output(text: str) -> dict[str, Any]:
 
     Returns {"runtime_ms", "throughput_ops_s", "operations": {OP: {count, avg_us, p95_us, ..., returns}},
     "failed": {OP: {...}} for OP-FAILED sections, "errors": non-OK returns + failed ops,
-    "warmup": {...}, "intervals_ops_s": [...], "intervals": {"p99_ms": [...], "sstables": [...], ...}}.
+    "warmup": {...}, "intervals_ops_s": [...], "intervals": {"p99_ms": [...], "sstables": [...], ...},
+    "cost": {"operations": N, "node1": {"cpu_ms", "user_ms", "sys_ms", "gc_ms", "gc_count"}, ..., "client": {...}}}:
+    what each datastore process and the client spent in the measured phase (a figure a source cannot give is
+    absent).
     """
     result: dict[str, Any] = {"runtime_ms": None, "throughput_ops_s": None, "operations": {}, "failed": {},
-                              "errors": 0, "warmup": {}, "intervals_ops_s": [], "intervals": {}}
+                              "errors": 0, "warmup": {}, "intervals_ops_s": [], "intervals": {}, "cost": {}}
     for raw in text.splitlines():
         match = _LINE.match(raw.strip())
         if not match:
@@ -69,6 +77,13 @@ def parse_output(text: str) -> dict[str, Any]:
             else:   # per-second series of the measured phase: client p99, node internals over JMX
                 key = INTERVAL_SERIES.get(metric, metric.lower())
                 result.setdefault("intervals", {})[key] = [None if math.isnan(v) else v for v in values]
+        elif section == "COST":
+            if metric == "Operations":
+                result["cost"]["operations"] = int(float(value))
+            else:
+                source, _, figure = metric.partition(".")
+                if figure in COST_FIGURES:
+                    result["cost"].setdefault(source, {})[COST_FIGURES[figure]] = float(value)
         elif section in _NON_OPERATIONS or section.startswith("TOTAL_GC"):
             continue
         else:
@@ -111,6 +126,32 @@ def summary(metrics: dict[str, Any]) -> dict[str, float | None]:
             total_count += count
             weighted_avg += count * stats["avg_us"]
     flat["all_avg_ms"] = weighted_avg / total_count / 1000.0 if total_count else None
+    flat.update(cost_summary(metrics.get("cost") or {}, metrics.get("runtime_ms")))
+    return flat
+
+
+def cost_summary(cost: dict[str, Any], runtime_ms: float | None) -> dict[str, float | None]:
+    """The node's own cost in the measured phase, summed over the datastore's processes (the nodes of a
+    cluster), and the client's: CPU (user + system) and GC pause time in ms, per operation in microseconds,
+    and the CPU as cores busy on average. None where the run has no such figure (e.g. no node source)."""
+    operations = cost.get("operations") or 0
+    nodes = [figures for source, figures in cost.items() if source.startswith("node")]
+    flat: dict[str, float | None] = {}
+
+    def total(sources: list[dict[str, float]], key: str) -> float | None:
+        values = [s.get(key) for s in sources]
+        return None if not values or any(v is None for v in values) else sum(values)
+
+    for prefix, sources in (("node", nodes), ("client", [cost["client"]] if "client" in cost else [])):
+        cpu, gc = total(sources, "cpu_ms"), total(sources, "gc_ms")
+        flat[f"{prefix}_cpu_ms"] = cpu
+        flat[f"{prefix}_cpu_user_ms"] = total(sources, "user_ms")
+        flat[f"{prefix}_cpu_sys_ms"] = total(sources, "sys_ms")
+        flat[f"{prefix}_gc_ms"] = gc
+        flat[f"{prefix}_gc_count"] = total(sources, "gc_count")
+        flat[f"{prefix}_cpu_us_per_op"] = cpu * 1000.0 / operations if cpu is not None and operations else None
+        flat[f"{prefix}_gc_us_per_op"] = gc * 1000.0 / operations if gc is not None and operations else None
+        flat[f"{prefix}_cpu_cores"] = cpu / runtime_ms if cpu is not None and runtime_ms else None
     return flat
 
 
@@ -129,11 +170,13 @@ def client_timeout(workload: Workload, phase: str) -> float:
 
 def run_client(phase: str, workload: Workload, *, host: str, port: int, trial_dir: Path,
                timeout: float, cpus: str | None = None, jvm_flags: list[str] | None = None,
-               jmx_port: int | None = None, binding: str = "cassandra",
+               jmx_port: int | None = None, binding: str = "cassandra", cost: list[str] | None = None,
                extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run PhasedClient for `phase` ('load' or 'run') with one of loadgen's BINDINGS; returns parsed metrics
     plus 'wall_seconds'. `jmx_port`: a Cassandra node's JMX port, for node internals sampled every second of
-    the measured phase. `extra`: more client properties (e.g. consistency levels).
+    the measured phase. `cost`: the datastore's processes whose CPU and GC time the client reads at the measured
+phase's start and end (loadgen's NodeCost: `jmx:HOST:PORT[:PID]`, `redis:HOST:PORT`, `pid:PID`; the client's own
+is always read). `extra`: more client properties (e.g. consistency levels).
 
     TrialError('workload') when the client fails, prints no result or exceeds `timeout` (a hang)."""
     trial_dir.mkdir(parents=True, exist_ok=True)
@@ -143,6 +186,9 @@ def run_client(phase: str, workload: Workload, *, host: str, port: int, trial_di
     props.update({"db": db, host_key: host, port_key: port, **(extra or {})})
     if jmx_port:
         props["internals.jmx.port"] = jmx_port
+    if cost:
+        props["cost.nodes"] = ",".join(cost)
+    props["cost.clktck"] = os.sysconf("SC_CLK_TCK")
     write_properties(props_file, props)
     args = ["-load" if phase == "load" else "-t", "-P", str(props_file), "-s"]
     cmd = loadgen_java_command(CLIENT_CLASS, args, CLIENT_JVM_FLAGS + (jvm_flags or []))

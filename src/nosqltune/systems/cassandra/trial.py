@@ -160,6 +160,10 @@ class _Servers:
             return [(self.first.home / "data", None)]
         return [(self.cluster.home / f"node{i}" / "data", f"node{i}") for i in range(1, self.settings.nodes + 1)]
 
+    def cost_sources(self) -> list[str]:
+        """Each node's CPU and GC, read by the client over JMX (user/system split from /proc: they are local)."""
+        return [f"jmx:127.0.0.1:{n.ports.jmx}:{n.proc.pid}" for n in self.members]
+
     def start(self, timeout: float, restored: bool = False) -> float:
         return self.first.start(timeout) if self.cluster is None else self.cluster.start(timeout, restored)
 
@@ -278,7 +282,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             metrics = run_client("run", workload, host=servers.hosts, port=node.ports.native,
                                  trial_dir=home / "run", timeout=client_timeout(workload, "run"),
                                  cpus=settings.client_cpus, jvm_flags=settings.jvm_flags(), jmx_port=node.ports.jmx,
-                                 extra=_consistency(settings))
+                                 cost=servers.cost_sources(), extra=_consistency(settings))
             dead = servers.dead()
             if dead is not None:
                 raise TrialError("crashed", f"Cassandra ({dead.address}) died during the run: {dead.failure_cause()}",

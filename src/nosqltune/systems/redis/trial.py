@@ -179,7 +179,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                      f"{workload.threads} threads")
             metrics = run_client("run", workload, host=server.address, port=server.port, trial_dir=home / "run",
                                  timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
-                                 jvm_flags=settings.jvm_flags(), binding="redis")
+                                 jvm_flags=settings.jvm_flags(), binding="redis",
+                                 cost=[f"redis:{server.address}:{server.port}"])
             if not server.is_running():
                 raise TrialError("crashed", f"redis-server died during the run: {server.failure_cause()}",
                                  server.log_excerpt())

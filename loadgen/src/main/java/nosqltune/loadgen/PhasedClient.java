@@ -54,7 +54,9 @@ import site.ycsb.measurements.exporter.TextMeasurementsExporter;
  * stderr): {@code [WARMUP]} lines, then YCSB's own text export of the measured phase, then
  * {@code [INTERVALS], Throughput(ops/sec), s1 s2 ...}: the throughput of each full second of
  * the measured phase (each sample is the operations completed in that tick divided by the tick's
- * actual length); the last, partial second is left out.
+ * actual length); the last, partial second is left out. Last, {@code [COST]} lines: the CPU and GC time
+ * the datastore's processes ({@code cost.nodes}, see {@link NodeCost}) and this client spent in the measured
+ * phase, and its operation count.
  */
 public final class PhasedClient {
 
@@ -722,6 +724,8 @@ public final class PhasedClient {
     if (node != null) {
       mon.probes.add(node);
     }
+    NodeCost cost = NodeCost.open(props);
+    cost.markStart();
     mon.start();
     long st = System.currentTimeMillis();
     if (terminator != null) {
@@ -730,6 +734,8 @@ public final class PhasedClient {
     run.measureGo.countDown();
     run.measureDone.await();
     long en = System.currentTimeMillis();
+    cost.markEnd();
+    cost.close();
     List<Double> samples = mon.finish();
     Map<String, List<Double>> series = mon.series();
     if (node != null) {
@@ -777,6 +783,7 @@ public final class PhasedClient {
     } finally {
       exporter.close();
     }
+    cost.print(results, opsDone);
     StringBuilder sb = new StringBuilder("[INTERVALS], Throughput(ops/sec), ");
     for (int i = 0; i < samples.size(); i++) {
       if (i > 0) {

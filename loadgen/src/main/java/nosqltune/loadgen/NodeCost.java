@@ -1,0 +1,347 @@
+package nosqltune.loadgen;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import javax.management.MBeanServerConnection;
+import javax.management.ObjectName;
+import javax.management.remote.JMXConnector;
+import redis.clients.jedis.Jedis;
+
+/**
+ * What the datastore's processes (and this client) spent on the measured phase: CPU time, split into user
+ * and system time where the process is on this machine, and garbage-collection pauses. Each source is read
+ * right before the measured phase starts and right after it ends; the lines printed are the differences.
+ *
+ * <p>Property {@code cost.nodes}: a comma-separated list of sources, one per datastore process, named
+ * node1, node2, ... in that order:
+ * <ul>
+ * <li>{@code jmx:HOST:PORT[:PID]}: a JVM (Cassandra) over unauthenticated JMX: the OperatingSystem MXBean's
+ * ProcessCpuTime and the GarbageCollector MXBeans; with PID, user and system time from /proc/PID/stat;
+ * <li>{@code redis:HOST:PORT}: a Redis server's INFO cpu (used_cpu_user, used_cpu_sys); the password, if
+ * any, is {@code redis.password};
+ * <li>{@code pid:PID}: any local process, from /proc/PID/stat.
+ * </ul>
+ * {@code cost.clktck}: the kernel's clock ticks per second for /proc times (default 100).
+ *
+ * <p>Output, in the exporter's "[SECTION], metric, value" shape: {@code [COST], Operations, N}, then per
+ * source and for {@code client}: CpuTime(ms), UserTime(ms), SystemTime(ms), GcTime(ms) (pauses), GcCount;
+ * a figure the source cannot give is left out. A source that cannot be read gives no lines and a warning;
+ * it never fails the run.
+ */
+final class NodeCost {
+
+  static final String CPU = "CpuTime(ms)";
+  static final String USER = "UserTime(ms)";
+  static final String SYSTEM = "SystemTime(ms)";
+  static final String GC_TIME = "GcTime(ms)";
+  static final String GC_COUNT = "GcCount";
+
+  /** One process whose cumulative counters can be read. */
+  interface Source {
+    String name();
+
+    /** Cumulative counters now (names above). */
+    Map<String, Double> read() throws Exception;
+
+    default void close() {
+    }
+  }
+
+  private final List<Source> sources = new ArrayList<>();
+  private final Map<String, Map<String, Double>> start = new LinkedHashMap<>();
+  private final Map<String, Map<String, Double>> delta = new LinkedHashMap<>();
+
+  /** The sources named by the properties, plus this JVM as "client". */
+  static NodeCost open(java.util.Properties props) {
+    NodeCost cost = new NodeCost();
+    double clkTck = Double.parseDouble(props.getProperty("cost.clktck", "100"));
+    String spec = props.getProperty("cost.nodes", "").trim();
+    int i = 0;
+    for (String one : spec.isEmpty() ? new String[0] : spec.split(",")) {
+      String name = "node" + (++i);
+      try {
+        cost.sources.add(source(name, one.trim(), clkTck, props.getProperty("redis.password")));
+      } catch (Exception e) {
+        System.err.println("[loadgen] warning: no cost figures for " + name + " (" + one + "): "
+            + CassandraCQLClient.oneLine(e));
+      }
+    }
+    cost.sources.add(new Self(clkTck));
+    return cost;
+  }
+
+  static Source source(String name, String spec, double clkTck, String redisPassword) throws Exception {
+    String[] p = spec.split(":");
+    switch (p[0]) {
+      case "jmx":
+        if (p.length < 3) {
+          throw new IllegalArgumentException("expected jmx:HOST:PORT[:PID]");
+        }
+        return new Jmx(name, p[1], Integer.parseInt(p[2]), p.length > 3 ? Long.parseLong(p[3]) : -1, clkTck);
+      case "redis":
+        if (p.length < 3) {
+          throw new IllegalArgumentException("expected redis:HOST:PORT");
+        }
+        return new Redis(name, p[1], Integer.parseInt(p[2]), redisPassword);
+      case "pid":
+        if (p.length < 2) {
+          throw new IllegalArgumentException("expected pid:PID");
+        }
+        long pid = Long.parseLong(p[1]);
+        return new Source() {
+          public String name() {
+            return name;
+          }
+
+          public Map<String, Double> read() throws IOException {
+            return procTimes(pid, clkTck);
+          }
+        };
+      default:
+        throw new IllegalArgumentException("unknown cost source '" + p[0] + "' (jmx, redis or pid)");
+    }
+  }
+
+  void markStart() {
+    for (Source s : sources) {
+      try {
+        start.put(s.name(), s.read());
+      } catch (Exception e) {
+        System.err.println("[loadgen] warning: cost of " + s.name() + " not read at the phase's start: "
+            + CassandraCQLClient.oneLine(e));
+      }
+    }
+  }
+
+  void markEnd() {
+    for (Source s : sources) {
+      Map<String, Double> before = start.get(s.name());
+      if (before == null) {
+        continue;
+      }
+      try {
+        Map<String, Double> after = s.read();
+        Map<String, Double> d = new LinkedHashMap<>();
+        for (Map.Entry<String, Double> e : after.entrySet()) {
+          Double b = before.get(e.getKey());
+          if (b != null && !b.isNaN() && !e.getValue().isNaN()) {
+            d.put(e.getKey(), e.getValue() - b);
+          }
+        }
+        delta.put(s.name(), d);
+      } catch (Exception e) {
+        System.err.println("[loadgen] warning: cost of " + s.name() + " not read at the phase's end: "
+            + CassandraCQLClient.oneLine(e));
+      }
+    }
+  }
+
+  void close() {
+    for (Source s : sources) {
+      s.close();
+    }
+  }
+
+  void print(PrintStream out, long operations) {
+    out.println("[COST], Operations, " + operations);
+    for (Map.Entry<String, Map<String, Double>> e : delta.entrySet()) {
+      for (Map.Entry<String, Double> m : e.getValue().entrySet()) {
+        out.println("[COST], " + e.getKey() + "." + m.getKey() + ", "
+            + String.format(Locale.ROOT, "%.3f", m.getValue()));
+      }
+    }
+  }
+
+  Map<String, Map<String, Double>> deltas() {
+    return delta;
+  }
+
+  // ---------------------------------------------------------------- sources
+
+  /** utime and stime of /proc/PID/stat (fields 14 and 15), in ms. */
+  static Map<String, Double> procTimes(long pid, double clkTck) throws IOException {
+    String stat = new String(Files.readAllBytes(Paths.get("/proc/" + (pid < 0 ? "self" : Long.toString(pid))
+        + "/stat")), StandardCharsets.US_ASCII);
+    // the command name (field 2) may hold spaces and parentheses: fields count from the last ')'
+    String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split("\\s+");
+    double user = Long.parseLong(f[11]) * 1000.0 / clkTck;
+    double system = Long.parseLong(f[12]) * 1000.0 / clkTck;
+    Map<String, Double> m = new LinkedHashMap<>();
+    m.put(CPU, user + system);
+    m.put(USER, user);
+    m.put(SYSTEM, system);
+    return m;
+  }
+
+  /** Collectors whose time is concurrent work, not pauses (ZGC's and Shenandoah's "... Cycles"). */
+  static boolean concurrentCollector(String name) {
+    return name.endsWith("Cycles");
+  }
+
+  static final class Jmx implements Source {
+    private final String name;
+    private final long pid;
+    private final double clkTck;
+    private final JMXConnector connector;
+    private final MBeanServerConnection mbs;
+    private final Set<ObjectName> collectors;
+
+    Jmx(String name, String host, int port, long pid, double clkTck) throws Exception {
+      this.name = name;
+      this.pid = pid;
+      this.clkTck = clkTck;
+      NodeInternals.Args a = new NodeInternals.Args();
+      a.host = host;
+      a.jmxPort = port;
+      ExecutorService ex = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "jmx-connect");
+        t.setDaemon(true);
+        return t;
+      });
+      try {
+        connector = NodeInternals.connect(ex, a);
+      } finally {
+        ex.shutdown();
+      }
+      mbs = connector.getMBeanServerConnection();
+      collectors = mbs.queryNames(new ObjectName("java.lang:type=GarbageCollector,name=*"), null);
+    }
+
+    public String name() {
+      return name;
+    }
+
+    public Map<String, Double> read() throws Exception {
+      Map<String, Double> m = new LinkedHashMap<>();
+      Object cpu = mbs.getAttribute(new ObjectName("java.lang:type=OperatingSystem"), "ProcessCpuTime");
+      m.put(CPU, cpu instanceof Number && ((Number) cpu).longValue() >= 0 ? ((Number) cpu).doubleValue() / 1e6
+          : Double.NaN);
+      double time = 0;
+      double count = 0;
+      for (ObjectName n : collectors) {
+        if (concurrentCollector(n.getKeyProperty("name"))) {
+          continue;
+        }
+        time += Math.max(0, ((Number) mbs.getAttribute(n, "CollectionTime")).doubleValue());
+        count += Math.max(0, ((Number) mbs.getAttribute(n, "CollectionCount")).doubleValue());
+      }
+      if (pid > 0) {
+        Map<String, Double> proc = procTimes(pid, clkTck);
+        m.put(USER, proc.get(USER));
+        m.put(SYSTEM, proc.get(SYSTEM));
+      }
+      m.put(GC_TIME, time);
+      m.put(GC_COUNT, count);
+      return m;
+    }
+
+    public void close() {
+      try {
+        connector.close();
+      } catch (IOException ignored) {
+        // the run is over anyway
+      }
+    }
+  }
+
+  static final class Redis implements Source {
+    private final String name;
+    private final Jedis jedis;
+
+    Redis(String name, String host, int port, String password) {
+      this.name = name;
+      this.jedis = new Jedis(host, port, 10000);
+      if (password != null && !password.isEmpty()) {
+        jedis.auth(password);
+      }
+    }
+
+    public String name() {
+      return name;
+    }
+
+    public Map<String, Double> read() {
+      Map<String, Double> info = parseInfo(jedis.info("cpu"));
+      Map<String, Double> m = new LinkedHashMap<>();
+      double user = info.getOrDefault("used_cpu_user", Double.NaN) * 1000.0;
+      double system = info.getOrDefault("used_cpu_sys", Double.NaN) * 1000.0;
+      m.put(CPU, user + system);
+      m.put(USER, user);
+      m.put(SYSTEM, system);
+      return m;
+    }
+
+    public void close() {
+      jedis.close();
+    }
+  }
+
+  /** INFO's "key:value" lines with numeric values. */
+  static Map<String, Double> parseInfo(String text) {
+    Map<String, Double> m = new LinkedHashMap<>();
+    for (String line : text.split("\r?\n")) {
+      int colon = line.indexOf(':');
+      if (colon <= 0 || line.startsWith("#")) {
+        continue;
+      }
+      try {
+        m.put(line.substring(0, colon).trim(), Double.parseDouble(line.substring(colon + 1).trim()));
+      } catch (NumberFormatException ignored) {
+        // not a number
+      }
+    }
+    return m;
+  }
+
+  /** This JVM: the YCSB client's own cost. */
+  static final class Self implements Source {
+    private final double clkTck;
+
+    Self(double clkTck) {
+      this.clkTck = clkTck;
+    }
+
+    public String name() {
+      return "client";
+    }
+
+    public Map<String, Double> read() throws IOException {
+      Map<String, Double> m = new LinkedHashMap<>();
+      java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+      double cpu = os instanceof com.sun.management.OperatingSystemMXBean
+          ? ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime() / 1e6 : Double.NaN;
+      m.put(CPU, cpu);
+      try {
+        Map<String, Double> proc = procTimes(-1, clkTck);
+        m.put(USER, proc.get(USER));
+        m.put(SYSTEM, proc.get(SYSTEM));
+      } catch (IOException | RuntimeException e) {
+        // no /proc: no split
+      }
+      double time = 0;
+      double count = 0;
+      for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+        if (!concurrentCollector(gc.getName())) {
+          time += Math.max(0, gc.getCollectionTime());
+          count += Math.max(0, gc.getCollectionCount());
+        }
+      }
+      m.put(GC_TIME, time);
+      m.put(GC_COUNT, count);
+      return m;
+    }
+  }
+}

@@ -1,0 +1,76 @@
+package nosqltune.loadgen;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.Properties;
+import org.junit.jupiter.api.Test;
+
+class NodeCostTest {
+
+  /** Burns about `ms` of CPU on this thread. */
+  private static long spin(long ms) {
+    long end = System.nanoTime() + ms * 1_000_000L;
+    long x = 0;
+    while (System.nanoTime() < end) {
+      x += System.nanoTime() % 7;
+    }
+    return x;
+  }
+
+  @Test
+  void theClientAndALocalProcessAreMeasuredOverTheWindowOnly() throws Exception {
+    Properties p = new Properties();
+    p.setProperty("cost.nodes", "pid:" + ProcessHandle.current().pid());
+    NodeCost cost = NodeCost.open(p);
+    spin(300);    // before the window: not counted
+    cost.markStart();
+    spin(400);
+    cost.markEnd();
+    cost.close();
+    Map<String, Map<String, Double>> d = cost.deltas();
+    assertEquals(2, d.size());
+    double client = d.get("client").get(NodeCost.CPU);
+    double node = d.get("node1").get(NodeCost.CPU);   // the same process, read from /proc
+    assertTrue(client >= 300 && client < 650, "client CPU " + client);
+    assertTrue(node >= 250 && node < 700, "node CPU " + node);
+    assertEquals(node, d.get("node1").get(NodeCost.USER) + d.get("node1").get(NodeCost.SYSTEM), 1e-6);
+    assertFalse(d.get("node1").containsKey(NodeCost.GC_TIME), "/proc has no GC figures");
+    assertTrue(d.get("client").get(NodeCost.GC_COUNT) >= 0);
+
+    ByteArrayOutputStream buf = new ByteArrayOutputStream();
+    cost.print(new PrintStream(buf, true, StandardCharsets.UTF_8), 1234);
+    String text = buf.toString(StandardCharsets.UTF_8);
+    assertTrue(text.startsWith("[COST], Operations, 1234\n"), text);
+    assertTrue(text.contains("[COST], node1.UserTime(ms), "), text);
+    assertTrue(text.contains("[COST], client.GcTime(ms), "), text);
+  }
+
+  @Test
+  void aSourceThatCannotBeReadGivesNoFiguresAndNoFailure() {
+    Properties p = new Properties();
+    p.setProperty("cost.nodes", "pid:999999999,bogus:1,jmx:127.0.0.1");
+    NodeCost cost = NodeCost.open(p);
+    cost.markStart();
+    cost.markEnd();
+    assertEquals(1, cost.deltas().size());
+    assertTrue(cost.deltas().containsKey("client"));
+  }
+
+  @Test
+  void redisInfoIsParsed() {
+    Map<String, Double> m = NodeCost.parseInfo("# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:2.5\r\nx:y\r\n");
+    assertEquals(1.25, m.get("used_cpu_sys"), 1e-12);
+    assertEquals(2.5, m.get("used_cpu_user"), 1e-12);
+    assertFalse(m.containsKey("x"));
+    assertThrows(IllegalArgumentException.class, () -> NodeCost.source("n", "redis:h", 100, null));
+    assertTrue(NodeCost.concurrentCollector("ZGC Cycles"));
+    assertFalse(NodeCost.concurrentCollector("G1 Young Generation"));
+  }
+}
