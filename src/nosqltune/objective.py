@@ -4,7 +4,10 @@ optimizer minimizes.
 Objectives: `throughput` (maximize ops/s), and `<stat>-<op>` to minimize, stat in avg / p95 / p99, op in
 read / update / insert / scan / all (e.g. p99-read). For `all`, avg is the count-weighted mean over the
 operation types; p95/p99 are the worst (largest) of the per-operation percentiles, since YCSB reports
-percentiles per operation type only.
+percentiles per operation type only. The node's own cost, minimized: `cpu-per-op` (the datastore's CPU time,
+user + system, per operation of the measured phase, summed over a cluster's nodes, in microseconds) and
+`gc-per-op` (its garbage-collection pause time per operation, microseconds): on a machine where the client
+shares the cores, throughput measures the pair, these the server alone.
 
 Constraints (seed 004's missing piece): `p99-read<=5` or `throughput>=3000`; a trial that breaks one is
 infeasible: it never becomes the best configuration, and the optimizer sees a penalty.
@@ -27,14 +30,20 @@ OPS = ("read", "update", "insert", "scan", "readmodifywrite", "all")
 _CONSTRAINT = re.compile(r"^\s*([a-z0-9-]+)\s*(<=|>=)\s*([0-9.]+(?:e-?[0-9]+)?)\s*$")
 
 
+# the node's cost per operation: metric -> summary key (workloads/ycsb.cost_summary), in microseconds
+COST_METRICS = {"cpu-per-op": "node_cpu_us_per_op", "gc-per-op": "node_gc_us_per_op"}
+
+
 def _metric_names() -> list[str]:
-    return ["throughput"] + [f"{s}-{o}" for s in STATS for o in OPS]
+    return ["throughput", *COST_METRICS] + [f"{s}-{o}" for s in STATS for o in OPS]
 
 
 def metric_value(name: str, summary: dict[str, Any]) -> float | None:
     """The figure `name` of one trial's summary (None when the trial has no such operations)."""
     if name == "throughput":
         return summary.get("throughput_ops_s")
+    if name in COST_METRICS:
+        return summary.get(COST_METRICS[name])
     stat, _, op = name.partition("-")
     if op != "all":
         return summary.get(f"{op}_{stat}_ms")
@@ -48,8 +57,8 @@ def metric_value(name: str, summary: dict[str, Any]) -> float | None:
 def check_metric(name: str, what: str = "objective") -> str:
     name = name.strip().lower()
     if name not in _metric_names():
-        raise UsageError(f"unknown {what} '{name}': use throughput or <avg|p95|p99>-<read|update|insert|"
-                             "scan|readmodifywrite|all>, e.g. p99-read")
+        raise UsageError(f"unknown {what} '{name}': use throughput, cpu-per-op, gc-per-op or <avg|p95|p99>-"
+                         "<read|update|insert|scan|readmodifywrite|all>, e.g. p99-read")
     return name
 
 
@@ -94,7 +103,7 @@ class Objective:
 
     @property
     def unit(self) -> str:
-        return "ops/s" if self.maximize else "ms"
+        return metric_unit(self.metric)
 
     def describe(self) -> str:
         text = ("maximize " if self.maximize else "minimize ") + self.metric
@@ -118,7 +127,9 @@ class Objective:
         if any(s is None for s in summaries) or not summaries:
             return Evaluation(None, False, math.inf)
         values = [metric_value(self.metric, s) for s in summaries]
-        if any(v is None or v <= 0 for v in values):
+        # a phase without a GC pause costs 0 GC time per operation: a value, not a failure
+        floor_ok = self.metric in COST_METRICS
+        if any(v is None or v < 0 or (v == 0 and not floor_ok) for v in values):
             return Evaluation(None, False, math.inf)
         value = geometric_mean(values)
         violation = max((c.violation(metric_value(c.metric, s)) for c in self.constraints for s in summaries),
@@ -152,7 +163,13 @@ class Evaluation:
     violation: float
 
 
+def metric_unit(name: str) -> str:
+    return "ops/s" if name == "throughput" else "us/op" if name in COST_METRICS else "ms"
+
+
 def geometric_mean(values: list[float]) -> float:
     if len(values) == 1:
         return float(values[0])
+    if any(v == 0 for v in values):
+        return 0.0
     return math.exp(sum(math.log(v) for v in values) / len(values))

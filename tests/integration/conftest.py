@@ -56,3 +56,17 @@ def no_orphans(nosqltune_home):
         time.sleep(0.5)
         left = our_jvms(str(nosqltune_home))
     assert not left, f"processes left behind: {left}"
+
+
+def assert_cost_measured(summary: dict, nodes: int = 1, gc: bool = True) -> None:
+    """The node's and the client's own cost of the measured phase are stored and add up: CPU is user + system
+    (the same ticks read from /proc or INFO, to their rounding), the node used between a sliver and every
+    core of the machine, and per operation it is what the phase's total says."""
+    cores = os.cpu_count() or 1
+    for prefix in ("node", "client"):
+        cpu = summary[f"{prefix}_cpu_ms"]
+        assert cpu > 0 and summary[f"{prefix}_cpu_us_per_op"] > 0, (prefix, summary)
+        assert 0 < summary[f"{prefix}_cpu_cores"] <= cores * 1.1, (prefix, summary)
+        parts = summary[f"{prefix}_cpu_user_ms"] + summary[f"{prefix}_cpu_sys_ms"]
+        assert abs(parts - cpu) <= max(0.1 * cpu, 30 * nodes), (prefix, parts, cpu)
+    assert (summary["node_gc_ms"] is not None) == gc and (summary["node_gc_us_per_op"] is not None) == gc

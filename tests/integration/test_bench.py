@@ -13,7 +13,7 @@ import pytest
 from nosqltune.cli import main
 from nosqltune.store import open_store
 
-from .conftest import OPERATIONS, SMALL, our_jvms, sigint_default
+from .conftest import OPERATIONS, SMALL, assert_cost_measured, our_jvms, sigint_default
 
 
 def bench(study: Path, *extra: str, capsys=None) -> tuple[int, dict]:
@@ -41,6 +41,8 @@ def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_
         assert summary["throughput_ops_s"] > 50
         assert summary["read_count"] + summary["update_count"] == OPERATIONS   # every measured op is counted
         assert summary["errors"] == 0
+        assert_cost_measured(summary)         # the node's CPU and GC over JMX, the client's own
+        assert row["metrics"]["cost"]["operations"] == OPERATIONS
         assert row["metrics"]["warmup"]["operations"] >= 300
         assert row["internals"]["live_sstable_count"] >= 1
         assert row["internals"]["live_disk_space_used_bytes"] > 5000 * 1000  # 5000 rows of 10 x 100 bytes
@@ -51,6 +53,7 @@ def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_
     # one dataset was loaded and restored three times, not reloaded
     assert len(list((nosqltune_home / "datasets").iterdir())) == 1
     assert default["throughput"]["n"] == 2
+    assert default["node_cpu_us_per_op"]["n"] == default["client_cpu_us_per_op"]["n"] == 2
     for row in rows[:2]:
         assert row["internals"]["table_options"]["compaction"]["class"].endswith("SizeTieredCompactionStrategy")
     internals = rows[2]["internals"]

@@ -12,7 +12,7 @@ import pytest
 
 from nosqltune.cli import main
 
-from .conftest import our_jvms, sigint_default
+from .conftest import assert_cost_measured, our_jvms, sigint_default
 
 TWO_NODES = ["--nodes", "2", "--rf", "2", "--heap", "768M", "--workload", "ycsb-a", "--records", "2000",
              "--operations", "3000", "--threads", "4", "--warmup-ops", "1000"]
@@ -83,6 +83,10 @@ def test_bench_on_a_two_node_cluster(nosqltune_home, tmp_path, capsys):
     (row,) = open_store(str(study)).trials()
     assert code == 0, (row["failure_kind"], row["error"])
     assert row["state"] == "COMPLETE" and row["metrics"]["errors"] == 0
+    assert_cost_measured(row["metrics"]["summary"], nodes=2)
+    cost = row["metrics"]["cost"]      # each node's own, summed in the summary
+    assert {"node1", "node2", "client"} <= set(cost) and all(cost[n]["cpu_ms"] > 0 for n in ("node1", "node2"))
+    assert row["metrics"]["summary"]["node_cpu_ms"] == pytest.approx(cost["node1"]["cpu_ms"] + cost["node2"]["cpu_ms"])
     harness = row["workload"]["harness"]
     assert (harness["nodes"], harness["replication_factor"], harness["read_consistency"]) == (2, 2, "ALL")
     assert row["internals"]["live_disk_space_used_bytes"] > 2000 * 1000   # node 1 holds a replica of every row

@@ -11,7 +11,7 @@ import pytest
 from nosqltune.cli import main
 from nosqltune.store import open_store
 
-from .conftest import our_jvms
+from .conftest import assert_cost_measured, our_jvms
 
 REPO = Path(__file__).resolve().parents[2]
 REDIS_TARGET = REPO / "examples" / "targets" / "redis" / "target.yaml"
@@ -44,6 +44,7 @@ def test_bench_redis_cold_trials(nosqltune_home, tmp_path, capsys):
         summary = row["metrics"]["summary"]
         assert summary["read_count"] + summary["update_count"] == 20000
         assert summary["errors"] == 0                       # every read found its record: the dump was loaded
+        assert_cost_measured(summary, gc=False)             # redis-server's CPU from INFO cpu; no GC
         assert row["internals"]["keys"] == 3001             # the records and the scan index
         assert row["internals"]["used_memory"] > 3000 * 1000
     # the server itself reports the configuration (CONFIG GET), the append-only file was written during the run

@@ -31,27 +31,28 @@ def tune(study: Path, capsys, *extra: str) -> tuple[int, dict]:
 
 @pytest.fixture(scope="module")
 def latency_study(nosqltune_home, tmp_path_factory):
-    """One real tuning study shared by the checks of best, compare, report and export: random search on a
-    latency objective with a constraint, the default and one suggestion."""
-    study = tmp_path_factory.mktemp("shared") / "latency.db"
+    """One real tuning study shared by the checks of best, compare, report and export: random search on the
+    node's CPU per operation with a throughput and a latency constraint, the default and one suggestion."""
+    study = tmp_path_factory.mktemp("shared") / "cost.db"
     code = main(["tune", "--workload", "ycsb-a", *SMALL, "--study", str(study), "--json", "--optimizer", "random",
-                 "--knobs", "vorstella5", "--budget", "2", "--objective", "p99-update", "--constraint",
-                 "throughput>=10"])
+                 "--knobs", "vorstella5", "--budget", "2", "--objective", "cpu-per-op", "--constraint",
+                 "throughput>=10", "--constraint", "p99-update<=10000"])
     assert code == 0
     return study
 
 
-def test_random_search_on_a_latency_objective(latency_study, capsys):
+def test_random_search_on_the_nodes_cpu_per_operation(latency_study, capsys):
     rows = open_store(str(latency_study)).trials()
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE"]
     assert rows[0]["meta"]["kind"] == "default"      # the default is measured first, as the study's reference
     for row in rows:
         assert row["meta"]["optimizer"] == "random" and row["meta"]["instance"] == "ycsb-a"
-        assert row["meta"]["cost"] == row["metrics"]["summary"]["update_p99_ms"]      # minimized as it is
+        assert row["meta"]["cost"] == row["metrics"]["summary"]["node_cpu_us_per_op"] > 0   # minimized as it is
     assert main(["best", "--study", str(latency_study), "--format", "json"]) == 0
     best = json.loads(capsys.readouterr().out)
-    assert best["objective"] == "minimize p99-update subject to throughput>=10"
-    assert best["best"]["value"] == min(r["metrics"]["summary"]["update_p99_ms"] for r in rows)
+    assert best["objective"] == "minimize cpu-per-op subject to throughput>=10, p99-update<=10000"
+    assert best["unit"] == "us/op"
+    assert best["best"]["value"] == min(r["metrics"]["summary"]["node_cpu_us_per_op"] for r in rows)
     assert main(["best", "--study", str(latency_study), "--format", "yaml"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# nosqltune best: study tune")
@@ -62,6 +63,9 @@ def test_compare_report_export_on_the_shared_study(latency_study, tmp_path, caps
     code = main(["compare", "--study", str(latency_study), "--repeat", "2", "--json"])
     result = json.loads(capsys.readouterr().out)
     assert code == 0
+    rows = [r for r in open_store(str(latency_study)).trials() if r["tag"] == "compare"]
+    assert [(r["meta"]["round"], r["meta"]["candidate"]) for r in rows] == \
+        [(0, "default"), (0, "best"), (1, "best"), (1, "default")]          # interleaved ABBA
     entry = result["workloads"]["ycsb-a"]
     assert len(entry["values"]["default"]) == len(entry["values"]["best"]) == 2
     assert all(v and v > 0 for v in entry["values"]["default"] + entry["values"]["best"])
@@ -69,9 +73,13 @@ def test_compare_report_export_on_the_shared_study(latency_study, tmp_path, caps
     assert stats["pairs"] == 2 and stats["verdict"] in VERDICTS
     # two pairs can never show a difference at p < 0.05 (the smallest two-sided Wilcoxon p of 2 pairs is 0.5)
     assert stats["verdict"] == "no significant difference"
-    rows = [r for r in open_store(str(latency_study)).trials() if r["tag"] == "compare"]
-    assert [(r["meta"]["round"], r["meta"]["candidate"]) for r in rows] == \
-        [(0, "default"), (0, "best"), (1, "best"), (1, "default")]          # interleaved ABBA
+    # throughput is tested beside the objective, on the same runs
+    side = entry["also"]["throughput"]
+    assert side["unit"] == "ops/s" and side["stats"]["best"]["pairs"] == 2
+    assert side["values"]["default"] == [r["metrics"]["summary"]["throughput_ops_s"] for r in rows
+                                         if r["meta"]["candidate"] == "default"]
+    assert entry["values"]["best"] == [r["metrics"]["summary"]["node_cpu_us_per_op"] for r in rows
+                                       if r["meta"]["candidate"] == "best"]
     stored = open_store(str(latency_study)).find_study("tune")["settings"]["compare"]["x1"]
     assert stored["workloads"]["ycsb-a"]["stats"]["best"]["pairs"] == 2
     # every measured phase carries its per-second series, whatever the machine's speed: client p99 and the
@@ -87,11 +95,14 @@ def test_compare_report_export_on_the_shared_study(latency_study, tmp_path, caps
     code = main(["report", "--study", str(latency_study), "--out", str(tmp_path / "report"), "--json"])
     written = json.loads(capsys.readouterr().out)
     assert code == 0 and any(f.endswith("tune-internals.png") for f in written["figures"])
+    assert any(f.endswith("tune-node-cost.png") for f in written["figures"])     # CPU per operation per trial
     assert "mean speedup" in (tmp_path / "report" / "index.html").read_text()
 
     code = main(["export", "--study", str(latency_study), "--format", "csv"])
     records = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert code == 0 and len(records) == 6 and {r["tag"] for r in records} == {"tune", "compare"}
+    assert all(float(r["metric.node_cpu_us_per_op"]) > 0 and float(r["metric.client_cpu_us_per_op"]) > 0
+               for r in records)
 
 
 def test_irace_races_on_real_cassandra(nosqltune_home, tmp_path, capsys):

@@ -62,3 +62,50 @@ def test_per_second_series_beside_the_throughput():
     assert m["intervals_ops_s"] == [4700, 4950, 5012.5, 4880, 4925]
     assert m["intervals"]["p99_ms"] == [4.1, 3.9, None, 4.4, 4.0]        # NaN (no operation that second) -> None
     assert m["intervals"]["sstables_per_read"][-1] == 1.31 and m["intervals"]["disk_used_mb"][2] == 96.0
+
+
+COST = """[OVERALL], RunTime(ms), 10000
+[OVERALL], Throughput(ops/sec), 2000.0
+[READ], Operations, 20000
+[READ], AverageLatency(us), 500
+[COST], Operations, 20000
+[COST], node1.CpuTime(ms), 4000.000
+[COST], node1.UserTime(ms), 3000.000
+[COST], node1.SystemTime(ms), 1000.000
+[COST], node1.GcTime(ms), 100.000
+[COST], node1.GcCount, 4.000
+[COST], node2.CpuTime(ms), 2000.000
+[COST], node2.UserTime(ms), 1500.000
+[COST], node2.SystemTime(ms), 500.000
+[COST], node2.GcTime(ms), 0.000
+[COST], node2.GcCount, 0.000
+[COST], client.CpuTime(ms), 5000.000
+[COST], client.GcTime(ms), 20.000
+"""
+
+
+def test_cost_of_the_measured_phase_is_summed_over_the_nodes_and_divided_by_the_operations():
+    m = parse_output(COST)
+    assert set(m["operations"]) == {"READ"}     # [COST] is not an operation type
+    assert m["cost"]["node2"] == {"cpu_ms": 2000, "user_ms": 1500, "sys_ms": 500, "gc_ms": 0, "gc_count": 0}
+    s = summary(m)
+    assert s["node_cpu_ms"] == 6000 and s["node_cpu_user_ms"] == 4500 and s["node_cpu_sys_ms"] == 1500
+    assert s["node_cpu_us_per_op"] == pytest.approx(300.0)       # 6 s of CPU over 20,000 operations
+    assert s["node_gc_us_per_op"] == pytest.approx(5.0)
+    assert s["node_gc_count"] == 4
+    assert s["node_cpu_cores"] == pytest.approx(0.6)             # 6 s of CPU in a 10 s phase
+    assert s["client_cpu_us_per_op"] == pytest.approx(250.0)
+    assert s["client_cpu_user_ms"] is None                       # a figure the source did not give
+
+
+def test_a_node_whose_cost_was_not_read_leaves_the_cluster_figure_unknown():
+    # node2 gave nothing: a sum over node1 alone would pass for the cluster's cost
+    text = COST.replace("[COST], node2.CpuTime(ms), 2000.000\n", "")
+    s = summary(parse_output(text))
+    assert s["node_cpu_ms"] is None and s["node_cpu_us_per_op"] is None
+    assert s["node_gc_us_per_op"] == pytest.approx(5.0)
+
+
+def test_output_without_cost_lines_has_no_cost_figures():
+    s = summary(parse_output(SAMPLE))
+    assert s["node_cpu_us_per_op"] is None and s["client_cpu_us_per_op"] is None

@@ -68,7 +68,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..knobs.space import TuningSpace
     from ..systems import TrialSettings
     from ..tuning.loop import TuneSpec
-    from ..objective import Objective, metric_value
+    from ..objective import Objective, check_metric, metric_unit, metric_value
     from ..tuning.results import best_configuration
     from ..workloads.spec import Workload
     from ..runtime.paths import cache_dir
@@ -80,6 +80,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError("--repeat must be at least 2 (a comparison needs repeated pairs)")
     if args.scale <= 0:
         raise UsageError("--scale must be positive")
+    side_metrics = [check_metric(m, "--metrics entry") for m in args.metrics.split(",") if m.strip()]
     store, study, tune = _tuning_study(args)
     lease = None
     try:
@@ -127,11 +128,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                    lambda overrides: run(overrides, workload),
                                    workload_info={**workload.to_dict(), "harness": settings.to_dict()},
                                    environment_id=env_id, say=say, group=group)
-            values = {k: [metric_value(objective.metric, r["metrics"]["summary"]) if r else None for r in v]
-                      for k, v in runs.items()}
-            stats = {k: compare(k, values[k], values["default"], maximize=objective.maximize).to_dict()
-                     for k in candidates if k != "default"}
-            result["workloads"][workload.name] = {"group": group, "values": values, "stats": stats}
+            per_metric = {}
+            for metric in [objective.metric, *(m for m in side_metrics if m != objective.metric)]:
+                values = {k: [metric_value(metric, r["metrics"]["summary"]) if r else None for r in v]
+                          for k, v in runs.items()}
+                if metric != objective.metric and not any(x is not None for v in values.values() for x in v):
+                    continue   # a figure this target does not give (e.g. a recorded surrogate's CPU)
+                maximize = metric == "throughput"
+                per_metric[metric] = {"values": values, "stats": {
+                    k: compare(k, values[k], values["default"], maximize=maximize).to_dict()
+                    for k in candidates if k != "default"}}
+            main = per_metric.pop(objective.metric)
+            result["workloads"][workload.name] = {"group": group, **main,
+                                                  "also": {m: {**v, "unit": metric_unit(m)}
+                                                           for m, v in per_metric.items()}}
         earlier = (store.find_study(study["name"]) or study)["settings"].get("compare", {})
         store.update_study_settings(study["id"], {"compare": {**earlier, f"x{args.scale:g}{suffix}": result}})
     finally:
@@ -156,20 +166,30 @@ def format_comparison(result: dict[str, Any], unit: str) -> str:
              "speedup = candidate / default of the same round (> 1 is better)"]
     for name, w in result["workloads"].items():
         lines.append(f"\n{name}:")
-        for label, values in w["values"].items():
-            got = [v for v in values if v is not None]
-            mean = sum(got) / len(got) if got else float("nan")
-            lines.append(f"  {label:<14} mean {mean:10.4g} over {len(got)} runs"
-                         + (f" ({len(values) - len(got)} failed)" if len(got) < len(values) else ""))
-        for label, s in w["stats"].items():
-            if s["mean_speedup"] is None:
-                lines.append(f"  {label}: {s['verdict']}")
-                continue
-            interval = f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}]" if s["ci_low"] is not None else "-"
-            p = f"{s['p_value']:.4f}" if s["p_value"] is not None else "-"
-            lines.append(f"  {label} vs default: mean x{s['mean_speedup']:.3f}, median x{s['median_speedup']:.3f}, "
-                         f"95% interval {interval}, Wilcoxon p = {p} over {s['pairs']} pairs: {s['verdict'].upper()}")
+        lines += _metric_lines(w)
+        for metric, side in (w.get("also") or {}).items():
+            lines.append(f"  -- {metric} ({side['unit']}):")
+            lines += _metric_lines(side)
     return "\n".join(lines)
+
+
+def _metric_lines(w: dict[str, Any]) -> list[str]:
+    """Means per candidate, then each candidate's speedup and test against the default."""
+    lines = []
+    for label, values in w["values"].items():
+        got = [v for v in values if v is not None]
+        mean = sum(got) / len(got) if got else float("nan")
+        lines.append(f"  {label:<14} mean {mean:10.4g} over {len(got)} runs"
+                     + (f" ({len(values) - len(got)} failed)" if len(got) < len(values) else ""))
+    for label, s in w["stats"].items():
+        if s["mean_speedup"] is None:
+            lines.append(f"  {label}: {s['verdict']}")
+            continue
+        interval = f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}]" if s["ci_low"] is not None else "-"
+        p = f"{s['p_value']:.4f}" if s["p_value"] is not None else "-"
+        lines.append(f"  {label} vs default: mean x{s['mean_speedup']:.3f}, median x{s['median_speedup']:.3f}, "
+                     f"95% interval {interval}, Wilcoxon p = {p} over {s['pairs']} pairs: {s['verdict'].upper()}")
+    return lines
 
 
 def add_parsers(sub) -> None:
@@ -195,5 +215,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--scale", type=float, default=1.0, metavar="X",
                    help="multiply records and operations by X, e.g. 10 to validate at 10x the tuning load (seed 001's "
                         "TS2; a new dataset is loaded once) (default 1)")
+    p.add_argument("--metrics", default="throughput,cpu-per-op", metavar="LIST",
+                   help="figures tested beside the study's objective, from the same runs (default throughput,"
+                        "cpu-per-op: the node's CPU per operation separates configurations that the throughput of a "
+                        "client sharing the cores cannot; '' for none)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_compare)

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ..errors import UsageError
+from ..objective import metric_unit
 from ..tuning.results import yaml_fragment
 
 
@@ -55,7 +56,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                             f"nosqltune recommend: {meta['kind']} model of {meta['metric']}, {workload.name}, "
                             f"predicted {rec.predicted:.4g} vs default {rec.predicted_default:.4g}"), end="")
     else:
-        unit = "ops/s" if meta["maximize"] else "ms"
+        unit = metric_unit(meta["metric"])
         print(f"{workload.name} (read ratio {features['read_ratio']:g}): {meta['kind']} model of {meta['metric']}, "
               f"{rec.search} search ({rec.evaluations} evaluations, {rec.search_seconds:.3f} s; {seconds:.2f} s in all)")
         print(f"predicted {rec.predicted:.4g} {unit} vs default {rec.predicted_default:.4g} {unit} "

@@ -274,6 +274,7 @@ def add_parsers(sub) -> None:
                     "  nosqltune tune --workload ycsb-a --knobs irace23 --optimizer irace --budget 200 --study runs/a.db\n"
                     "  nosqltune tune --workload read95 --knobs vorstella5 --optimizer gp --objective p99-read --budget 25\n"
                     "  nosqltune tune --workload ycsb-a,ycsb-b --optimizer smac --constraint p99-read<=5\n"
+                    "  nosqltune tune --objective cpu-per-op --constraint throughput>=5000 --budget 30\n"
                     "  nosqltune tune --nodes 3 --rf 3 --knobs eppinger   # knobs for a fixed design (a local cluster)\n"
                     "  nosqltune tune --design nodes=2..4,rf=1..3 --knobs eppinger   # the design searched too\n"
                     "  nosqltune tune --study runs/a.db --resume        # continue after Ctrl-C or a crash\n\n"
@@ -293,10 +294,13 @@ def add_parsers(sub) -> None:
                    help="cold trials at most, the default included (default 40)")
     t.add_argument("--max-time", metavar="DURATION", help="stop after this much trial time, e.g. 90m or 2h")
     t.add_argument("--objective", default="throughput", metavar="METRIC",
-                   help="throughput (maximized) or <avg|p95|p99>-<read|update|insert|scan|all> (minimized), "
-                        "e.g. p99-read (default throughput)")
+                   help="throughput (maximized), or minimized: <avg|p95|p99>-<read|update|insert|scan|all> in ms, "
+                        "e.g. p99-read, or the node's own cost per operation in microseconds: cpu-per-op (its CPU "
+                        "time, user + system, summed over a cluster's nodes) or gc-per-op (its GC pauses) "
+                        "(default throughput)")
     t.add_argument("--constraint", action="append", default=[], dest="constraints", metavar="METRIC<=X",
-                   help="keep only configurations with METRIC<=X or METRIC>=X, e.g. p99-read<=5 (repeatable)")
+                   help="keep only configurations with METRIC<=X or METRIC>=X, e.g. p99-read<=5 or "
+                        "throughput>=5000 (repeatable)")
     d = t.add_mutually_exclusive_group()
     d.add_argument("--include-default", dest="include_default", action="store_true", default=True,
                    help="measure the default configuration first, so gains are against a default of the same "

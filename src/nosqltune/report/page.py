@@ -204,6 +204,12 @@ def build(views: list[TuningView], out: Path, source: str) -> tuple[Path, list[P
                  figures.add(f"{slug}-importance", lambda v=view: plots.importance(v),
                              "permutation importance in a random forest of log(objective)",
                              f"fewer than {plots.MIN_FOR_MODEL} complete configurations: no model fitted"),
+                 "<h3>The node's own cost per operation</h3>",
+                 figures.add(f"{slug}-node-cost", lambda v=view: plots.node_cost(v),
+                             "CPU time (user + system) of the datastore's processes and of the YCSB client over "
+                             "each trial's measured phase, divided by its operations",
+                             "no trial with the node's CPU time (recorded surrogate, external target, or trials "
+                             "made before it was measured)"),
                  "<h3>Node internals over the measured phase: default vs best</h3>",
                  figures.add(f"{slug}-internals", lambda v=view: plots.internals(v),
                              "one cold run each (from the comparison when there is one); throughput and p99 "

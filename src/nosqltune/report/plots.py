@@ -116,7 +116,7 @@ def correlations(view: TuningView) -> tuple[Any, dict[str, dict[str, float]]] | 
     if not names or len(rows) < 5:
         return None
     columns = {view.objective.metric: values}
-    for metric in ("throughput_ops_s", "read_p99_ms", "update_p99_ms"):
+    for metric in ("throughput_ops_s", "read_p99_ms", "update_p99_ms", "node_cpu_us_per_op"):
         series = [_first_summary(view, e).get(metric) for e in view.entries if e["value"] is not None]
         if all(isinstance(v, (int, float)) for v in series) and metric != _summary_key(view.objective.metric):
             columns[metric] = series
@@ -143,7 +143,9 @@ def correlations(view: TuningView) -> tuple[Any, dict[str, dict[str, float]]] | 
 
 
 def _summary_key(metric: str) -> str:
-    return "throughput_ops_s" if metric == "throughput" else metric
+    from ..objective import COST_METRICS
+
+    return "throughput_ops_s" if metric == "throughput" else COST_METRICS.get(metric, metric)
 
 
 def _first_summary(view: TuningView, entry: dict) -> dict:
@@ -260,5 +262,46 @@ def internals(view: TuningView):
         plt.close(fig)
         return None
     fig.suptitle(f"{view.name}: node and client over the measured phase, default vs best", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def node_cost(view: TuningView):
+    """The node's own cost per operation for every trial in the order measured (the client's beside it), and
+    against the throughput: on shared cores the throughput measures client and node together, the CPU per
+    operation the node alone."""
+    trials = [(i, r["metrics"]["summary"]) for i, r in enumerate(view.rows, start=1)
+              if r["state"] == "COMPLETE" and r["metrics"]["summary"].get("node_cpu_us_per_op") is not None]
+    if not trials:
+        return None
+    plt = _plt()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    xs = [i for i, _ in trials]
+    node = [s["node_cpu_us_per_op"] for _, s in trials]
+    client = [s.get("client_cpu_us_per_op") for _, s in trials]
+    gc = [s.get("node_gc_us_per_op") for _, s in trials]
+    defaults = {id(r) for r in view.rows if (r.get("meta") or {}).get("kind") == "default"}
+    is_default = [id(view.rows[i - 1]) in defaults for i in xs]
+    left.scatter(xs, node, s=22, color="#c44e52", label="node CPU")
+    left.scatter([x for x, d in zip(xs, is_default) if d], [v for v, d in zip(node, is_default) if d], s=90,
+                 facecolors="none", edgecolors="black", label="default")
+    if any(v is not None for v in gc):
+        left.scatter([x for x, v in zip(xs, gc) if v is not None], [v for v in gc if v is not None], s=12,
+                     marker="x", color="#8172b2", label="node GC pauses")
+    if any(v is not None for v in client):
+        left.scatter([x for x, v in zip(xs, client) if v is not None], [v for v in client if v is not None], s=14,
+                     color="#888888", alpha=0.6, label="client CPU")
+    left.set_xlabel("trial (in the order measured)")
+    left.set_ylabel("microseconds per operation")
+    left.set_title("cost per operation of the measured phase", fontsize=10)
+    left.grid(alpha=0.3)
+    left.legend(fontsize=8)
+    right.scatter([s["throughput_ops_s"] for _, s in trials], node, s=22, color="#c44e52")
+    right.set_xlabel("throughput (ops/s)")
+    right.set_ylabel("node CPU per operation (us)")
+    right.set_title("node CPU per operation against throughput, per trial", fontsize=10)
+    right.grid(alpha=0.3)
+    fig.suptitle(f"{view.name}: the node's own cost (CPU user + system over JMX or INFO, summed over its nodes)",
+                 fontsize=10)
     fig.tight_layout()
     return fig
