@@ -29,7 +29,7 @@ def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_
     code, default = bench(study, "--repeat", "2", capsys=capsys)
     assert code == 0, default
     tuned_config = {"concurrent_writes": 64, "compaction_method": "Leveled", "concurrent_reads": 48,
-                    "replication_factor": 2}
+                    "replication_factor": 2, "memtable": "trie"}
     code, tuned = bench(study, *[a for k, v in tuned_config.items() for a in ("--set", f"{k}={v}")], capsys=capsys)
     assert code == 0, tuned
 
@@ -58,6 +58,7 @@ def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_
         assert row["internals"]["table_options"]["compaction"]["class"].endswith("SizeTieredCompactionStrategy")
     internals = rows[2]["internals"]
     assert internals["table_options"]["compaction"]["class"].endswith("LeveledCompactionStrategy")
+    assert internals["table_options"]["memtable"] == "trie" and rows[0]["internals"]["table_options"]["memtable"] is None
     assert internals["keyspace_replication"]["replication_factor"] == "2"
     assert internals["node_settings"] == {"concurrent_reads": "48", "concurrent_writes": "64"}
 

@@ -127,3 +127,27 @@ def test_node_command_pins_and_marks(monkeypatch, tmp_path):
     assert "-Xmx1024M" in cmd and "-Xms1024M" in cmd and "-Dcassandra.jmx.local.port=3" in cmd
     assert f"-Dnosqltune.node={tmp_path}" in cmd
     assert cmd[-1] == "org.apache.cassandra.service.CassandraDaemon"
+
+
+def test_settings_that_shape_sstables_are_set_before_the_load_and_none_means_uncompressed(space):
+    placed = place(space, {"compression": "none", "compression_chunk_length": 64, "compaction_method": "Leveled",
+                           "memtable": "trie"})
+    # uncompressed: Cassandra takes no other compression option, so the chunk length (inactive) is left out
+    assert placed.table["compression"] == {"enabled": "false"}
+    assert placed.reload == {"compression": "none"}
+    # only what shapes the data on disk is set before loading; the compaction strategy and memtable after
+    assert placed.reload_table == {"compression": {"enabled": "false"}}
+    assert placed.reload_table_statements("ycsb", "usertable") == \
+        ["ALTER TABLE ycsb.usertable WITH compression = {'enabled': 'false'}"]
+    assert "memtable = 'trie'" in placed.table_statements("ycsb", "usertable")[0]
+
+    zstd = place(space, {"compression": "ZstdCompressor", "compression_chunk_length": 64})
+    assert zstd.reload_table == {"compression": {"class": "ZstdCompressor", "chunk_length_in_kb": 64}}
+    assert zstd.reload == {"compression": "ZstdCompressor", "compression_chunk_length": 64}
+    assert place(space, {"compaction_method": "Leveled"}).reload_table == {}
+
+
+def test_the_memtable_implementations_a_table_may_name_are_defined(tmp_path):
+    settings = render_yaml(tmp_path, NodePorts(native=19042, storage=17000, jmx=17199), {})
+    assert set(settings["memtable"]["configurations"]) == {"skiplist", "trie", "default"}
+    assert settings["memtable"]["configurations"]["default"] == {"inherits": "skiplist"}   # 5.0's shipped default

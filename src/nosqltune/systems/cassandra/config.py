@@ -24,9 +24,14 @@ class PlacedConfig:
     jvm: list[str] = field(default_factory=list)
     reload: dict[str, Any] = field(default_factory=dict)          # knobs that shape the loaded data
     reload_yaml: dict[str, Any] = field(default_factory=dict)     # their yaml part, set when loading
+    reload_table: dict[str, dict[str, Any]] = field(default_factory=dict)   # their table part, set before loading
 
     def table_statements(self, keyspace: str, table: str) -> list[str]:
         return [f"ALTER TABLE {keyspace}.{table} WITH {_cql_options(self.table)}"] if self.table else []
+
+    def reload_table_statements(self, keyspace: str, table: str) -> list[str]:
+        """The table options that shape the SSTables on disk (compression, ...), set before the data is loaded."""
+        return [f"ALTER TABLE {keyspace}.{table} WITH {_cql_options(self.reload_table)}"] if self.reload_table else []
 
     def keyspace_statements(self, keyspace: str) -> list[str]:
         return [f"ALTER KEYSPACE {keyspace} WITH {_cql_options(self.keyspace)}"] if self.keyspace else []
@@ -86,4 +91,15 @@ def place(space: KnobSpace, overrides: dict[str, Any]) -> PlacedConfig:
             option, _, sub = knob.key.partition(".")
             if sub and option in target and sub not in target[option]:
                 target[option][sub] = knob.rendered(full[knob.name])
+    for option in _shaping_options(space, placed.reload):
+        placed.reload_table[option] = placed.table[option]
+    for options in (placed.table, placed.reload_table):
+        if (options.get("compression") or {}).get("class") == "none":
+            options["compression"] = {"enabled": "false"}   # uncompressed: Cassandra takes no other option
     return placed
+
+
+def _shaping_options(space: KnobSpace, reload: dict[str, Any]) -> list[str]:
+    """The table options that a knob with `reload` sets: the data is loaded with them."""
+    return list(dict.fromkeys(space[name].key.partition(".")[0] for name in reload
+                              if space[name].applies == "table"))

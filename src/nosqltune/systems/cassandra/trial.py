@@ -77,12 +77,19 @@ def cassandra_dataset_key(version: str, data_shape: dict[str, Any], reload_knobs
     return dataset_key({"cassandra": version, "data": data_shape, "knobs": reload_knobs, "heap_mb": heap_mb})
 
 
-def _create_schema(address: str, port: int, fieldcount: int, replication_factor: int = 1) -> None:
+def _create_schema(address: str, port: int, fieldcount: int, replication_factor: int = 1,
+                   table_statements: list[str] = ()) -> None:
+    """The YCSB keyspace and table, with the table options that shape the data on disk (`table_statements`)."""
     fields = ", ".join(f"field{i} varchar" for i in range(fieldcount))
     with cql.session(address, port) as sess:
         sess.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
                      f"{{'class': 'SimpleStrategy', 'replication_factor': {replication_factor}}}")
         sess.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (y_id varchar PRIMARY KEY, {fields})")
+        for statement in table_statements:
+            try:
+                sess.execute(statement)
+            except Exception as exc:
+                raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
 
 
 def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, settings: TrialSettings,
@@ -98,7 +105,8 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
             boot = servers.start(settings.boot_timeout)
             first = servers.first
             _create_schema(first.address, first.ports.native, workload.fieldcount,
-                           settings.loaded_design()["replication_factor"])
+                           settings.loaded_design()["replication_factor"],
+                           placed.reload_table_statements(KEYSPACE, TABLE))
             loader = Workload.from_dict({**workload.to_dict(), "threads": settings.load_threads})
             load = run_client("load", loader, host=servers.hosts, port=first.ports.native,
                               trial_dir=home / "load", timeout=client_timeout(workload, "load"),
@@ -303,7 +311,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
 def _read_back(sess, placed: PlacedConfig) -> dict[str, Any]:
     """What the node itself reports for the overridden settings and the table/keyspace options: evidence
     that a configuration was applied, not just written."""
-    table = sess.execute("SELECT compaction, compression, caching FROM system_schema.tables "
+    table = sess.execute("SELECT compaction, compression, caching, memtable FROM system_schema.tables "
                          "WHERE keyspace_name = %s AND table_name = %s", (KEYSPACE, TABLE)).one()
     keyspace = sess.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
                             (KEYSPACE,)).one()
@@ -311,7 +319,8 @@ def _read_back(sess, placed: PlacedConfig) -> dict[str, Any]:
     settings = {row.name: row.value for row in sess.execute("SELECT name, value FROM system_views.settings")
                 if row.name in wanted} if wanted else {}
     return {"node_settings": settings,
-            "table_options": {k: dict(getattr(table, k) or {}) for k in ("compaction", "compression", "caching")},
+            "table_options": {**{k: dict(getattr(table, k) or {}) for k in ("compaction", "compression", "caching")},
+                              "memtable": table.memtable},
             "keyspace_replication": dict(keyspace.replication) if keyspace else {}}
 
 
