@@ -64,14 +64,20 @@ def test_calibrate_runs_the_grid_round_robin(nosqltune_home, tmp_path, capsys):
     cheapest setup under the CV threshold recommended (or none)."""
     study = tmp_path / "calibrate.db"
     code, result = run(capsys, "calibrate", "--system", "redis", *SMALL, "--grid-operations", "1000,2000",
-                       "--repeat", "2", "--max-cv", "0.99", "--study", str(study))
+                       "--repeat", "2", "--max-cv", "0.99", "--metric", "cpu-per-op", "--study", str(study))
     assert code == 0, result
     cells = result["cells"]
     assert [(c["operations"], c["n"], c["failed"]) for c in cells] == [(1000, 2, 0), (2000, 2, 0)]
     assert all(c["mean_ops_s"] > 0 and c["cv"] is not None for c in cells)
-    assert result["recommended"] == min(cells, key=lambda c: c["trial_seconds"])
     rows = open_store(str(study)).trials()
     assert [r["workload"]["operations"] for r in rows] == [1000, 2000, 1000, 2000]     # round-robin
+    # the node's CPU per operation and its spread, from the same trials; it picks the setup here
+    for cell, pair in zip(cells, (rows[0::2], rows[1::2])):
+        values = [r["metrics"]["summary"]["node_cpu_us_per_op"] for r in pair]
+        assert cell["cpu-per-op_mean"] == pytest.approx(sum(values) / 2)
+        assert cell["cpu-per-op_cv"] is not None
+    assert result["metric"] == "cpu-per-op"
+    assert result["recommended"] == min(cells, key=lambda c: c["trial_seconds"])
 
 
 def test_refused_start_is_a_failed_trial(nosqltune_home, tmp_path, capsys):

@@ -25,17 +25,20 @@ def _ints(text: str | None, fallback: int) -> list[int]:
     return values
 
 
-def recommend(cells: list[dict[str, Any]], max_cv: float) -> dict[str, Any] | None:
-    """The cheapest setup (mean trial seconds) whose throughput CV is at most `max_cv`."""
-    eligible = [c for c in cells if c["cv"] is not None and c["n"] >= 2 and c["cv"] <= max_cv]
+def recommend(cells: list[dict[str, Any]], max_cv: float, metric: str = "throughput") -> dict[str, Any] | None:
+    """The cheapest setup (mean trial seconds) whose CV of `metric` is at most `max_cv`."""
+    key = "cv" if metric == "throughput" else f"{metric}_cv"
+    eligible = [c for c in cells if c.get(key) is not None and c["n"] >= 2 and c[key] <= max_cv]
     return min(eligible, key=lambda c: c["trial_seconds"]) if eligible else None
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..evaluation.runs import run_trials
+    from ..objective import check_metric, metric_value
     from .options import _build_workload, _progress, _settings, _stats, trial_target
     from ..workloads.spec import Workload
 
+    metric = check_metric(args.metric, "--metric")
     settings = _settings(args)
     space = trial_target(settings).knob_space(settings)
     base = Workload(name="base", mix={})  # the defaults stand where no grid or flag is given
@@ -58,29 +61,40 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         ok = [r for r in rows if r["state"] == "COMPLETE"]
         st = _stats([r["metrics"]["summary"]["throughput_ops_s"] for r in ok])
         times = _stats([r["timings"]["total_s"] for r in ok])
-        cells.append({"records": records, "operations": operations, "threads": threads, "n": st["n"],
-                      "failed": len(rows) - len(ok), "mean_ops_s": st["mean"], "sd_ops_s": st["sd"], "cv": st["cv"],
-                      "trial_seconds": times["mean"],
-                      "measure_seconds": _stats([r["timings"]["measure_s"] for r in ok])["mean"]})
-    pick = recommend(cells, args.max_cv)
+        cell = {"records": records, "operations": operations, "threads": threads, "n": st["n"],
+                "failed": len(rows) - len(ok), "mean_ops_s": st["mean"], "sd_ops_s": st["sd"], "cv": st["cv"],
+                "trial_seconds": times["mean"],
+                "measure_seconds": _stats([r["timings"]["measure_s"] for r in ok])["mean"]}
+        # the node's own cost per operation (and the objective asked for), with their spread
+        for name in dict.fromkeys(["cpu-per-op", metric]):
+            if name != "throughput":
+                figure = _stats([metric_value(name, r["metrics"]["summary"]) for r in ok])
+                cell.update({f"{name}_mean": figure["mean"], f"{name}_cv": figure["cv"]})
+        cells.append(cell)
+    pick = recommend(cells, args.max_cv, metric)
+    picked_cv = None if pick is None else pick["cv" if metric == "throughput" else f"{metric}_cv"]
     if args.json:
-        print(json.dumps({"max_cv": args.max_cv, "cells": cells, "recommended": pick}))
+        print(json.dumps({"max_cv": args.max_cv, "metric": metric, "cells": cells, "recommended": pick}))
     else:
         print(f"{'records':>8} {'ops':>8} {'threads':>7} {'n':>3} {'mean ops/s':>10} {'sd':>8} {'cv %':>6} "
-              f"{'trial s':>7} {'measure s':>9}")
+              f"{'cpu us/op':>9} {'cv %':>6} {'trial s':>7} {'measure s':>9}")
         for c in cells:
             print(f"{c['records']:>8} {c['operations']:>8} {c['threads']:>7} {c['n']:>3} "
-                  f"{_f(c['mean_ops_s'], 0):>10} {_f(c['sd_ops_s'], 0):>8} "
-                  f"{_f(c['cv'] * 100 if c['cv'] is not None else None, 2):>6} {_f(c['trial_seconds'], 1):>7} "
+                  f"{_f(c['mean_ops_s'], 0):>10} {_f(c['sd_ops_s'], 0):>8} {_pct(c['cv']):>6} "
+                  f"{_f(c['cpu-per-op_mean'], 1):>9} {_pct(c['cpu-per-op_cv']):>6} {_f(c['trial_seconds'], 1):>7} "
                   f"{_f(c['measure_seconds'], 1):>9}")
         if pick:
             print(f"recommended: --records {pick['records']} --operations {pick['operations']} --threads "
-                  f"{pick['threads']} (CV {pick['cv'] * 100:.2f}% <= {args.max_cv * 100:.1f}%, "
+                  f"{pick['threads']} ({metric} CV {picked_cv * 100:.2f}% <= {args.max_cv * 100:.1f}%, "
                   f"{pick['trial_seconds']:.1f} s per cold trial)")
         else:
-            print(f"no setup reached CV <= {args.max_cv * 100:.1f}%; try more operations or a longer warm-up",
-                  file=sys.stderr)
+            print(f"no setup reached a {metric} CV <= {args.max_cv * 100:.1f}%; try more operations or a longer "
+                  "warm-up", file=sys.stderr)
     return 0 if pick else 1
+
+
+def _pct(value: float | None) -> str:
+    return _f(value * 100 if value is not None else None, 2)
 
 
 def _f(value: float | None, digits: int) -> str:
@@ -101,5 +115,9 @@ def add_parsers(sub) -> None:
                    "(default: --records)")
     p.add_argument("--grid-threads", default=None, metavar="LIST", help="comma-separated thread counts "
                    "(default: --threads)")
-    p.add_argument("--max-cv", type=float, default=0.03, help="CV threshold of throughput (default 0.03)")
+    p.add_argument("--max-cv", type=float, default=0.03, help="CV threshold of --metric (default 0.03)")
+    p.add_argument("--metric", default="throughput", metavar="METRIC",
+                   help="the figure whose CV picks the setup: throughput, cpu-per-op (the node's CPU per "
+                        "operation; at a fixed --target rate throughput cannot vary), p99-read, ... (default "
+                        "throughput); the node's CPU per operation and its CV are shown for every setup")
     p.set_defaults(func=cmd_calibrate)
