@@ -2,7 +2,7 @@
 optimizer minimizes.
 
 Objectives: `throughput` (maximize ops/s), and `<stat>-<op>` to minimize, stat in avg / p95 / p99, op in
-read / update / insert / scan / all (e.g. p99-read). For `all`, avg is the count-weighted mean over the
+read / update / insert / scan / all (e.g. p99-read; p999 is the 99.9th percentile). For `all`, avg is the count-weighted mean over the
 operation types; p95/p99 are the worst (largest) of the per-operation percentiles, since YCSB reports
 percentiles per operation type only. The node's own cost, minimized: `cpu-per-op` (the datastore's CPU time,
 user + system, per operation of the measured phase, summed over a cluster's nodes, in microseconds) and
@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from .errors import UsageError
 
-STATS = ("avg", "p95", "p99")
+STATS = ("avg", "p95", "p99", "p999")
 OPS = ("read", "update", "insert", "scan", "readmodifywrite", "all")
 _CONSTRAINT = re.compile(r"^\s*([a-z0-9-]+)\s*(<=|>=)\s*([0-9.]+(?:e-?[0-9]+)?)\s*$")
 
@@ -57,7 +57,7 @@ def metric_value(name: str, summary: dict[str, Any]) -> float | None:
 def check_metric(name: str, what: str = "objective") -> str:
     name = name.strip().lower()
     if name not in _metric_names():
-        raise UsageError(f"unknown {what} '{name}': use throughput, cpu-per-op, gc-per-op or <avg|p95|p99>-"
+        raise UsageError(f"unknown {what} '{name}': use throughput, cpu-per-op, gc-per-op or <avg|p95|p99|p999>-"
                          "<read|update|insert|scan|readmodifywrite|all>, e.g. p99-read")
     return name
 

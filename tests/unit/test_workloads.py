@@ -25,8 +25,21 @@ def test_workload_e_scan_lengths():
     assert (p["maxscanlength"], p["scanlengthdistribution"]) == (100, "uniform")
 
 
-def test_all_six_are_listed():
-    assert sorted(standard_workloads()) == [f"ycsb-{c}" for c in "abcdef"]
+def test_the_six_core_workloads_and_the_write_heavy_mix_are_listed():
+    assert sorted(standard_workloads()) == [f"ycsb-{c}" for c in "abcdef"] + ["write90"]
+    p = make_workload("write90").properties("run")
+    assert (p["readproportion"], p["updateproportion"], p["insertproportion"]) == (0.1, 0.45, 0.45)
+
+
+def test_scenario_sizes_are_defaults_below_a_properties_file_and_flags(tmp_path):
+    props = tmp_path / "mine.properties"
+    props.write_text("readproportion=1\nrecordcount=777\n")
+    scenario = {"records": 2_000_000, "operations": 60_000}
+    w = make_workload(str(props), defaults=scenario)
+    assert (w.records, w.operations) == (777, 60_000)      # the file's records, the scenario's operations
+    assert make_workload(str(props), defaults=scenario, records=5).records == 5    # a flag wins over both
+    assert make_workload("ycsb-a", defaults=scenario).records == 2_000_000
+    assert "99.9" in make_workload("ycsb-a").properties("run")["hdrhistogram.percentiles"].split(",")
 
 
 def test_sizes_and_phases():

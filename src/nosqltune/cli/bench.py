@@ -6,7 +6,8 @@ import argparse
 import json
 
 from ..evaluation.runs import run_trials
-from .options import _build_workload, _common, _overrides, _progress, _settings, _stats, trial_target
+from .options import (_build_workload, _common, _overrides, _progress, _settings, _stats, scenario_rate,
+                      trial_target)
 
 
 _TIMING_ROWS = [("data load s (once)", "dataset_build_s"), ("restore s", "restore_s"), ("boot s", "boot_s"), ("warm-up s", "warmup_s"),
@@ -74,7 +75,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     target = trial_target(settings)
     space = target.knob_space(settings)
     overrides = _overrides(args, space)
-    workload = _build_workload(args)
+    workload, _ = scenario_rate(args, settings, _build_workload(args))
     target.preflight(workload, settings)
     rows = run_trials(args.study, space, overrides, workload, settings, repeat=args.repeat, tag="bench",
                       study_name=args.study_name or "bench", progress=_progress(args))
@@ -87,8 +88,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps({"study": args.study, "workload": workload.to_dict(), "config": overrides,
                           **figures, "trials": rows}, default=str))
     else:
-        print(f"workload {workload.name}: {workload.records} records, {workload.operations} operations, "
-              f"{workload.threads} threads; config: {overrides or 'default'}; study {args.study}")
+        rate = f", at {workload.target} ops/s" if workload.target else ""
+        print(f"scenario {settings.scenario}, workload {workload.name}: {workload.records} records, "
+              f"{workload.operations} operations, {workload.threads} threads{rate}; config: {overrides or 'default'}; "
+              f"study {args.study}")
         print(format_table(rows))
     return 0 if all(r["state"] == "COMPLETE" for r in rows) else 1
 

@@ -35,15 +35,17 @@ def recommend(cells: list[dict[str, Any]], max_cv: float, metric: str = "through
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..evaluation.runs import run_trials
     from ..objective import check_metric, metric_value
-    from .options import _build_workload, _progress, _settings, _stats, trial_target
+    from .options import _build_workload, _overrides, _progress, _scenario, _settings, _stats, scenario_rate, trial_target
     from ..workloads.spec import Workload
 
     metric = check_metric(args.metric, "--metric")
     settings = _settings(args)
     space = trial_target(settings).knob_space(settings)
-    base = Workload(name="base", mix={})  # the defaults stand where no grid or flag is given
-    grid = list(itertools.product(_ints(args.grid_records, args.records or base.records),
-                                  _ints(args.grid_operations, args.operations or base.operations),
+    overrides = _overrides(args, space)      # the scenario's knob values (a calibration measures the default)
+    base, sizes = Workload(name="base", mix={}), _scenario(args).sizes   # where no grid or flag is given
+    grid = list(itertools.product(_ints(args.grid_records, args.records or sizes.get("records", base.records)),
+                                  _ints(args.grid_operations, args.operations
+                                        or sizes.get("operations", base.operations)),
                                   _ints(args.grid_threads, args.threads or base.threads)))
     say = _progress(args)
     repeats = args.repeat
@@ -52,9 +54,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for rep in range(repeats):
         for records, operations, threads in grid:
             say(f"calibrate: round {rep + 1}/{repeats}, {records} records, {operations} ops, {threads} threads")
-            workload = _build_workload(args, records=records, operations=operations, threads=threads)
+            workload, _ = scenario_rate(args, settings, _build_workload(args, records=records, operations=operations,
+                                                                        threads=threads))
             per_cell[(records, operations, threads)] += run_trials(
-                args.study, space, {}, workload, settings, repeat=1, tag=f"calibrate r{records} o{operations} t{threads}",
+                args.study, space, overrides, workload, settings, repeat=1,
+                tag=f"calibrate r{records} o{operations} t{threads}",
                 study_name=args.study_name or "calibrate", progress=say)
     cells = []
     for (records, operations, threads), rows in per_cell.items():
@@ -109,8 +113,8 @@ def add_parsers(sub) -> None:
                                    "CV and time per run, and recommend the cheapest setup whose CV is under "
                                    "--max-cv.")
     _common(p, repeat=10)
-    p.add_argument("--grid-operations", default="30000,60000,100000", metavar="LIST",
-                   help="comma-separated operation counts (default 30000,60000,100000)")
+    p.add_argument("--grid-operations", default=None, metavar="LIST",
+                   help="comma-separated operation counts (default: --operations, or the scenario's)")
     p.add_argument("--grid-records", default=None, metavar="LIST", help="comma-separated record counts "
                    "(default: --records)")
     p.add_argument("--grid-threads", default=None, metavar="LIST", help="comma-separated thread counts "

@@ -100,8 +100,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def _ratio_workload(args: argparse.Namespace, ratio: float):
-    from .options import _build_workload
+    from .options import _build_workload, _scenario
 
+    if _scenario(args).rate_fraction is not None:
+        raise UsageError(f"collect measures configurations over read ratios at full speed; --scenario "
+                         f"{_scenario(args).name} runs at a fixed rate (use bench or tune with it)")
     return _build_workload(args, name=None, read_ratio=ratio)
 
 

@@ -19,6 +19,10 @@ DEFAULT_JIT = "c1"
 
 def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool = False) -> None:
     """The flags every trial-running command spells the same way."""
+    parser.add_argument("--scenario", metavar="NAME", default=None,
+                        help="benchmark scenario whose workload, sizes, memory cap, knobs and objective are the "
+                             "defaults: in-memory (default), disk-bound, write-heavy, latency-slo; every flag given "
+                             "wins over it (`nosqltune scenarios` lists what each sets)")
     w = parser.add_argument_group("workload")
     w.add_argument("--workload", metavar="NAME", default=None,
                    help="ycsb-a .. ycsb-f, readNN (e.g. read95: NN%% reads, rest updates), or a YCSB properties "
@@ -104,15 +108,16 @@ def _heap_mb(text: str) -> int:
     return mb
 
 
-def trial_heap(args: argparse.Namespace, nodes: int) -> int:
-    """The heap per node in MiB: --heap, checked against the memory of `nodes` nodes (the largest cluster of
-    the run; one line and nothing started when they do not fit), or without --heap 2G, or for a cluster
-    that would not fit with 2G the largest heap that does (refused below 512M)."""
+def trial_heap(args: argparse.Namespace, nodes: int, default: str | None = None) -> int:
+    """The heap per node in MiB: --heap (or the scenario's `default`), checked against the memory of `nodes`
+    nodes (the largest cluster of the run; one line and nothing started when they do not fit), or without
+    either 2G, or for a cluster that would not fit with 2G the largest heap that does (refused below 512M)."""
     from ..systems.cassandra.cluster import DEFAULT_HEAP_MB, check_fits, fitting_heap
 
-    if args.heap is None:
+    given = args.heap or default
+    if given is None:
         return fitting_heap(nodes, DEFAULT_HEAP_MB) if nodes > 1 else DEFAULT_HEAP_MB
-    heap = _heap_mb(args.heap)
+    heap = _heap_mb(given)
     check_fits(nodes, heap)   # one node too: a heap beyond the machine's memory is refused before anything starts
     return heap
 
@@ -122,30 +127,69 @@ def _positive(name: str, value: int | None) -> None:
         raise UsageError(f"--{name} must be a positive integer, got {value}")
 
 
+def _scenario(args: argparse.Namespace):
+    """The scenario of --scenario (in-memory when not given)."""
+    from ..scenarios import scenario
+
+    return scenario(getattr(args, "scenario", None))
+
+
 def _build_workload(args: argparse.Namespace, *, name: Any = ..., read_ratio: Any = ..., **overrides: Any):
-    """The workload of the flags; `name`, `read_ratio` and sizes given here win over the flags."""
+    """The workload of the flags over the scenario's; `name`, `read_ratio` and sizes given here win over both."""
     from ..workloads.spec import make_workload
 
+    scenario = _scenario(args)
+    defaults = {"records": "records", "operations": "operations", "threads": "threads",
+                "warmup_operations": "warmup_ops", "max_seconds": "max_seconds"}
+    defaults = {key: scenario.sizes.get(name) for key, name in defaults.items()}
     sizes = {"records": args.records, "operations": args.operations, "threads": args.threads,
              "target": args.target, "warmup_operations": args.warmup_ops,
              "warmup_max_seconds": args.warmup_max_seconds, "warmup_steady_window": args.steady_window,
              "warmup_steady_cv": args.steady_cv, "max_seconds": args.max_seconds}
     _positive("max-seconds", args.max_seconds)
     sizes.update(overrides)
-    # flags win over sizes in a properties file, which win over Workload's (calibrated) defaults
-    return make_workload(args.workload if name is ... else name,
-                         read_ratio=args.read_ratio if read_ratio is ... else read_ratio,
-                         distribution=args.distribution, **{k: v for k, v in sizes.items() if v is not None})
+    name = args.workload if name is ... else name
+    read_ratio = args.read_ratio if read_ratio is ... else read_ratio
+    distribution = args.distribution
+    if name is None and read_ratio is None:   # the scenario's mix, with its key choice
+        name, distribution = scenario.workload, distribution or scenario.distribution
+    # flags win over the scenario, over sizes in a properties file, over Workload's (calibrated) defaults
+    return make_workload(name, read_ratio=read_ratio, distribution=distribution, defaults=defaults,
+                         **{k: v for k, v in sizes.items() if v is not None})
 
 
-def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
+def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):
+    """The workload at the scenario's fixed rate (latency-slo: a share of the default configuration's maximum
+    throughput, measured once on this machine and kept), unless --target sets one; and the constraint that keeps
+    a configuration which cannot sustain the rate from being ranked on its latency (None without a rate)."""
+    from dataclasses import replace
+
+    scenario = _scenario(args)
+    if workload.target is None and scenario.rate_fraction is not None:
+        from ..evaluation.rates import fixed_rate
+
+        workload = replace(workload, target=fixed_rate(settings, workload, scenario.rate_fraction,
+                                                       progress=progress or _progress(args)))
+    if workload.target is None:
+        return workload, None
+    from ..evaluation.rates import SUSTAINED
+
+    return workload, f"throughput>={SUSTAINED * workload.target:g}"
+
+
+def _overrides(args: argparse.Namespace, space, *, searched: Any = ()) -> dict[str, Any]:
+    """--config and --set over the scenario's knob values (those of the scenario's datastore, and not among the
+    `searched` knobs: a tuned knob is the search's)."""
     from ..knobs import load_overrides_file, parse_assignments
 
     raw: dict[str, Any] = {}
     if args.config:   # per_node: the harness's (_per_node)
         raw.update({k: v for k, v in load_overrides_file(args.config).items() if k != PER_NODE})
     raw.update(parse_assignments(args.assignments))
-    return space.validate(raw, allow_outside_range=args.force)
+    typed = space.validate(raw, allow_outside_range=args.force)
+    scenario = {k: v for k, v in _scenario(args).knobs.items() if k in space and k not in searched}
+    # the scenario's values are part of its environment (e.g. write-heavy's small memtable space)
+    return {**space.validate(scenario, allow_outside_range=True), **typed}
 
 
 PER_NODE = "per_node"
@@ -188,8 +232,8 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
     """--knobs (the searched subset) and --set/--config (fixed values) checked together: (fixed, subset, space)."""
     from ..knobs.space import TuningSpace
 
-    fixed = _overrides(args, full_space)
     subset = full_space.subset(args.knobs if knobs is None else knobs)
+    fixed = _overrides(args, full_space, searched=set(subset.knobs))
     clash = sorted(set(fixed) & set(subset.knobs))
     if clash:
         raise UsageError(f"{', '.join(clash)} is {verb}; it cannot also be fixed with --set/--config")
@@ -222,10 +266,17 @@ def _settings(args: argparse.Namespace, *, surrogate: bool = False):
         target_file = str(load_target(target_file).path)   # checked now, stored absolute
     design = _design(args, system)
     most = parse_design(getattr(args, "design", None)).get("nodes", (0, design["nodes"]))[1]
+    scenario = _scenario(args)
+    if scenario.memory_capped and system != "cassandra":
+        raise UsageError(f"--scenario {scenario.name} caps the node's memory and page cache to make it read from "
+                         f"disk: for Cassandra (--system cassandra), not {system}")
+    heap = trial_heap(args, most, default=scenario.heap)
     return TrialSettings(system=system, target_file=target_file,
-                         cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=trial_heap(args, most),
+                         cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=heap,
                          server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
-                         keep_node=args.keep_nodes, jit=args.jit, per_node=_per_node(args, system, most), **design)
+                         keep_node=args.keep_nodes, jit=args.jit, per_node=_per_node(args, system, most),
+                         scenario=scenario.name, page_cache_mb=scenario.page_cache_mb,
+                         offheap_mb=scenario.offheap_mb, **design)
 
 
 CONSISTENCY_LEVELS = {"ONE": 1, "TWO": 2, "THREE": 3, "QUORUM": None, "ALL": None}

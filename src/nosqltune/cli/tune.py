@@ -157,7 +157,7 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
 
 def _new_run(args: argparse.Namespace, full_space, settings):
     """The settings of a new tuning run from the flags, all checked."""
-    from .options import _build_workload, _searched_space, trial_target
+    from .options import _build_workload, _scenario, _searched_space, scenario_rate, trial_target
     from ..knobs.space import TuningSpace
     from ..tuning.loop import TuneSpec
     from ..objective import Objective
@@ -170,15 +170,20 @@ def _new_run(args: argparse.Namespace, full_space, settings):
         raise UsageError(f"--budget must be a positive number of trials, got {budget}")
     if args.patience is not None and args.patience <= 0:
         raise UsageError(f"--patience must be a positive number of suggestions, got {args.patience}")
-    objective = Objective.parse(args.objective, args.constraints)
-    names = [n.strip() for n in (args.workload or "ycsb-a").split(",") if n.strip()]
-    if args.read_ratio is not None:
-        names = ["custom"]
-    workloads = []
-    for name in names:
-        workloads.append(_build_workload(args, name=None if name == "custom" else name))
+    Objective.parse(args.objective or "throughput", args.constraints)    # bad input: refused before any trial
+    if args.workload is None and args.read_ratio is None:
+        workloads = [_build_workload(args)]        # the scenario's (ycsb-a in-memory)
+    else:
+        names = ["custom"] if args.read_ratio is not None else [n.strip() for n in args.workload.split(",")
+                                                                 if n.strip()]
+        workloads = [_build_workload(args, name=None if name == "custom" else name) for name in names]
     if len({w.name for w in workloads}) != len(workloads):
         raise UsageError("--workload lists the same workload twice")
+    constraints = list(args.constraints)
+    rated = [scenario_rate(args, settings, w) for w in workloads]   # latency-slo: each workload's fixed rate
+    workloads = [w for w, _ in rated]
+    constraints += [c for _, c in rated if c and len(rated) == 1]     # several rates: no single throughput floor
+    objective = Objective.parse(args.objective or _scenario(args).objective, constraints)
     system = args.system or "cassandra"
     target = trial_target(settings, system, seed=args.seed)
     knobs = args.knobs if args.knobs is not None else (target.default_knobs(settings) or list(full_space.knobs))
@@ -293,11 +298,11 @@ def add_parsers(sub) -> None:
     t.add_argument("--budget", type=int, default=None, metavar="N",
                    help="cold trials at most, the default included (default 40)")
     t.add_argument("--max-time", metavar="DURATION", help="stop after this much trial time, e.g. 90m or 2h")
-    t.add_argument("--objective", default="throughput", metavar="METRIC",
+    t.add_argument("--objective", default=None, metavar="METRIC",
                    help="throughput (maximized), or minimized: <avg|p95|p99>-<read|update|insert|scan|all> in ms, "
                         "e.g. p99-read, or the node's own cost per operation in microseconds: cpu-per-op (its CPU "
                         "time, user + system, summed over a cluster's nodes) or gc-per-op (its GC pauses) "
-                        "(default throughput)")
+                        "(default: the scenario's, throughput; latency-slo: p99-read)")
     t.add_argument("--constraint", action="append", default=[], dest="constraints", metavar="METRIC<=X",
                    help="keep only configurations with METRIC<=X or METRIC>=X, e.g. p99-read<=5 or "
                         "throughput>=5000 (repeatable)")

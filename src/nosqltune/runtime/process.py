@@ -10,7 +10,7 @@ import signal
 import socket
 import subprocess
 import threading
-from typing import IO, Sequence
+from typing import IO, Callable, Sequence
 
 _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_DROP = 24
@@ -19,7 +19,8 @@ _live: set[subprocess.Popen] = set()
 _lock = threading.Lock()
 
 
-def _child_setup(no_mlock: bool, detached: bool = False) -> None:  # runs in the child between fork and exec
+def _child_setup(no_mlock: bool, detached: bool = False,
+                 preexec: Callable[[], None] | None = None) -> None:  # runs in the child between fork and exec
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         if not detached:
@@ -32,16 +33,22 @@ def _child_setup(no_mlock: bool, detached: bool = False) -> None:  # runs in the
     except OSError:
         pass
     os.setpgid(0, 0)  # own process group: a terminal's Ctrl-C reaches only us; we stop children ourselves
+    if preexec is not None:
+        preexec()
 
 
 def spawn(cmd: Sequence[str], *, stdout: IO | int | None = None, stderr: IO | int | None = None,
           env: dict | None = None, cwd: str | None = None,
-          no_mlock: bool = False, detached: bool = False) -> subprocess.Popen:
+          no_mlock: bool = False, detached: bool = False,
+          preexec: Callable[[], None] | None = None) -> subprocess.Popen:
     """Start a tracked child that the kernel kills if we die (PR_SET_PDEATHSIG) and we kill at exit.
     `detached`: neither; the child outlives us (a local cluster started by `nosqltune cluster up`), and whoever
-    stops it later finds it by its pid."""
+    stops it later finds it by its pid.
+    `preexec`: called in the child after our own setup, just before exec (e.g. `MemoryGroup.preexec()` to start
+    the child inside a memory cgroup); it may use only fork-safe calls (os.open, os.write), and if it raises,
+    Popen raises subprocess.SubprocessError and no child runs."""
     proc = subprocess.Popen(list(cmd), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                            env=env, cwd=cwd, preexec_fn=lambda: _child_setup(no_mlock, detached))
+                            env=env, cwd=cwd, preexec_fn=lambda: _child_setup(no_mlock, detached, preexec))
     if not detached:
         with _lock:
             _live.add(proc)

@@ -49,6 +49,18 @@ class TrialSettings:
     write_consistency: str = "ONE"
     # per-node cassandra.yaml knobs on top of the configuration every node gets: {"2": {knob: value}}
     per_node: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the benchmark scenario (scenarios/scenarios.yaml) these settings come from
+    scenario: str = "in-memory"
+    # a memory cgroup per node (disk-bound): capped at heap + offheap_mb + page_cache_mb, its page cache and the
+    # restored data's emptied before every trial; None: no cap, the restored data read into the page cache
+    page_cache_mb: int | None = None
+    offheap_mb: int | None = None
+
+    def memory_limit_mb(self) -> int | None:
+        """The memory cgroup limit of one node, or None when the node runs uncapped."""
+        if self.page_cache_mb is None:
+            return None
+        return self.heap_mb + (self.offheap_mb or 0) + self.page_cache_mb
 
     def jvm_flags(self) -> list[str]:
         """Flags for both JVMs of a trial. With 'c1', server and client reach compiled steady state within

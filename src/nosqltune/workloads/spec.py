@@ -88,7 +88,7 @@ class Workload:
                 props["maxexecutiontime"] = self.max_seconds
             if self.target:
                 props["target"] = self.target
-        props.setdefault("hdrhistogram.percentiles", "50,95,99")
+        props.setdefault("hdrhistogram.percentiles", "50,95,99,99.9")
         return props
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,8 +132,9 @@ def read_ratio_mix(read_ratio: float, distribution: str) -> dict[str, Any]:
 
 
 def make_workload(name: str | None = None, *, read_ratio: float | None = None, distribution: str | None = None,
-                  **sizes: Any) -> Workload:
-    """A workload from a name (or properties file), or from --read-ratio/--distribution; sizes override."""
+                  defaults: dict[str, Any] | None = None, **sizes: Any) -> Workload:
+    """A workload from a name (or properties file), or from --read-ratio/--distribution; `sizes` override the
+    file's sizes, which override `defaults` (a scenario's), which override Workload's calibrated ones."""
     if read_ratio is not None:
         if name and name not in ("custom",):
             raise WorkloadError("give either --workload or --read-ratio, not both")
@@ -151,6 +152,9 @@ def make_workload(name: str | None = None, *, read_ratio: float | None = None, d
                       ("fieldcount", "fieldcount"), ("fieldlength", "fieldlength")):
         if prop in mix:
             sizes.setdefault(key, int(mix.pop(prop)))
+    for key, value in (defaults or {}).items():
+        if value is not None:
+            sizes.setdefault(key, value)
     for key in ("workload", "table"):
         if key in mix and key == "table" and mix[key] != "usertable":
             raise WorkloadError("only table=usertable is supported")

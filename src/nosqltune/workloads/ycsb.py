@@ -28,6 +28,8 @@ _METRIC_KEYS = {
     "99thPercentileLatency(us)": "p99_us", "99.9PercentileLatency(us)": "p999_us",
 }
 _NON_OPERATIONS = {"CLEANUP", "THREAD_COUNT"}  # plus every TOTAL_GC* section (client JVM's GC)
+# a run at a fixed rate (--target) kept up with it when it reached this share of it
+RATE_SUSTAINED = 0.95
 
 
 def _number(text: str) -> float | int:
@@ -37,7 +39,7 @@ def _number(text: str) -> float | int:
 
 # PhasedClient's [COST] figures (NodeCost) -> our names
 COST_FIGURES = {"CpuTime(ms)": "cpu_ms", "UserTime(ms)": "user_ms", "SystemTime(ms)": "sys_ms",
-                "GcTime(ms)": "gc_ms", "GcCount": "gc_count"}
+                "GcTime(ms)": "gc_ms", "GcCount": "gc_count", "ReadBytes": "read_bytes", "WriteBytes": "write_bytes"}
 
 # PhasedClient's per-second series beside the throughput -> our names
 INTERVAL_SERIES = {"P99(ms)": "p99_ms", "SSTables": "sstables", "SSTablesPerRead": "sstables_per_read",
@@ -50,7 +52,8 @@ def parse_output(text: str) -> dict[str, Any]:
     Returns {"runtime_ms", "throughput_ops_s", "operations": {OP: {count, avg_us, p95_us, ..., returns}},
     "failed": {OP: {...}} for OP-FAILED sections, "errors": non-OK returns + failed ops,
     "warmup": {...}, "intervals_ops_s": [...], "intervals": {"p99_ms": [...], "sstables": [...], ...},
-    "cost": {"operations": N, "node1": {"cpu_ms", "user_ms", "sys_ms", "gc_ms", "gc_count"}, ..., "client": {...}}}:
+    "cost": {"operations": N, "node1": {"cpu_ms", "user_ms", "sys_ms", "gc_ms", "gc_count", "read_bytes",
+    "write_bytes"}, ..., "client": {...}}}:
     what each datastore process and the client spent in the measured phase (a figure a source cannot give is
     absent).
     """
@@ -118,7 +121,7 @@ def summary(metrics: dict[str, Any]) -> dict[str, float | None]:
     for op, stats in metrics["operations"].items():
         name = op.lower()
         count = stats.get("count", 0)
-        for key in ("avg", "p50", "p95", "p99", "max"):
+        for key in ("avg", "p50", "p95", "p99", "p999", "max"):
             us = stats.get(f"{key}_us")
             flat[f"{name}_{key}_ms"] = None if us is None else us / 1000.0
         flat[f"{name}_count"] = count
@@ -126,6 +129,10 @@ def summary(metrics: dict[str, Any]) -> dict[str, float | None]:
             total_count += count
             weighted_avg += count * stats["avg_us"]
     flat["all_avg_ms"] = weighted_avg / total_count / 1000.0 if total_count else None
+    rate = metrics.get("target_ops_s")
+    if rate:   # a fixed rate: what was asked, and whether the run kept up (else its latency is not comparable)
+        flat["target_ops_s"] = rate
+        flat["rate_sustained"] = metrics["throughput_ops_s"] >= RATE_SUSTAINED * rate
     flat.update(cost_summary(metrics.get("cost") or {}, metrics.get("runtime_ms")))
     return flat
 
@@ -152,6 +159,10 @@ def cost_summary(cost: dict[str, Any], runtime_ms: float | None) -> dict[str, fl
         flat[f"{prefix}_cpu_us_per_op"] = cpu * 1000.0 / operations if cpu is not None and operations else None
         flat[f"{prefix}_gc_us_per_op"] = gc * 1000.0 / operations if gc is not None and operations else None
         flat[f"{prefix}_cpu_cores"] = cpu / runtime_ms if cpu is not None and runtime_ms else None
+    # what the datastore read from and wrote to the disk itself (page-cache hits are not reads), per operation
+    for direction in ("read", "write"):
+        moved = total(nodes, f"{direction}_bytes")
+        flat[f"node_disk_{direction}_bytes_per_op"] = moved / operations if moved is not None and operations else None
     return flat
 
 
@@ -215,6 +226,8 @@ is always read). `extra`: more client properties (e.g. consistency levels).
     except ValueError as exc:
         raise TrialError("workload", f"YCSB {phase} printed no result: {exc}", _tail(err_path)) from None
     metrics["wall_seconds"] = wall
+    if phase == "run" and workload.target:
+        metrics["target_ops_s"] = workload.target
     return metrics
 
 

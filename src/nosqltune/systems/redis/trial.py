@@ -180,7 +180,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             metrics = run_client("run", workload, host=server.address, port=server.port, trial_dir=home / "run",
                                  timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
                                  jvm_flags=settings.jvm_flags(), binding="redis",
-                                 cost=[f"redis:{server.address}:{server.port}"])
+                                 cost=[f"redis:{server.address}:{server.port}:{server.proc.pid}"])
             if not server.is_running():
                 raise TrialError("crashed", f"redis-server died during the run: {server.failure_cause()}",
                                  server.log_excerpt())

@@ -30,14 +30,17 @@ import redis.clients.jedis.Jedis;
  * <ul>
  * <li>{@code jmx:HOST:PORT[:PID]}: a JVM (Cassandra) over unauthenticated JMX: the OperatingSystem MXBean's
  * ProcessCpuTime and the GarbageCollector MXBeans; with PID, user and system time from /proc/PID/stat;
- * <li>{@code redis:HOST:PORT}: a Redis server's INFO cpu (used_cpu_user, used_cpu_sys); the password, if
- * any, is {@code redis.password};
+ * <li>{@code redis:HOST:PORT[:PID]}: a Redis server's INFO cpu (used_cpu_user, used_cpu_sys); the password,
+ * if any, is {@code redis.password};
  * <li>{@code pid:PID}: any local process, from /proc/PID/stat.
  * </ul>
+ * With a PID, the bytes the process read from and wrote to the storage layer ({@code /proc/PID/io}
+ * read_bytes, write_bytes: reads served from the page cache do not count) are read too.
  * {@code cost.clktck}: the kernel's clock ticks per second for /proc times (default 100).
  *
  * <p>Output, in the exporter's "[SECTION], metric, value" shape: {@code [COST], Operations, N}, then per
- * source and for {@code client}: CpuTime(ms), UserTime(ms), SystemTime(ms), GcTime(ms) (pauses), GcCount;
+ * source and for {@code client}: CpuTime(ms), UserTime(ms), SystemTime(ms), GcTime(ms) (pauses), GcCount,
+ * ReadBytes, WriteBytes;
  * a figure the source cannot give is left out. A source that cannot be read gives no lines and a warning;
  * it never fails the run.
  */
@@ -48,6 +51,8 @@ final class NodeCost {
   static final String SYSTEM = "SystemTime(ms)";
   static final String GC_TIME = "GcTime(ms)";
   static final String GC_COUNT = "GcCount";
+  static final String READ_BYTES = "ReadBytes";
+  static final String WRITE_BYTES = "WriteBytes";
 
   /** One process whose cumulative counters can be read. */
   interface Source {
@@ -93,9 +98,9 @@ final class NodeCost {
         return new Jmx(name, p[1], Integer.parseInt(p[2]), p.length > 3 ? Long.parseLong(p[3]) : -1, clkTck);
       case "redis":
         if (p.length < 3) {
-          throw new IllegalArgumentException("expected redis:HOST:PORT");
+          throw new IllegalArgumentException("expected redis:HOST:PORT[:PID]");
         }
-        return new Redis(name, p[1], Integer.parseInt(p[2]), redisPassword);
+        return new Redis(name, p[1], Integer.parseInt(p[2]), p.length > 3 ? Long.parseLong(p[3]) : -1, redisPassword);
       case "pid":
         if (p.length < 2) {
           throw new IllegalArgumentException("expected pid:PID");
@@ -107,7 +112,9 @@ final class NodeCost {
           }
 
           public Map<String, Double> read() throws IOException {
-            return procTimes(pid, clkTck);
+            Map<String, Double> m = procTimes(pid, clkTck);
+            m.putAll(procIo(pid));
+            return m;
           }
         };
       default:
@@ -186,6 +193,25 @@ final class NodeCost {
     return m;
   }
 
+  /** read_bytes and write_bytes of /proc/PID/io (the storage layer's; page-cache hits are not reads); empty
+   * when the file cannot be read (another user's process without the right to trace it). */
+  static Map<String, Double> procIo(long pid) {
+    Map<String, Double> m = new LinkedHashMap<>();
+    try {
+      for (String line : Files.readAllLines(Paths.get("/proc/" + (pid < 0 ? "self" : Long.toString(pid)) + "/io"),
+          StandardCharsets.US_ASCII)) {
+        if (line.startsWith("read_bytes:")) {
+          m.put(READ_BYTES, Double.parseDouble(line.substring(11).trim()));
+        } else if (line.startsWith("write_bytes:")) {
+          m.put(WRITE_BYTES, Double.parseDouble(line.substring(12).trim()));
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // no I/O figures
+    }
+    return m;
+  }
+
   /** Collectors whose time is concurrent work, not pauses (ZGC's and Shenandoah's "... Cycles"). */
   static boolean concurrentCollector(String name) {
     return name.endsWith("Cycles");
@@ -242,6 +268,7 @@ final class NodeCost {
         Map<String, Double> proc = procTimes(pid, clkTck);
         m.put(USER, proc.get(USER));
         m.put(SYSTEM, proc.get(SYSTEM));
+        m.putAll(procIo(pid));
       }
       m.put(GC_TIME, time);
       m.put(GC_COUNT, count);
@@ -259,10 +286,12 @@ final class NodeCost {
 
   static final class Redis implements Source {
     private final String name;
+    private final long pid;
     private final Jedis jedis;
 
-    Redis(String name, String host, int port, String password) {
+    Redis(String name, String host, int port, long pid, String password) {
       this.name = name;
+      this.pid = pid;
       this.jedis = new Jedis(host, port, 10000);
       if (password != null && !password.isEmpty()) {
         jedis.auth(password);
@@ -281,6 +310,9 @@ final class NodeCost {
       m.put(CPU, user + system);
       m.put(USER, user);
       m.put(SYSTEM, system);
+      if (pid > 0) {
+        m.putAll(procIo(pid));
+      }
       return m;
     }
 

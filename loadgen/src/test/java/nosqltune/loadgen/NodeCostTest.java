@@ -42,6 +42,7 @@ class NodeCostTest {
     assertTrue(node >= 250 && node < 700, "node CPU " + node);
     assertEquals(node, d.get("node1").get(NodeCost.USER) + d.get("node1").get(NodeCost.SYSTEM), 1e-6);
     assertFalse(d.get("node1").containsKey(NodeCost.GC_TIME), "/proc has no GC figures");
+    assertTrue(d.get("node1").get(NodeCost.READ_BYTES) >= 0, "/proc/PID/io read");
     assertTrue(d.get("client").get(NodeCost.GC_COUNT) >= 0);
 
     ByteArrayOutputStream buf = new ByteArrayOutputStream();

@@ -1,0 +1,41 @@
+"""`nosqltune scenarios`: the benchmark scenarios, what each sets and why."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    from ..scenarios import scenario, scenarios
+
+    chosen = [scenario(args.name)] if args.name else list(scenarios().values())
+    described = [s.describe() for s in chosen]
+    if args.json:
+        print(json.dumps(described))
+        return 0
+    for entry in described:
+        sets = ", ".join(f"{k} {_text(v)}" for k, v in entry["sets"].items())
+        print(f"{entry['name']}: {entry['summary']}")
+        print(textwrap.fill(f"sets: {sets}", width=110, initial_indent="  ", subsequent_indent="    "))
+        print(textwrap.fill(f"why: {entry['why']}", width=110, initial_indent="  ", subsequent_indent="    "))
+        if entry["sources"]:
+            print(f"  sources: {', '.join(entry['sources'])}")
+    return 0
+
+
+def _text(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {v}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("scenarios", help="list the benchmark scenarios (--scenario NAME) and what each sets",
+                       description="The benchmark scenarios a trial-running command takes with --scenario NAME: "
+                                   "workload, data size, memory cap, measured-phase length, knob values and "
+                                   "objective, each a default that the command's own flags override.")
+    p.add_argument("name", nargs="?", help="one scenario (default: all)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_scenarios)
