@@ -38,6 +38,11 @@ def test_same_flags_in_calibrate():
     (["bench", "--study", "{tmp}"], "directory"),
     (["bench", "--heap", "500G"], "use a heap of at most"),
     (["bench", "--system", "redis", "--set", "maxmemory-policy=sometimes"], "maxmemory_policy"),
+    (["bench", "--scenario", "huge"], "unknown scenario 'huge'"),
+    (["bench", "--scenario", "disk-bound", "--system", "redis"], "for Cassandra"),
+    (["collect", "--scenario", "latency-slo"], "fixed rate"),
+    (["tune", "--scenario", "write-heavy", "--objective", "p42-read"], "unknown objective"),
+    (["calibrate", "--metric", "speed"], "unknown --metric"),
 ])
 def test_bad_input_one_line_no_run(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path / "home"))

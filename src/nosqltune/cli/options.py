@@ -8,7 +8,7 @@ import statistics
 import sys
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import SetupError, UsageError
 
 
 DEFAULT_STUDY = ".nosqltune/study.db"
@@ -70,6 +70,10 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
     h.add_argument("--heap", default=None, metavar="SIZE",
                    help="Cassandra heap per node, e.g. 2G or 1536M (default 2G; for a cluster whose nodes would not "
                         "all fit in memory with 2G each, the largest multiple of 256M that fits, at least 512M)")
+    h.add_argument("--page-cache", default=None, metavar="SIZE",
+                   help="Cassandra: run each node in a memory cgroup capped at its heap + the scenario's off-heap "
+                        "allowance + SIZE of page cache (e.g. 256M), the restored data evicted from the page cache "
+                        "before each trial (default: the scenario's; disk-bound 256M, others no cap)")
     h.add_argument("--server-cpus", metavar="LIST", help="pin the datastore to these CPUs (taskset list, e.g. 0)")
     h.add_argument("--client-cpus", metavar="LIST", help="pin the YCSB client to these CPUs (e.g. 1)")
     h.add_argument("--restore", choices=["link", "copy", "reload"], default="link",
@@ -93,16 +97,7 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
 
 
 def _heap_mb(text: str) -> int:
-    value = text.strip().upper()
-    try:
-        if value.endswith("G"):
-            mb = int(float(value[:-1]) * 1024)
-        elif value.endswith("M"):
-            mb = int(value[:-1])
-        else:
-            mb = int(value)
-    except ValueError:
-        raise UsageError(f"--heap expects a size like 2G or 1536M, got {text!r}") from None
+    mb = _size_mb(text, "--heap")
     if mb < 16:  # below what a JVM can start with at all; above it, Cassandra itself says if it is enough
         raise UsageError(f"--heap {text} is too small for a JVM (2G recommended)")
     return mb
@@ -267,16 +262,41 @@ def _settings(args: argparse.Namespace, *, surrogate: bool = False):
     design = _design(args, system)
     most = parse_design(getattr(args, "design", None)).get("nodes", (0, design["nodes"]))[1]
     scenario = _scenario(args)
-    if scenario.memory_capped and system != "cassandra":
-        raise UsageError(f"--scenario {scenario.name} caps the node's memory and page cache to make it read from "
-                         f"disk: for Cassandra (--system cassandra), not {system}")
+    page_cache = scenario.page_cache_mb
+    if getattr(args, "page_cache", None) is not None:
+        page_cache = _size_mb(args.page_cache, "--page-cache")
+    if page_cache is not None and system != "cassandra":
+        raise UsageError(f"--scenario {scenario.name} or --page-cache caps the node's memory and page cache to make "
+                         f"it read from disk: for Cassandra (--system cassandra), not {system}")
+    if page_cache is not None:
+        from ..runtime.cgroup import usable
+
+        why = usable()
+        if why:
+            raise SetupError(f"a memory cgroup per node is needed to cap the page cache, and none can be made here: "
+                             f"{why}")
     heap = trial_heap(args, most, default=scenario.heap)
     return TrialSettings(system=system, target_file=target_file,
                          cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=heap,
                          server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
                          keep_node=args.keep_nodes, jit=args.jit, per_node=_per_node(args, system, most),
-                         scenario=scenario.name, page_cache_mb=scenario.page_cache_mb,
-                         offheap_mb=scenario.offheap_mb, **design)
+                         scenario=scenario.name, page_cache_mb=page_cache,
+                         offheap_mb=None if page_cache is None else scenario.offheap_mb or DEFAULT_OFFHEAP_MB, **design)
+
+
+DEFAULT_OFFHEAP_MB = 768   # a capped node's memory beyond its heap when the scenario does not say (see disk-bound)
+
+
+def _size_mb(text: str, flag: str) -> int:
+    """'2G', '1.5g', '256M' or a number of MiB -> MiB."""
+    value = text.strip().upper()
+    try:
+        mb = int(float(value[:-1]) * 1024) if value.endswith("G") else int(value[:-1] if value.endswith("M") else value)
+    except ValueError:
+        raise UsageError(f"{flag} expects a size like 2G or 256M, got {text!r}") from None
+    if mb <= 0:
+        raise UsageError(f"{flag} must be positive, got {text!r}")
+    return mb
 
 
 CONSISTENCY_LEVELS = {"ONE": 1, "TWO": 2, "THREE": 3, "QUORUM": None, "ALL": None}

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import statistics
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TrialError
@@ -38,8 +40,9 @@ def _key(settings: TrialSettings, workload: "Workload", overrides: dict[str, Any
                         "workload": shape, "knobs": overrides})
 
 
-def _path():
-    return cache_dir() / "rates.json"
+def _path() -> Path:
+    """The user's cache of measured maximum throughputs (NOSQLTUNE_RATES names another file)."""
+    return Path(os.environ.get("NOSQLTUNE_RATES") or cache_dir() / "rates.json")
 
 
 def _read() -> dict[str, Any]:

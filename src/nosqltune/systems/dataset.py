@@ -47,9 +47,10 @@ class Dataset:
     def meta(self) -> dict[str, Any]:
         return json.loads(self.meta_path.read_text())
 
-    def restore_into(self, data_dir: Path, mode: str = "link", part: str | None = None) -> float:
+    def restore_into(self, data_dir: Path, mode: str = "link", part: str | None = None, warm: bool = True) -> float:
         """Make `data_dir` a private copy of the dataset's data (or of its sub-folder `part`, e.g. one node's
-        of a cluster); returns seconds taken."""
+        of a cluster); returns seconds taken. `warm`: read it through into the page cache (see read_through);
+        a disk-bound trial restores cold and evicts it instead."""
         started = time.monotonic()
         source = self.data_dir / part if part else self.data_dir
         if data_dir.exists():
@@ -68,7 +69,8 @@ class Dataset:
                         shutil.copy2(src, dst)
         else:
             raise ValueError(f"unknown restore mode {mode!r}")
-        read_through(data_dir)
+        if warm:
+            read_through(data_dir)
         return time.monotonic() - started
 
 

@@ -89,6 +89,7 @@ class LocalCluster:
     per_node: dict[int, dict[str, Any]] = field(default_factory=dict)  # node index -> overrides on top
     jvm_flags: list[str] = field(default_factory=list)
     detached: bool = False
+    memory_limit_mb: int | None = None   # a memory cgroup per node (disk-bound)
     members: list[CassandraNode] = field(default_factory=list)
 
     @property
@@ -116,7 +117,7 @@ class LocalCluster:
                                      yaml_overrides=overrides, jvm_flags=CLUSTER_JVM_FLAGS + self.jvm_flags,
                                      address=address(i), ports=NodePorts(native=native, storage=storage,
                                                                          jmx=jmx[i - 1]),
-                                     detached=self.detached)
+                                     detached=self.detached, memory_limit_mb=self.memory_limit_mb)
                 self.members.append(node)
                 if i == 1 or not restored:
                     node.start(timeout)

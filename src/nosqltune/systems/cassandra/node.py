@@ -115,7 +115,9 @@ class CassandraNode:
     proc: subprocess.Popen | None = None
     boot_seconds: float | None = None
     detached: bool = False   # outlives this process (see process.spawn)
+    memory_limit_mb: int | None = None   # run in a memory cgroup of this size, page cache included (disk-bound)
     _launched: float = field(default=0.0, repr=False)   # monotonic time of the last launch
+    _group: Any = field(default=None, repr=False)       # its runtime.cgroup.MemoryGroup while it runs
 
     @property
     def log_path(self) -> Path:
@@ -173,15 +175,38 @@ class CassandraNode:
         (self.home / "conf" / "cassandra.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
         cmd = self.command()
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        preexec = None
+        if self.memory_limit_mb:   # the JVM starts inside its group: every page it touches is charged there
+            from ...runtime.cgroup import MemoryGroup
+
+            self._close_group()
+            self._group = MemoryGroup.create(f"{self.home.parent.name}-{self.home.name}-{self.ports.native}",
+                                             self.memory_limit_mb << 20)
+            preexec = self._group.preexec()
         out = open(self.home / "logs" / "stdout.log", "ab")
         self._launched = time.monotonic()
         try:
             # Cassandra's mlockall faults in the whole committed heap at boot (~6 s for 2 GiB here);
             # without it (it logs a warning and goes on) pages fault in during the warm-up instead.
             self.proc = process.spawn(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(self.home),
-                                      no_mlock=True, detached=self.detached)
+                                      no_mlock=True, detached=self.detached, preexec=preexec)
+        except BaseException:
+            self._close_group()
+            raise
         finally:
             out.close()
+
+    def memory(self) -> dict[str, Any] | None:
+        """The node's memory cgroup now: limit, usage and its page-cache part, in bytes (None when uncapped)."""
+        if self._group is None:
+            return None
+        usage = self._group.usage()
+        return {"limit_bytes": self._group.limit_bytes, **{k: v for k, v in vars(usage).items()}}
+
+    def _close_group(self) -> None:
+        if self._group is not None:
+            self._group.close()
+            self._group = None
 
     def wait_ready(self, timeout: float) -> float:
         """Wait until the launched node answers CQL (the node is killed if it does not); seconds since launch."""
@@ -266,8 +291,11 @@ class CassandraNode:
                 pass
         if timeout <= 0:
             self.proc.kill()
-        process.terminate(self.proc, timeout=timeout)
-        self.proc = None
+        try:
+            process.terminate(self.proc, timeout=timeout)
+        finally:
+            self.proc = None
+            self._close_group()
 
     def __enter__(self) -> "CassandraNode":
         return self

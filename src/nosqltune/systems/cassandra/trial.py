@@ -136,21 +136,22 @@ class _Servers:
     """One node (the trial's home is the node's home, as always) or a local cluster (home/node1, ...)."""
 
     def __init__(self, home: Path, yaml_overrides: dict[str, Any], jvm_flags: list[str],
-                 settings: TrialSettings, per_node: dict[int, dict[str, Any]] | None = None) -> None:
+                 settings: TrialSettings, per_node: dict[int, dict[str, Any]] | None = None,
+                 memory_limit_mb: int | None = None) -> None:
         self.settings = settings
         per_node = per_node or {}
         if settings.nodes == 1:
             self.members = [CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
                                           yaml_overrides={**yaml_overrides, **per_node.get(1, {})},
-                                          jvm_flags=jvm_flags,
-                                          cpus=settings.server_cpus)]
+                                          jvm_flags=jvm_flags, cpus=settings.server_cpus,
+                                          memory_limit_mb=memory_limit_mb)]
             self.cluster = None
         else:
             from .cluster import LocalCluster
 
             self.cluster = LocalCluster(home=home, nodes=settings.nodes, heap_mb=settings.heap_mb,
                                         version=settings.cassandra_version, yaml_overrides=yaml_overrides,
-                                        per_node=per_node, jvm_flags=jvm_flags)
+                                        per_node=per_node, jvm_flags=jvm_flags, memory_limit_mb=memory_limit_mb)
             self.members = self.cluster.members   # filled by start()
 
     @property
@@ -257,11 +258,19 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 if built:
                     timings["dataset_build_s"] = built
             servers = _Servers(home, placed.yaml, settings.jvm_flags() + placed.jvm, settings,
-                               per_node=per_node_yaml(settings))
+                               per_node=per_node_yaml(settings), memory_limit_mb=settings.memory_limit_mb())
             progress("restoring data")
+            cold = settings.memory_limit_mb() is not None   # disk-bound: the data starts on disk, not in memory
             timings["restore_s"] = sum(dataset.restore_into(data_dir, "copy" if settings.restore_mode == "copy"
-                                                            else "link", part=part)
+                                                            else "link", part=part, warm=not cold)
                                        for data_dir, part in servers.data_dirs())
+            if cold:
+                from ...runtime.cgroup import evict_page_cache
+
+                t0 = time.monotonic()
+                evicted = evict_page_cache([data_dir for data_dir, _ in servers.data_dirs()])
+                timings["evict_s"] = time.monotonic() - t0
+                result.internals["page_cache_evicted_bytes"] = evicted
             progress("booting Cassandra" + (f" ({settings.nodes} nodes)" if settings.nodes > 1 else ""))
             timings["boot_s"] = servers.start(settings.boot_timeout, restored=True)
             node = servers.first
@@ -296,8 +305,10 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 raise TrialError("crashed", f"Cassandra ({dead.address}) died during the run: {dead.failure_cause()}",
                                  dead.log_excerpt())
             after = internals.node_stats(node.ports.jmx)
+            memory = {f"node{i}": m for i, m in enumerate((n.memory() for n in servers.members), 1) if m}
             record_run(result, timings, metrics)
-            result.internals = {**after, **applied,
+            result.internals = {**result.internals, **after, **applied,
+                                **({"memory_cgroup": memory} if memory else {}),
                                 "gc_time_ms_run": _delta(before, after, "gc_total_time_ms"),
                                 "gc_count_run": _delta(before, after, "gc_total_count"),
                                 "compactions_completed_run": _delta(before, after, "completed_compactions")}
