@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import statistics
 import sys
 
-from common import RESULTS, log, nosqltune  # bench/common.py
+from common import RESULTS, log, nosqltune, study_rows  # bench/common.py
 
 STUDY = RESULTS / "cluster" / "designs.db"
 DESIGNS = [(n, rf) for n in (1, 2, 3) for rf in (1, 2, 3) if rf <= n]
@@ -30,12 +29,7 @@ def name(nodes: int, rf: int) -> str:
 
 
 def done(study_name: str) -> list[dict]:
-    if not STUDY.exists():
-        return []
-    with sqlite3.connect(STUDY) as db:
-        rows = db.execute("SELECT t.state, t.metrics, t.timings FROM trials t JOIN studies s ON s.id = t.study_id "
-                          "WHERE s.name = ? ORDER BY t.id", (study_name,)).fetchall()
-    return [{"state": r[0], "metrics": json.loads(r[1] or "{}"), "timings": json.loads(r[2] or "{}")} for r in rows]
+    return study_rows(STUDY, study_name)
 
 
 def mean(values):

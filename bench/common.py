@@ -27,3 +27,19 @@ def nosqltune(*args: str, capture: bool = True, ok: tuple[int, ...] = (0,)) -> s
     if proc.returncode not in ok:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
     return proc.stdout or ""
+
+
+def study_rows(db: Path, study_name: str) -> list[dict]:
+    """The trials of one study of a SQLite trial store, oldest first, as dicts with their JSON columns decoded
+    (state, metrics, timings, internals, failure_kind, error); [] when the store does not exist yet."""
+    import json
+    import sqlite3
+
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        found = conn.execute("SELECT t.state, t.metrics, t.timings, t.internals, t.failure_kind, t.error FROM trials t "
+                             "JOIN studies s ON s.id = t.study_id WHERE s.name = ? ORDER BY t.id",
+                             (study_name,)).fetchall()
+    return [{"state": r[0], "metrics": json.loads(r[1] or "{}"), "timings": json.loads(r[2] or "{}"),
+             "internals": json.loads(r[3] or "{}"), "failure_kind": r[4], "error": r[5]} for r in found]

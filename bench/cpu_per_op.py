@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import statistics
 import sys
 
-from common import RESULTS, ROOT, log, nosqltune  # bench/common.py
+from common import RESULTS, ROOT, log, nosqltune, study_rows  # bench/common.py
 
 sys.path.insert(0, str(ROOT / "src"))
 from nosqltune.evaluation.stats import compare  # noqa: E402
@@ -48,13 +47,7 @@ MODES = ("saturated", "rate")
 
 
 def rows(study_name: str) -> list[dict]:
-    if not STUDY.exists():
-        return []
-    with sqlite3.connect(STUDY) as db:
-        found = db.execute("SELECT t.state, t.metrics, t.timings, t.failure_kind FROM trials t JOIN studies s "
-                           "ON s.id = t.study_id WHERE s.name = ? ORDER BY t.id", (study_name,)).fetchall()
-    return [{"state": r[0], "metrics": json.loads(r[1] or "{}"), "timings": json.loads(r[2] or "{}")}
-            for r in found if r[3] != "interrupted"]
+    return [r for r in study_rows(STUDY, study_name) if r["failure_kind"] != "interrupted"]
 
 
 def run_side(name: str, mode: str, side: str, a) -> None:

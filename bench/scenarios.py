@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import statistics
 import sys
 
-from common import RESULTS, log, nosqltune  # bench/common.py
+from common import RESULTS, log, nosqltune, study_rows  # bench/common.py
 
 STUDY = RESULTS / "scenarios" / "calibrate.db"
 SCENARIOS = ("in-memory", "disk-bound", "write-heavy", "latency-slo")
@@ -25,13 +24,7 @@ GOAL_CV = {"in-memory": 0.05, "disk-bound": 0.05, "write-heavy": 0.05, "latency-
 
 
 def rows(name: str) -> list[dict]:
-    if not STUDY.exists():
-        return []
-    with sqlite3.connect(STUDY) as db:
-        found = db.execute("SELECT t.state, t.metrics, t.timings, t.internals, t.failure_kind, t.error FROM trials t "
-                           "JOIN studies s ON s.id = t.study_id WHERE s.name = ? ORDER BY t.id", (name,)).fetchall()
-    return [{"state": r[0], "metrics": json.loads(r[1] or "{}"), "timings": json.loads(r[2] or "{}"),
-             "internals": json.loads(r[3] or "{}"), "error": r[5]} for r in found if r[4] != "interrupted"]
+    return [r for r in study_rows(STUDY, name) if r["failure_kind"] != "interrupted"]
 
 
 def main() -> int:

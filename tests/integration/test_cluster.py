@@ -12,7 +12,7 @@ import pytest
 
 from nosqltune.cli import main
 
-from .conftest import assert_cost_measured, our_jvms, sigint_default
+from .conftest import assert_cost_measured, dataset_dirs, our_jvms, sigint_default
 
 TWO_NODES = ["--nodes", "2", "--rf", "2", "--heap", "768M", "--workload", "ycsb-a", "--records", "2000",
              "--operations", "3000", "--threads", "4", "--warmup-ops", "1000"]
@@ -72,7 +72,7 @@ def test_three_node_cluster(nosqltune_home, capsys):
 
 
 @pytest.mark.slow   # cluster trials: make test-all (the cluster command itself runs above)
-def test_bench_on_a_two_node_cluster(nosqltune_home, tmp_path, capsys):
+def test_bench_on_a_two_node_cluster(nosqltune_home, dataset_cache, tmp_path, capsys):
     """Cold trials on a cluster: the data loaded once with RF 2, each node's folder restored, the client on
     both nodes at consistency ALL (no failed operation: both replicas hold every record), the design stored."""
     from nosqltune.store import open_store
@@ -90,9 +90,31 @@ def test_bench_on_a_two_node_cluster(nosqltune_home, tmp_path, capsys):
     harness = row["workload"]["harness"]
     assert (harness["nodes"], harness["replication_factor"], harness["read_consistency"]) == (2, 2, "ALL")
     assert row["internals"]["live_disk_space_used_bytes"] > 2000 * 1000   # node 1 holds a replica of every row
-    (dataset,) = [d for d in (nosqltune_home / "datasets").iterdir()
-                  if (d / "data" / "node2").is_dir()]
+    (dataset,) = [d for d in dataset_dirs(dataset_cache) if (d / "data" / "node2").is_dir()]
     assert json.loads((dataset / "meta.json").read_text())["design"] == {"nodes": 2, "replication_factor": 2}
+
+
+@pytest.mark.slow   # cluster trials: make test-all (the cluster command itself runs above)
+def test_disk_bound_caps_every_node_of_a_cluster(nosqltune_home, tmp_path, capsys):
+    """The disk-bound scenario on 2 nodes: each node in its own memory cgroup, both reading from the disk."""
+    from nosqltune.runtime.cgroup import usable
+    from nosqltune.store import open_store
+
+    if usable():
+        pytest.skip(f"no memory cgroup here: {usable()}")
+    study = tmp_path / "disk.db"
+    code = main(["bench", "--scenario", "disk-bound", "--nodes", "2", "--rf", "1", "--heap", "768M", "--records",
+                 "20000", "--operations", "3000", "--threads", "4", "--warmup-ops", "500", "--page-cache", "4M",
+                 "--study", str(study), "--json"])
+    capsys.readouterr()
+    (row,) = open_store(str(study)).trials()
+    assert code == 0, (row["failure_kind"], row["error"])
+    memory = row["internals"]["memory_cgroup"]
+    assert set(memory) == {"node1", "node2"}
+    assert all(m["limit_bytes"] == (768 + 768 + 4) << 20 and m["oom_kills"] == 0 for m in memory.values())
+    cost = row["metrics"]["cost"]
+    assert all(cost[n]["read_bytes"] > 0 for n in ("node1", "node2"))     # each node read from its disk
+    assert row["metrics"]["summary"]["node_disk_read_bytes_per_op"] > 1024
 
 
 @pytest.mark.slow   # cluster trials: make test-all (the cluster command itself runs above)
