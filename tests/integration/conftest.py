@@ -3,6 +3,7 @@
 import os
 import subprocess
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -15,17 +16,39 @@ SMALL = ["--records", "5000", "--operations", str(OPERATIONS), "--threads", "8",
          "--heap", "1G"]
 
 
+@contextmanager
+def _environ(name: str, value: str):
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
 @pytest.fixture(scope="session")
-def nosqltune_home(tmp_path_factory):
-    """One work directory for the session so datasets are loaded once and reused, as in real use."""
+def dataset_cache(tmp_path_factory):
+    """The session's dataset cache (NOSQLTUNE_DATASETS), apart from the work directory as the user's cache is:
+    datasets are loaded once and reused by every test, and the user's own cache is neither read nor filled."""
+    folder = tmp_path_factory.mktemp("nosqltune-datasets")
+    with _environ("NOSQLTUNE_DATASETS", str(folder)):
+        yield folder
+
+
+@pytest.fixture(scope="session")
+def nosqltune_home(tmp_path_factory, dataset_cache):
+    """One work directory for the session (trial nodes, logs), with the session's dataset cache."""
     home = tmp_path_factory.mktemp("nosqltune-home")
-    old = os.environ.get("NOSQLTUNE_HOME")
-    os.environ["NOSQLTUNE_HOME"] = str(home)
-    yield home
-    if old is None:
-        os.environ.pop("NOSQLTUNE_HOME", None)
-    else:
-        os.environ["NOSQLTUNE_HOME"] = old
+    with _environ("NOSQLTUNE_HOME", str(home)):
+        yield home
+
+
+def dataset_dirs(folder) -> list:
+    """The datasets in a dataset cache (folders; build locks and builds in progress aside)."""
+    return [d for d in folder.iterdir() if d.is_dir() and "." not in d.name] if folder.exists() else []
 
 
 def sigint_default() -> None:
@@ -44,17 +67,18 @@ def our_jvms(marker: str) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def no_orphans(nosqltune_home):
-    """Every integration test must leave no Cassandra or YCSB JVM of ours behind, pass or fail."""
+def no_orphans(nosqltune_home, dataset_cache):
+    """Every integration test must leave no Cassandra or YCSB JVM of ours behind, pass or fail (trial nodes run
+    in the work directory, the nodes that build datasets in the dataset cache)."""
     if java_version() < 17:
         pytest.skip("Java 17 is required")
     yield
     # a killed JVM can take a moment to exit on a loaded machine: give it up to 15 s before calling it an orphan
     deadline = time.monotonic() + 15
-    left = our_jvms(str(nosqltune_home))
+    left = our_jvms(str(nosqltune_home)) + our_jvms(str(dataset_cache))
     while left and time.monotonic() < deadline:
         time.sleep(0.5)
-        left = our_jvms(str(nosqltune_home))
+        left = our_jvms(str(nosqltune_home)) + our_jvms(str(dataset_cache))
     assert not left, f"processes left behind: {left}"
 
 

@@ -13,7 +13,7 @@ import pytest
 from nosqltune.cli import main
 from nosqltune.store import open_store
 
-from .conftest import OPERATIONS, SMALL, assert_cost_measured, our_jvms, sigint_default
+from .conftest import OPERATIONS, SMALL, assert_cost_measured, dataset_dirs, our_jvms, sigint_default
 
 
 def bench(study: Path, *extra: str, capsys=None) -> tuple[int, dict]:
@@ -22,7 +22,8 @@ def bench(study: Path, *extra: str, capsys=None) -> tuple[int, dict]:
     return code, (json.loads(out) if out.strip() else {})
 
 
-def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_home, tmp_path, capsys):
+def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_home, dataset_cache, tmp_path,
+                                                                       capsys):
     """The default twice, then knobs of every kind: cassandra.yaml at boot, table and keyspace options after the
     restore; the node itself reports them."""
     study = tmp_path / "two.db"
@@ -50,8 +51,16 @@ def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_
         assert t["boot_s"] > 1 and t["warmup_s"] > 0 and t["measure_s"] > 0 and t["stop_s"] > 0 and t["restore_s"] >= 0
         assert t["total_s"] >= t["restore_s"] + t["boot_s"] + t["warmup_s"] + t["measure_s"] + t["stop_s"]
         assert row["environment_id"] is not None
-    # one dataset was loaded and restored three times, not reloaded
-    assert len(list((nosqltune_home / "datasets").iterdir())) == 1
+    # one dataset was loaded and restored three times, not reloaded; it lives in the dataset cache, not the work
+    # directory, written back to the disk before the first restore
+    (dataset,) = dataset_dirs(dataset_cache)
+    assert not (nosqltune_home / "datasets").exists()
+    meta = json.loads((dataset / "meta.json").read_text())
+    assert meta["sync_s"] >= 0 and meta["bytes"] > 5000 * 100
+    assert main(["datasets", "list", "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)["datasets"]
+    assert (listed["key"], listed["system"], listed["records"], listed["in_use"]) == (dataset.name, "cassandra", 5000,
+                                                                                      False)
     assert default["throughput"]["n"] == 2
     assert default["node_cpu_us_per_op"]["n"] == default["client_cpu_us_per_op"]["n"] == 2
     for row in rows[:2]:

@@ -11,7 +11,7 @@ import pytest
 from nosqltune.cli import main
 from nosqltune.store import open_store
 
-from .conftest import assert_cost_measured, our_jvms
+from .conftest import assert_cost_measured, dataset_dirs, our_jvms
 
 REPO = Path(__file__).resolve().parents[2]
 REDIS_TARGET = REPO / "examples" / "targets" / "redis" / "target.yaml"
@@ -27,7 +27,7 @@ def run(capsys, *args: str) -> tuple[int, dict]:
     return code, (json.loads(out) if out.strip() else {})
 
 
-def test_bench_redis_cold_trials(nosqltune_home, tmp_path, capsys):
+def test_bench_redis_cold_trials(nosqltune_home, dataset_cache, tmp_path, capsys):
     study = tmp_path / "redis.db"
     code, result = run(capsys, "bench", "--system", "redis", "--workload", "ycsb-a", *SMALL, "--repeat", "2",
                        "--study", str(study))
@@ -54,7 +54,7 @@ def test_bench_redis_cold_trials(nosqltune_home, tmp_path, capsys):
     assert applied["aof_current_size"] > 0
     assert rows[0]["internals"]["server_settings"] == {}
     # one dataset (one dump.rdb) made once, restored three times; no trial directory left behind
-    redis_sets = [d for d in (nosqltune_home / "datasets").iterdir() if (d / "data" / "dump.rdb").exists()]
+    redis_sets = [d for d in dataset_dirs(dataset_cache) if (d / "data" / "dump.rdb").exists()]
     assert len(redis_sets) == 1
     assert not [d for d in (nosqltune_home / "nodes").iterdir() if d.name.startswith("redis-")]
 
@@ -93,17 +93,15 @@ def test_refused_start_is_a_failed_trial(nosqltune_home, tmp_path, capsys):
     assert "activedefrag" in row["log_excerpt"]
 
 
-def test_memory_guard_refuses_before_loading(nosqltune_home, tmp_path, capsys):
+def test_memory_guard_refuses_before_loading(nosqltune_home, dataset_cache, tmp_path, capsys):
     study = tmp_path / "huge.db"
-    before = sorted(p.name for p in (nosqltune_home / "datasets").iterdir()) \
-        if (nosqltune_home / "datasets").exists() else []
+    before = sorted(p.name for p in dataset_cache.iterdir())
     code = main(["bench", "--system", "redis", "--records", "200000000", "--study", str(study)])
     err = capsys.readouterr().err
     assert code == 2
     assert "GiB" in err and "available" in err and len(err.strip().splitlines()) == 1
     assert not study.exists()                              # nothing written: no store, no dataset
-    after = sorted(p.name for p in (nosqltune_home / "datasets").iterdir()) \
-        if (nosqltune_home / "datasets").exists() else []
+    after = sorted(p.name for p in dataset_cache.iterdir())
     assert after == before
 
 

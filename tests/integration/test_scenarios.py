@@ -15,8 +15,11 @@ from .conftest import OPERATIONS, SMALL
 
 def bench(capsys, study: Path, *argv: str) -> tuple[int, list[dict]]:
     code = main(["bench", *argv, "--study", str(study), "--json"])
-    capsys.readouterr()
-    return code, open_store(str(study)).trials()
+    err = capsys.readouterr().err
+    trials = open_store(str(study)).trials() if study.exists() else []
+    assert code == 0, [line for line in err.splitlines() if "progress" not in line][-3:] + \
+        [t["error"] for t in trials[-1:]]
+    return code, trials
 
 
 def test_disk_bound_reads_from_disk_inside_a_memory_cgroup(nosqltune_home, tmp_path, capsys):
@@ -50,7 +53,8 @@ def test_write_heavy_flushes_and_compacts_inside_the_measured_phase(nosqltune_ho
     study = tmp_path / "write.db"
     # a 4 MiB memtable space instead of the scenario's 32 MiB: the same effect on a test-sized run
     code, rows = bench(capsys, study, "--scenario", "write-heavy", *SMALL[:2], "--operations", "20000",
-                       "--warmup-ops", "300", "--threads", "8", "--heap", "1G", "--set", "memtable_heap_space=4")
+                       "--warmup-ops", "300", "--threads", "8", "--heap", "1G", "--set", "memtable_heap_space=4",
+                       "--force")
     assert code == 0, rows[-1]["error"]
     (row,) = rows
     assert row["workload"]["name"] == "write90" and row["workload"]["harness"]["scenario"] == "write-heavy"

@@ -269,6 +269,8 @@ def test_bad_arguments(fake):
     _v1(fake)
     with pytest.raises(ValueError):
         fake.create("../escape")
+    with fake.create(".nosqltune-nodes-9042") as group:  # a work directory's name is fine after the prefix
+        assert group.path.name == "nosqltune-.nosqltune-nodes-9042"
     with pytest.raises(ValueError):
         fake.create(limit=4096)
 

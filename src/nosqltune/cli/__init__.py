@@ -12,7 +12,7 @@ import sys
 from .. import __version__
 from ..errors import NosqltuneError
 
-COMMANDS = ("bench", "tune", "collect", "importance", "model", "recommend", "compare", "report", "export", "node", "cluster", "knobs", "scenarios", "calibrate", "setup")
+COMMANDS = ("bench", "tune", "collect", "importance", "model", "recommend", "compare", "report", "export", "node", "cluster", "knobs", "scenarios", "datasets", "calibrate", "setup")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,7 +30,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_SELF_CGROUP = Path("/proc/self/cgroup")
 PROC = Path("/proc")
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # after "nosqltune-": never "." nor ".." nor a path
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 # the unit tests stand a plain directory tree in for cgroupfs, whose kernel fills a new group with its files and
 # empties it on rmdir

@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """Per-user cache shared by all projects: Maven artifacts, resolved classpaths, CDS archives."""
+    """Per-user cache shared by all projects: Maven artifacts, resolved classpaths, CDS archives, datasets."""
     root = os.environ.get("NOSQLTUNE_CACHE")
     if root:
         return Path(root).expanduser()
@@ -15,8 +15,17 @@ def cache_dir() -> Path:
 
 
 def work_dir() -> Path:
-    """Per-project work directory (node data, dataset snapshots, logs): ./.nosqltune by default."""
+    """Per-project work directory (trial nodes, logs, the default study): ./.nosqltune by default."""
     return Path(os.environ.get("NOSQLTUNE_HOME", ".nosqltune")).expanduser().resolve()
+
+
+def datasets_dir() -> Path:
+    """The loaded datasets every trial restores, kept per user so another working directory reuses them:
+    cache_dir()/datasets, or NOSQLTUNE_DATASETS."""
+    root = os.environ.get("NOSQLTUNE_DATASETS")
+    if root:
+        return Path(root).expanduser().resolve()
+    return cache_dir() / "datasets"
 
 
 def maven_repo() -> Path:

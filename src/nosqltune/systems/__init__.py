@@ -61,6 +61,9 @@ class Datastore:
         return self.module.default_knobs(settings)
 
     def preflight(self, workload: "Workload", settings: TrialSettings) -> None:
+        from .dataset import budget_setting
+
+        budget_setting()   # a bad NOSQLTUNE_DATASET_BUDGET is refused before anything runs
         self.module.preflight(workload, settings)
 
     def fingerprint(self, settings: TrialSettings) -> dict:

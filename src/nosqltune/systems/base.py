@@ -49,6 +49,10 @@ class TrialSettings:
     write_consistency: str = "ONE"
     # per-node cassandra.yaml knobs on top of the configuration every node gets: {"2": {knob: value}}
     per_node: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # how a dataset is loaded (Cassandra): "bulk" writes the records as SSTables with Cassandra's own writer and
+    # imports them into the node (systems/cassandra/bulk.py; a cluster loads over CQL), "cql" inserts them through
+    # the node, as YCSB's load phase does
+    load_method: str = "bulk"
     # the benchmark scenario (scenarios/scenarios.yaml) these settings come from
     scenario: str = "in-memory"
     # a memory cgroup per node (disk-bound): capped at heap + offheap_mb + page_cache_mb, its page cache and the
@@ -149,7 +153,7 @@ def end_trial(result: TrialResult, timings: dict[str, float], started: float, st
     import shutil
     import time
 
-    from ..runtime.paths import work_dir
+    from .dataset import dataset_for
 
     t0 = time.monotonic()
     stop()
@@ -159,7 +163,7 @@ def end_trial(result: TrialResult, timings: dict[str, float], started: float, st
     if not settings.keep_node:
         shutil.rmtree(home, ignore_errors=True)
     if settings.restore_mode == "reload":
-        shutil.rmtree(work_dir() / "datasets" / ("reload-" + home.name), ignore_errors=True)
+        shutil.rmtree(dataset_for("reload-" + home.name).root, ignore_errors=True)
 
 
 def judge_errors(result: TrialResult, metrics: dict[str, Any]) -> None:

@@ -33,6 +33,10 @@ class PlacedConfig:
         """The table options that shape the SSTables on disk (compression, ...), set before the data is loaded."""
         return [f"ALTER TABLE {keyspace}.{table} WITH {_cql_options(self.reload_table)}"] if self.reload_table else []
 
+    def reload_table_options(self) -> str | None:
+        """Those table options as the body of a CQL WITH clause (for a CREATE TABLE), or None."""
+        return _cql_options(self.reload_table) if self.reload_table else None
+
     def keyspace_statements(self, keyspace: str) -> list[str]:
         return [f"ALTER KEYSPACE {keyspace} WITH {_cql_options(self.keyspace)}"] if self.keyspace else []
 

@@ -73,8 +73,17 @@ def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[
 
 
 def cassandra_dataset_key(version: str, data_shape: dict[str, Any], reload_knobs: dict[str, Any],
-                          heap_mb: int) -> str:
-    return dataset_key({"cassandra": version, "data": data_shape, "knobs": reload_knobs, "heap_mb": heap_mb})
+                          heap_mb: int, method: str = "cql") -> str:
+    parts = {"cassandra": version, "data": data_shape, "knobs": reload_knobs, "heap_mb": heap_mb}
+    if method != "cql":   # datasets loaded over CQL keep the keys they had before bulk loading existed
+        parts["load"] = method
+    return dataset_key(parts)
+
+
+def load_method(settings: TrialSettings) -> str:
+    """How a dataset of these settings is loaded: bulk (SSTables written and imported) on a single node, else CQL
+    (a cluster's nodes would each have to import the SSTables of the token ranges they own)."""
+    return "bulk" if settings.load_method == "bulk" and settings.nodes == 1 else "cql"
 
 
 def _create_schema(address: str, port: int, fieldcount: int, replication_factor: int = 1,
@@ -97,20 +106,34 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
     """Boot a fresh node (with the load-affecting knobs), create the schema, load, drain: the dataset. With
     `settings.nodes` > 1 a local cluster does it, and the dataset holds one folder per node (node1, ...)."""
 
+    method = load_method(settings)
+
     def build(home: Path) -> dict[str, Any]:
         # only the knobs that shape the loaded data (e.g. num_tokens) are set while loading
         servers = _Servers(home, placed.reload_yaml, [], settings)
         with servers:
             progress(f"loading {workload.records} records (dataset {dataset.key})")
+            if method == "bulk":   # the records written as SSTables by Cassandra's own writer, before the node boots
+                from .bulk import BulkSettings, import_written, table_statement, write_sstables
+
+                written = write_sstables(workload, home / "bulk", table_statement(KEYSPACE, TABLE, workload.fieldcount,
+                                                                                  placed.reload_table_options()),
+                                         version=settings.cassandra_version, yaml_overrides=placed.reload_yaml,
+                                         settings=BulkSettings(cpus=settings.client_cpus))
             boot = servers.start(settings.boot_timeout)
             first = servers.first
             _create_schema(first.address, first.ports.native, workload.fieldcount,
                            settings.loaded_design()["replication_factor"],
                            placed.reload_table_statements(KEYSPACE, TABLE))
-            loader = Workload.from_dict({**workload.to_dict(), "threads": settings.load_threads})
-            load = run_client("load", loader, host=servers.hosts, port=first.ports.native,
-                              trial_dir=home / "load", timeout=client_timeout(workload, "load"),
-                              cpus=settings.client_cpus, extra=_consistency(settings))
+            if method == "bulk":   # ... and imported into it (nodetool import)
+                bulk = import_written(written, first.ports.jmx)
+                load = {"errors": 0, "wall_seconds": bulk["load_s"], "throughput_ops_s": bulk["throughput_ops_s"],
+                        "bulk": bulk}
+            else:
+                loader = Workload.from_dict({**workload.to_dict(), "threads": settings.load_threads})
+                load = run_client("load", loader, host=servers.hosts, port=first.ports.native,
+                                  trial_dir=home / "load", timeout=client_timeout(workload, "load"),
+                                  cpus=settings.client_cpus, extra=_consistency(settings))
             started = time.monotonic()
             servers.stop(drain=True)
             drain_s = time.monotonic() - started
@@ -127,6 +150,7 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
                 "reload_knobs": placed.reload, "cassandra_version": settings.cassandra_version,
                 "design": settings.loaded_design(),
                 "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
+                "load_method": method, **({"bulk": load["bulk"]} if "bulk" in load else {}),
                 "drain_s": drain_s, "created_at": time.time()}
 
     return create_dataset(dataset, build)
@@ -225,11 +249,11 @@ def ensure_dataset(space: KnobSpace, overrides: dict[str, Any], workload: Worklo
 def _ensure_dataset(placed: PlacedConfig, workload: Workload, settings: TrialSettings,
                     progress: Progress) -> tuple[Dataset, float]:
     key = cassandra_dataset_key(settings.cassandra_version, workload.dataset_properties(), placed.reload,
-                                settings.heap_mb)
+                                settings.heap_mb, load_method(settings))
     if settings.loaded_design() != {"nodes": 1, "replication_factor": 1}:
         key = dataset_key({"single": key, "design": settings.loaded_design()})
     dataset = dataset_for(key)
-    if dataset.exists():
+    if dataset.hold():   # held: no other process evicts it before this trial has restored it
         return dataset, 0.0
     started = time.monotonic()
     build_dataset(dataset, workload, placed, settings, progress)

@@ -266,7 +266,7 @@ def ensure_dataset(target: Target, space: KnobSpace, workload: Workload, setting
     step (default: YCSB's load phase through the binding), stop, then the snapshot step (keep the data, now at
     rest, in ${dataset})."""
     dataset = dataset_for(dataset_key({"external": target.digest, "data": workload.dataset_properties()}))
-    if dataset.exists():
+    if dataset.hold():   # held for the whole trial: its steps read ${dataset}
         return dataset, 0.0
     started = time.monotonic()
 

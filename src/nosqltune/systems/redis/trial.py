@@ -123,13 +123,13 @@ def build_dataset(dataset: Dataset, workload: Workload, settings: TrialSettings,
                 "estimated_bytes": estimated_bytes(workload), "load_s": load["wall_seconds"],
                 "load_throughput_ops_s": load["throughput_ops_s"], "save_s": save_s, "created_at": time.time()}
 
-    return create_dataset(dataset, build)
+    return create_dataset(dataset, build, expected_bytes=estimated_bytes(workload))
 
 
 def ensure_dataset(workload: Workload, settings: TrialSettings,
                    progress: Progress = quiet) -> tuple[Dataset, float]:
     dataset = dataset_for(redis_dataset_key(redis_version(), workload.dataset_properties()))
-    if dataset.exists():
+    if dataset.hold():   # held: no other process evicts it before this trial has restored it
         return dataset, 0.0
     started = time.monotonic()
     build_dataset(dataset, workload, settings, progress)

@@ -34,7 +34,13 @@ import javax.management.remote.JMXServiceURL;
  * NodeInternals --jmx-port N [--host 127.0.0.1] stats [--keyspace ycsb] [--table usertable]
  * NodeInternals --jmx-port N drain [--timeout-seconds 60]
  * NodeInternals --jmx-port N flush --keyspace K [--table T ...] [--timeout-seconds 60]
+ * NodeInternals --jmx-port N import --keyspace K --table T --directory D [--directory D2 ...] [--verify]
+ *     [--timeout-seconds 60]
  * </pre>
+ *
+ * <p>{@code import} is {@code nodetool import}: the table's {@code importNewSSTables} moves the SSTables
+ * of each directory into the table's data directory and makes them live (without {@code --verify}
+ * their checksums and tokens are not checked first). It fails if any directory could not be imported.
  *
  * <p>{@code stats} prints one JSON object on stdout; a metric that cannot be read (e.g. the
  * table does not exist yet) is null. Exit codes: 0 ok, 2 bad usage, 3 cannot connect,
@@ -68,6 +74,8 @@ public final class NodeInternals {
     String command;
     String keyspace;
     List<String> tables = new ArrayList<>();
+    List<String> directories = new ArrayList<>();
+    boolean verify;
     long timeoutSeconds = 60;
     long connectTimeoutSeconds = 5;
   }
@@ -77,6 +85,8 @@ public final class NodeInternals {
     err.println("  stats [--keyspace ycsb] [--table usertable]   one JSON object with node internals");
     err.println("  drain [--timeout-seconds 60]                   nodetool drain; returns when done");
     err.println("  flush --keyspace K [--table T]... [--timeout-seconds 60]");
+    err.println("  import --keyspace K --table T --directory D [--directory D]... [--verify] [--timeout-seconds 60]");
+    err.println("                                                 nodetool import: SSTables of D become live");
     err.println("  --connect-timeout-seconds S (default 5)");
     err.println("Exit codes: 0 ok, 2 usage, 3 cannot connect, 4 operation failed or timed out");
   }
@@ -102,6 +112,12 @@ public final class NodeInternals {
             }
           }
           break;
+        case "--directory":
+          a.directories.add(value(argv, ++i, s));
+          break;
+        case "--verify":
+          a.verify = true;
+          break;
         case "--timeout-seconds":
           a.timeoutSeconds = parseInt(value(argv, ++i, s), s);
           break;
@@ -111,6 +127,7 @@ public final class NodeInternals {
         case "stats":
         case "drain":
         case "flush":
+        case "import":
           if (a.command != null) {
             throw new Failure(EXIT_USAGE, "more than one command: " + a.command + ", " + s);
           }
@@ -124,7 +141,10 @@ public final class NodeInternals {
       throw new Failure(EXIT_USAGE, "--jmx-port is required");
     }
     if (a.command == null) {
-      throw new Failure(EXIT_USAGE, "a command (stats, drain, flush) is required");
+      throw new Failure(EXIT_USAGE, "a command (stats, drain, flush, import) is required");
+    }
+    if (a.command.equals("import") && (a.keyspace == null || a.tables.size() != 1 || a.directories.isEmpty())) {
+      throw new Failure(EXIT_USAGE, "import needs --keyspace, one --table and at least one --directory");
     }
     if (a.command.equals("flush") && a.keyspace == null) {
       throw new Failure(EXIT_USAGE, "flush needs --keyspace");
@@ -193,6 +213,16 @@ public final class NodeInternals {
               + " completed");
           break;
         }
+        case "import": {
+          List<String> failed = importSSTables(ex, mbs, a);
+          if (!failed.isEmpty()) {
+            throw new Failure(EXIT_OPERATION, "import into " + a.keyspace + "." + a.tables.get(0)
+                + " failed for " + failed + " (the node's log says why)");
+          }
+          System.err.println("import of " + a.directories + " into " + a.keyspace + "." + a.tables.get(0)
+              + " completed");
+          break;
+        }
         default:
           throw new Failure(EXIT_USAGE, "unknown command " + a.command);
       }
@@ -244,6 +274,23 @@ public final class NodeInternals {
       Thread.currentThread().interrupt();
       throw new Failure(EXIT_OPERATION, what + " interrupted");
     }
+  }
+
+  /**
+   * The table's importNewSSTables (Cassandra 4.0+): level and repair state reset, row cache entries invalidated,
+   * files moved rather than copied; checksums and tokens verified only with --verify. Returns the directories that
+   * failed (the node logs why and leaves their SSTables where they were).
+   */
+  @SuppressWarnings("unchecked")
+  static List<String> importSSTables(ExecutorService ex, MBeanServerConnection mbs, Args a) throws Failure {
+    String table = "org.apache.cassandra.db:type=Tables,keyspace=" + quoteIfNeeded(a.keyspace) + ",table="
+        + quoteIfNeeded(a.tables.get(0));
+    Set<String> directories = new java.util.LinkedHashSet<>(a.directories);
+    String b = boolean.class.getName();
+    Object failed = call(ex, a.timeoutSeconds, "import", () -> mbs.invoke(new ObjectName(table), "importNewSSTables",
+        new Object[] {directories, true, true, a.verify, a.verify, true, false, false},
+        new String[] {Set.class.getName(), b, b, b, b, b, b, b}));
+    return failed == null ? List.of() : (List<String>) failed;
   }
 
   static JMXConnector connect(ExecutorService ex, Args a) throws Failure {

@@ -1,0 +1,525 @@
+package nosqltune.loadgen;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.Vector;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.cassandra.config.DatabaseDescriptor;
+import org.apache.cassandra.db.DecoratedKey;
+import org.apache.cassandra.dht.IPartitioner;
+import org.apache.cassandra.dht.Murmur3Partitioner;
+import org.apache.cassandra.io.sstable.CQLSSTableWriter;
+import org.apache.cassandra.io.sstable.KeyReader;
+import org.apache.cassandra.io.sstable.format.FilterComponent;
+import org.apache.cassandra.io.sstable.format.SSTableReader;
+import org.apache.cassandra.utils.FilterFactory;
+import org.apache.cassandra.utils.IFilter;
+import site.ycsb.ByteIterator;
+import site.ycsb.DB;
+import site.ycsb.DBException;
+import site.ycsb.Status;
+
+/**
+ * YCSB binding that writes every inserted record into SSTables with Cassandra's own {@code CQLSSTableWriter}
+ * instead of sending it to a node: YCSB's load phase ({@code -load} with CoreWorkload) then produces exactly the
+ * records it would have inserted over CQL (same keys, fields and values), as SSTables that {@code nodetool
+ * import} (JMX {@code importNewSSTables}) adds to a node. Only {@code insert} is supported; every other
+ * operation returns NOT_IMPLEMENTED.
+ *
+ * <p>Cassandra's jars ({@code cassandra-all} and its dependencies, of the version of the node that imports the
+ * SSTables) must be on the classpath: loadgen declares them {@code provided}.
+ *
+ * <p>How: inserted records are kept as their columns' bytes in a buffer (one for all client threads, or one
+ * per thread). A full buffer (its size of keys and values, see {@code sstable.buffer_mb}) goes to a flusher
+ * thread, which sorts it by partition (token, then key) and hands it to a CQLSSTableWriter in sorted mode: one
+ * SSTable per buffer, written partition by partition. CQLSSTableWriter's own unsorted mode does the same sort,
+ * but through a tree map it looks every record up in (a third of the CPU of a load) and with the records as
+ * Cassandra's row objects on the heap (about three times their size). Each CQLSSTableWriter is used by one
+ * flusher thread only (it is not thread-safe). Flusher n writes into
+ * {@code <sstable.directory>/<n>/<keyspace>/<table>/} and, once all is written, records how many rows it wrote in
+ * {@code <sstable.directory>/<n>/rows}: a flusher directory without that file did not finish (a failure also fails
+ * every insert after it).
+ *
+ * <p>The SSTable version: Cassandra's client mode, which CQLSSTableWriter sets up by default, writes the newest
+ * version of the format (5.0: big {@code oa}), and a node whose {@code storage_compatibility_mode} is
+ * CASSANDRA_4 (5.0's shipped setting, and ours) takes only versions it writes itself ({@code nb}): it would
+ * refuse those SSTables. With {@code sstable.cassandra_yaml} the writer runs in Cassandra's tool mode (as its
+ * offline tools do) under the node's own configuration instead, and writes what the node writes.
+ *
+ * <p>The bloom filter: CQLSSTableWriter sizes every SSTable's filter for zero partitions (CASSANDRA-21423),
+ * which makes it useless (every read of a key would look into every SSTable), and a node never rebuilds it.
+ * So each SSTable's filter is rebuilt as soon as the SSTable is written, for the partitions it holds and the
+ * table's {@code bloom_filter_fp_chance}: the filter a node's flush or compaction writes.
+ *
+ * <p>Properties: {@code sstable.directory} (required), {@code cassandra.keyspace} (ycsb), {@code table}
+ * (usertable), {@code fieldcount} (10) and {@code fieldnameprefix} (field) as in CoreWorkload,
+ * {@code sstable.schema} (the CREATE TABLE statement, keyspace-qualified, with any table options that shape
+ * SSTables such as compression; default: {@code y_id varchar PRIMARY KEY} and one varchar column per field,
+ * Cassandra's default options), {@code sstable.buffers} ({@code shared}: one buffer all client threads fill,
+ * the default; {@code thread}: one per client thread), {@code sstable.buffer_mb} (128: MiB of keys and values per
+ * buffer, so per SSTable; a comma-separated list gives successive buffers successive sizes, the last repeating,
+ * e.g. sizes that size-tiered compaction leaves alone), {@code sstable.flushers}
+ * (threads that sort and write full buffers, 1), {@code sstable.cassandra_yaml} (the importing node's
+ * cassandra.yaml, see above).
+ */
+public class SSTableWriterDB extends DB {
+
+  public static final String DIRECTORY_PROPERTY = "sstable.directory";
+  public static final String SCHEMA_PROPERTY = "sstable.schema";
+  public static final String BUFFERS_PROPERTY = "sstable.buffers";
+  public static final String BUFFER_PROPERTY = "sstable.buffer_mb";
+  public static final String FLUSHERS_PROPERTY = "sstable.flushers";
+  public static final String NODE_CONFIG_PROPERTY = "sstable.cassandra_yaml";
+  /** The file beside a flusher's SSTables that holds the number of rows it wrote, once all were written. */
+  public static final String ROWS_FILE = "rows";
+  /** A field the record lacks: left unset, as a CQL INSERT of the given fields leaves it. */
+  private static final byte[] UNSET = new byte[0];
+
+  private static final Object LOCK = new Object();
+  private static Load load;
+
+  /** One record: its partition key and its fields' bytes (UNSET: not given; null: a null value). */
+  static final class Record {
+    final DecoratedKey key;
+    /** Murmur3's token as a long (0 under other partitioners): sorting compares it before the key itself. */
+    final long token;
+    final byte[][] values;
+
+    Record(DecoratedKey key, byte[][] values) {
+      this.key = key;
+      this.token = key.getToken() instanceof Murmur3Partitioner.LongToken
+          ? ((Murmur3Partitioner.LongToken) key.getToken()).token : 0;
+      this.values = values;
+    }
+
+    /** The partitioner's order of partitions (DecoratedKey's: token, then key), without chasing the token. */
+    static int compare(Record a, Record b) {
+      int c = Long.compare(a.token, b.token);
+      return c != 0 ? c : a.key.compareTo(b.key);
+    }
+  }
+
+  /** Records waiting for their SSTable, up to {@code limit} bytes of keys and values. */
+  static final class Buffer {
+    final List<Record> records = new ArrayList<>();
+    final long limit;
+    long bytes;
+
+    Buffer(long limit) {
+      this.limit = limit;
+    }
+  }
+
+  /** What the binding instances of one load share: the settings, the flushers and what they wrote. */
+  static final class Load {
+    final Path root;
+    final String schema;
+    final String insert;
+    final long[] bufferBytes;
+    final AtomicInteger buffersMade = new AtomicInteger();
+    final boolean sharedBuffer;
+    final IPartitioner partitioner;
+    final ExecutorService flushers;
+    final Semaphore flushSlots;
+    final BlockingQueue<Path> directories;
+    final Map<Path, AtomicLong> rowsByDirectory = new HashMap<>();
+    final List<Future<?>> flushes = new ArrayList<>();
+    final AtomicReference<Throwable> failure = new AtomicReference<>();
+    final String keyspace;
+    final String table;
+    Buffer shared;
+    int references;
+
+    Load(Path root, String keyspace, String table, String schema, String insert, long[] bufferBytes,
+         boolean sharedBuffer, int flusherCount) throws IOException {
+      this.root = root;
+      this.keyspace = keyspace;
+      this.table = table;
+      this.schema = schema;
+      this.insert = insert;
+      this.bufferBytes = bufferBytes;
+      this.sharedBuffer = sharedBuffer;
+      this.partitioner = DatabaseDescriptor.getPartitioner();
+      this.directories = new ArrayBlockingQueue<>(flusherCount);
+      for (int i = 1; i <= flusherCount; i++) {
+        Path flusherRoot = root.resolve(String.valueOf(i));
+        Files.createDirectories(flusherRoot.resolve(keyspace).resolve(table));
+        directories.add(flusherRoot);
+        rowsByDirectory.put(flusherRoot, new AtomicLong());
+      }
+      AtomicInteger numbers = new AtomicInteger();
+      this.flushers = Executors.newFixedThreadPool(flusherCount, r -> {
+        Thread t = new Thread(r, "sstable-flusher-" + numbers.incrementAndGet());
+        t.setDaemon(true);
+        return t;
+      });
+      this.flushSlots = new Semaphore(flusherCount);
+      this.shared = sharedBuffer ? newBuffer() : null;
+    }
+
+    /** The next buffer: successive buffers take the successive sizes of the plan, the last one repeating. */
+    Buffer newBuffer() {
+      int i = buffersMade.getAndIncrement();
+      return new Buffer(bufferBytes[Math.min(i, bufferBytes.length - 1)]);
+    }
+
+    /** Hands a buffer to a flusher; waits while every flusher is busy (so at most that many buffers wait). */
+    void flush(Buffer buffer) throws InterruptedException {
+      if (buffer.records.isEmpty()) {
+        return;
+      }
+      flushSlots.acquire();
+      Future<?> f = flushers.submit(() -> {
+        Path directory = directories.poll();
+        try {
+          long written = write(directory.resolve(keyspace).resolve(table), buffer);
+          rowsByDirectory.get(directory).addAndGet(written);
+        } catch (Throwable t) {
+          failure.compareAndSet(null, t);
+        } finally {
+          directories.add(directory);
+          flushSlots.release();
+        }
+      });
+      synchronized (flushes) {
+        flushes.add(f);
+      }
+    }
+
+    /** One SSTable of the buffer's records, in the partitioner's order; returns the rows written. */
+    long write(Path directory, Buffer buffer) throws IOException {
+      List<Record> records = buffer.records;
+      records.sort(Record::compare);
+      try (CQLSSTableWriter writer = CQLSSTableWriter.builder()
+          .inDirectory(directory.toString())
+          .forTable(schema)
+          .using(insert)
+          .sorted()
+          .openSSTableOnProduced()
+          .withSSTableProducedListener(SSTableWriterDB::rebuildFilters)
+          .build()) {
+        List<ByteBuffer> row = new ArrayList<>();
+        for (Record r : records) {
+          row.clear();
+          row.add(r.key.getKey());
+          for (byte[] v : r.values) {
+            row.add(v == UNSET ? CQLSSTableWriter.UNSET_VALUE : v == null ? null : ByteBuffer.wrap(v));
+          }
+          writer.rawAddRow(row);
+        }
+      }
+      return records.size();
+    }
+
+    /** Waits for every flush; then each flusher directory gets its row count, unless something failed. */
+    void finish() throws DBException {
+      try {
+        List<Future<?>> all;
+        synchronized (flushes) {
+          all = new ArrayList<>(flushes);
+        }
+        for (Future<?> f : all) {
+          f.get();
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        failure.compareAndSet(null, e);
+      } catch (java.util.concurrent.ExecutionException e) {
+        failure.compareAndSet(null, e.getCause());
+      } finally {
+        flushers.shutdown();
+      }
+      Throwable failed = failure.get();
+      if (failed != null) {
+        throw new DBException("writing SSTables into " + root + " failed: " + CassandraCQLClient.oneLine(failed),
+            failed);
+      }
+      try {
+        for (Map.Entry<Path, AtomicLong> e : rowsByDirectory.entrySet()) {
+          Files.write(e.getKey().resolve(ROWS_FILE), (e.getValue().get() + "\n").getBytes(StandardCharsets.UTF_8));
+        }
+      } catch (IOException e) {
+        throw new DBException("cannot record the rows written: " + e, e);
+      }
+    }
+  }
+
+  private Load myLoad;
+  private Buffer own;
+  private String[] fields;
+  private Map<String, Integer> fieldIndex;
+
+  @Override
+  public void init() throws DBException {
+    if (myLoad != null) {
+      return;
+    }
+    Properties p = getProperties();
+    String directory = p.getProperty(DIRECTORY_PROPERTY);
+    if (directory == null || directory.trim().isEmpty()) {
+      throw new DBException(DIRECTORY_PROPERTY + " is required");
+    }
+    String keyspace = p.getProperty(CassandraCQLClient.KEYSPACE_PROPERTY, "ycsb");
+    String table = p.getProperty(CassandraCQLClient.TABLE_PROPERTY, "usertable");
+    int fieldCount = Integer.parseInt(p.getProperty("fieldcount", "10").trim());
+    String prefix = p.getProperty("fieldnameprefix", "field");
+    fields = new String[fieldCount];
+    fieldIndex = new HashMap<>();
+    for (int i = 0; i < fieldCount; i++) {
+      fields[i] = prefix + i;
+      fieldIndex.put(fields[i], i);
+    }
+    String schema = p.getProperty(SCHEMA_PROPERTY, defaultSchema(keyspace, table, fields));
+    String[] sizes = p.getProperty(BUFFER_PROPERTY, "128").split(",");
+    long[] bufferBytes = new long[sizes.length];
+    for (int i = 0; i < sizes.length; i++) {
+      bufferBytes[i] = (long) (Double.parseDouble(sizes[i].trim()) * (1 << 20));
+      if (bufferBytes[i] <= 0) {
+        throw new DBException(BUFFER_PROPERTY + " must be positive sizes, got: " + sizes[i]);
+      }
+    }
+    int flusherCount = Integer.parseInt(p.getProperty(FLUSHERS_PROPERTY, "1").trim());
+    String buffers = p.getProperty(BUFFERS_PROPERTY, "shared").trim().toLowerCase(Locale.ROOT);
+    if (!buffers.equals("thread") && !buffers.equals("shared")) {
+      throw new DBException(BUFFERS_PROPERTY + " must be shared or thread, got: " + buffers);
+    }
+    if (flusherCount <= 0) {
+      throw new DBException(FLUSHERS_PROPERTY + " must be positive");
+    }
+    Path root = Paths.get(directory);
+    try {
+      synchronized (LOCK) {
+        if (load == null) {
+          initializeCassandra(p.getProperty(NODE_CONFIG_PROPERTY));
+          CQLSSTableWriter.builder();   // Cassandra's client mode, unless the tool mode above: the partitioner
+          load = new Load(root, keyspace, table, schema, insertStatement(keyspace, table, fields), bufferBytes,
+              buffers.equals("shared"), flusherCount);
+        }
+        load.references++;
+        myLoad = load;
+        own = load.sharedBuffer ? null : load.newBuffer();
+      }
+    } catch (IOException | RuntimeException e) {
+      throw new DBException("cannot set up SSTable writing in " + root + ": " + CassandraCQLClient.oneLine(e), e);
+    } catch (LinkageError e) {
+      throw new DBException("Cassandra's jars (cassandra-all) are not on the classpath: "
+          + CassandraCQLClient.oneLine(e), e);
+    }
+  }
+
+  /**
+   * Cassandra's tool mode under the node's cassandra.yaml, set up before CQLSSTableWriter would set up its client
+   * mode (whichever comes first stays); nothing without a yaml.
+   */
+  private static void initializeCassandra(String yaml) throws DBException {
+    if (yaml == null || yaml.trim().isEmpty() || DatabaseDescriptor.isToolInitialized()) {
+      return;
+    }
+    Path path = Paths.get(yaml.trim()).toAbsolutePath();
+    if (!Files.isReadable(path)) {
+      throw new DBException(NODE_CONFIG_PROPERTY + ": cannot read " + path);
+    }
+    if (DatabaseDescriptor.isClientInitialized()) {
+      throw new DBException("Cassandra's client mode is set up already: " + path + " cannot apply");
+    }
+    System.setProperty("cassandra.config", path.toUri().toString());
+    DatabaseDescriptor.toolInitialization(false);
+  }
+
+  static String defaultSchema(String keyspace, String table, String[] fields) {
+    StringBuilder sb = new StringBuilder("CREATE TABLE ").append(keyspace).append('.').append(table)
+        .append(" (").append(CassandraCQLClient.KEY_COLUMN).append(" varchar PRIMARY KEY");
+    for (String f : fields) {
+      sb.append(", ").append(f).append(" varchar");
+    }
+    return sb.append(')').toString();
+  }
+
+  static String insertStatement(String keyspace, String table, String[] fields) {
+    StringBuilder sb = new StringBuilder("INSERT INTO ").append(keyspace).append('.').append(table)
+        .append(" (").append(CassandraCQLClient.KEY_COLUMN);
+    for (String f : fields) {
+      sb.append(", ").append(f);
+    }
+    sb.append(") VALUES (?");
+    for (int i = 0; i < fields.length; i++) {
+      sb.append(", ?");
+    }
+    return sb.append(')').toString();
+  }
+
+  /** Called by a flusher with each SSTable it wrote; what it throws fails the flush. */
+  static void rebuildFilters(Collection<SSTableReader> written) {
+    for (SSTableReader sstable : written) {
+      try {
+        rebuildFilter(sstable);
+      } catch (IOException e) {
+        throw new UncheckedIOException("rebuilding the bloom filter of " + sstable.descriptor + " failed", e);
+      } finally {
+        sstable.selfRef().release();
+      }
+    }
+  }
+
+  /** The SSTable's bloom filter for its partitions (counted in its index), in place of the one it was written with. */
+  static void rebuildFilter(SSTableReader sstable) throws IOException {
+    double fpChance = sstable.metadata().params.bloomFilterFpChance;
+    if (fpChance >= 1.0) {
+      return; // no filter wanted: what was written stands
+    }
+    long partitions = 0;
+    try (KeyReader keys = sstable.keyReader()) {
+      for (; !keys.isExhausted(); keys.advance()) {
+        partitions++;
+      }
+    }
+    IFilter filter = FilterFactory.getFilter(partitions, fpChance);
+    try (KeyReader keys = sstable.keyReader()) {
+      for (; !keys.isExhausted(); keys.advance()) {
+        filter.add(sstable.decorateKey(keys.key()));
+      }
+      FilterComponent.save(filter, sstable.descriptor, false);
+    } finally {
+      filter.close();
+    }
+  }
+
+  @Override
+  public void cleanup() throws DBException {
+    Load l = myLoad;
+    if (l == null) {
+      return;
+    }
+    myLoad = null;
+    boolean last;
+    Buffer rest = null;
+    synchronized (LOCK) {
+      last = --l.references == 0;
+      if (last) {
+        load = null;
+        rest = l.shared;
+      }
+    }
+    try {
+      if (own != null) {
+        l.flush(own);
+      }
+      if (rest != null) {
+        l.flush(rest);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      l.failure.compareAndSet(null, e);
+    }
+    if (last) {
+      l.finish();
+    }
+  }
+
+  @Override
+  public Status insert(String table, String key, Map<String, ByteIterator> values) {
+    Load l = myLoad;
+    if (l.failure.get() != null) {
+      return Status.ERROR;   // a flush failed: the load is lost, and says so
+    }
+    byte[] keyBytes = key.getBytes(StandardCharsets.UTF_8);
+    byte[][] row = new byte[fields.length][];
+    java.util.Arrays.fill(row, UNSET);
+    long bytes = keyBytes.length;
+    for (Map.Entry<String, ByteIterator> e : values.entrySet()) {
+      Integer i = fieldIndex.get(e.getKey());
+      if (i == null) {
+        System.err.println("[loadgen] SSTable writer: no column for field " + e.getKey());
+        return Status.ERROR;
+      }
+      ByteIterator v = e.getValue();
+      row[i] = v == null ? null : utf8(v);
+      bytes += row[i] == null ? 0 : row[i].length;
+    }
+    Record record = new Record(l.partitioner.decorateKey(ByteBuffer.wrap(keyBytes)), row);
+    Buffer full = null;
+    if (l.sharedBuffer) {
+      synchronized (l) {
+        l.shared.records.add(record);
+        l.shared.bytes += bytes;
+        if (l.shared.bytes >= l.shared.limit) {
+          full = l.shared;
+          l.shared = l.newBuffer();
+        }
+      }
+    } else {
+      own.records.add(record);
+      own.bytes += bytes;
+      if (own.bytes >= own.limit) {
+        full = own;
+        own = l.newBuffer();
+      }
+    }
+    if (full != null) {
+      try {
+        l.flush(full);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        l.failure.compareAndSet(null, e);
+        return Status.ERROR;
+      }
+    }
+    return Status.OK;
+  }
+
+  /**
+   * The value as the CQL binding sends it: the UTF-8 bytes of {@code toString()}. YCSB's generated values are
+   * ASCII, whose bytes are their UTF-8 as they are: taken without the detour through a String.
+   */
+  static byte[] utf8(ByteIterator v) {
+    byte[] bytes = v.toArray();
+    for (byte b : bytes) {
+      if (b < 0) {
+        return new String(bytes).getBytes(StandardCharsets.UTF_8);   // as toString() decodes them
+      }
+    }
+    return bytes;
+  }
+
+  @Override
+  public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
+    return Status.NOT_IMPLEMENTED;
+  }
+
+  @Override
+  public Status scan(String table, String startkey, int recordcount, Set<String> fields,
+                     Vector<HashMap<String, ByteIterator>> result) {
+    return Status.NOT_IMPLEMENTED;
+  }
+
+  @Override
+  public Status update(String table, String key, Map<String, ByteIterator> values) {
+    return Status.NOT_IMPLEMENTED;
+  }
+
+  @Override
+  public Status delete(String table, String key) {
+    return Status.NOT_IMPLEMENTED;
+  }
+}

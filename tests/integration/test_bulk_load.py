@@ -1,0 +1,44 @@
+"""Against real Cassandra: a dataset loaded in bulk (YCSB's records written as SSTables by Cassandra's own writer,
+then imported into the node) serves every record."""
+
+import json
+
+from nosqltune.cli import main
+from nosqltune.store import open_store
+from nosqltune.systems.cassandra import cql
+from nosqltune.systems.cassandra.node import CassandraNode
+from nosqltune.systems.dataset import Dataset, dataset_for
+
+from .conftest import OPERATIONS, SMALL
+
+RECORDS = int(SMALL[SMALL.index("--records") + 1])
+
+
+def test_a_bulk_loaded_dataset_serves_every_record(nosqltune_home, tmp_path, capsys, monkeypatch):
+    # a dataset folder of its own (below the session's home, where the JVM leak check looks): this test loads one,
+    # whatever ran before it
+    monkeypatch.setenv("NOSQLTUNE_DATASETS", str(nosqltune_home / "bulk-datasets"))
+    study = tmp_path / "bulk.db"
+    code = main(["bench", "--workload", "ycsb-c", *SMALL, "--study", str(study), "--json"])
+    capsys.readouterr()
+    (row,) = open_store(str(study)).trials()
+    assert code == 0 and row["state"] == "COMPLETE", row["error"]
+    # every read found its record (a NOT_FOUND would count as an error)
+    assert row["metrics"]["errors"] == 0 and row["summary"]["read_count"] == OPERATIONS
+
+    (folder,) = [p for p in dataset_for("any").root.parent.iterdir() if (p / "meta.json").exists()]
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["load_method"] == "bulk"
+    assert meta["bulk"]["rows"] == RECORDS and meta["bulk"]["sstables"] >= 1 and meta["bulk"]["import_s"] > 0
+
+    # all the records, with YCSB's field count and lengths, on a node restored from the dataset
+    node_home = tmp_path / "count"
+    Dataset(key=folder.name, root=folder).restore_into(node_home / "data")
+    with CassandraNode(home=node_home, heap_mb=1024) as node:
+        node.start()
+        with cql.session(node.address, node.ports.native) as sess:
+            count = sess.execute("SELECT count(*) FROM ycsb.usertable").one()[0]
+            record = sess.execute("SELECT * FROM ycsb.usertable LIMIT 1").one()._asdict()
+    assert count == RECORDS
+    assert record["y_id"].startswith("user")
+    assert sorted(len(record[f"field{i}"]) for i in range(10)) == [100] * 10
