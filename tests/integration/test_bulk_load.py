@@ -24,7 +24,7 @@ def test_a_bulk_loaded_dataset_serves_every_record(nosqltune_home, tmp_path, cap
     (row,) = open_store(str(study)).trials()
     assert code == 0 and row["state"] == "COMPLETE", row["error"]
     # every read found its record (a NOT_FOUND would count as an error)
-    assert row["metrics"]["errors"] == 0 and row["summary"]["read_count"] == OPERATIONS
+    assert row["metrics"]["errors"] == 0 and row["metrics"]["summary"]["read_count"] == OPERATIONS
 
     (folder,) = [p for p in dataset_for("any").root.parent.iterdir() if (p / "meta.json").exists()]
     meta = json.loads((folder / "meta.json").read_text())
