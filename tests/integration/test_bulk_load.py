@@ -1,5 +1,5 @@
 """Against real Cassandra: a dataset loaded in bulk (YCSB's records written as SSTables by Cassandra's own writer,
-then imported into the node) serves every record."""
+then imported into the node), the default on one node, serves every record."""
 
 import json
 
@@ -7,17 +7,17 @@ from nosqltune.cli import main
 from nosqltune.store import open_store
 from nosqltune.systems.cassandra import cql
 from nosqltune.systems.cassandra.node import CassandraNode
-from nosqltune.systems.dataset import Dataset, dataset_for
+from nosqltune.systems.cassandra.trial import cassandra_dataset_key
+from nosqltune.systems.dataset import dataset_for
+from nosqltune.workloads.spec import make_workload
 
 from .conftest import OPERATIONS, SMALL
 
 RECORDS = int(SMALL[SMALL.index("--records") + 1])
 
 
-def test_a_bulk_loaded_dataset_serves_every_record(nosqltune_home, tmp_path, capsys, monkeypatch):
-    # a dataset folder of its own (below the session's home, where the JVM leak check looks): this test loads one,
-    # whatever ran before it
-    monkeypatch.setenv("NOSQLTUNE_DATASETS", str(nosqltune_home / "bulk-datasets"))
+def test_a_bulk_loaded_dataset_serves_every_record(nosqltune_home, tmp_path, capsys):
+    # the session's dataset of SMALL (loaded in bulk by this test or an earlier one: the key says bulk)
     study = tmp_path / "bulk.db"
     code = main(["bench", "--workload", "ycsb-c", *SMALL, "--study", str(study), "--json"])
     capsys.readouterr()
@@ -26,14 +26,15 @@ def test_a_bulk_loaded_dataset_serves_every_record(nosqltune_home, tmp_path, cap
     # every read found its record (a NOT_FOUND would count as an error)
     assert row["metrics"]["errors"] == 0 and row["metrics"]["summary"]["read_count"] == OPERATIONS
 
-    (folder,) = [p for p in dataset_for("any").root.parent.iterdir() if (p / "meta.json").exists()]
-    meta = json.loads((folder / "meta.json").read_text())
+    shape = make_workload("ycsb-c", records=RECORDS).dataset_properties()
+    dataset = dataset_for(cassandra_dataset_key("5.0.6", shape, {}, 1024, "bulk"))
+    meta = json.loads(dataset.meta_path.read_text())
     assert meta["load_method"] == "bulk"
-    assert meta["bulk"]["rows"] == RECORDS and meta["bulk"]["sstables"] >= 1 and meta["bulk"]["import_s"] > 0
+    assert meta["bulk"]["rows"] == RECORDS and meta["bulk"]["sstables"] == 1 and meta["bulk"]["import_s"] > 0
 
     # all the records, with YCSB's field count and lengths, on a node restored from the dataset
     node_home = tmp_path / "count"
-    Dataset(key=folder.name, root=folder).restore_into(node_home / "data")
+    dataset.restore_into(node_home / "data")
     with CassandraNode(home=node_home, heap_mb=1024) as node:
         node.start()
         with cql.session(node.address, node.ports.native) as sess:

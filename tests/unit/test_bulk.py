@@ -46,9 +46,9 @@ def test_the_writer_table_is_the_ycsb_table_with_the_options_that_shape_sstables
 
 
 def test_heap_follows_the_buffers_in_hand():
-    # one buffer filling, two being written: four times their bytes each
-    assert bulk.BulkSettings(threads=2).heap(100) == 512 + 3 * 4 * 100
-    assert bulk.BulkSettings(threads=4, buffers="thread", flushers=1).heap(50) == 512 + 5 * 4 * 50
+    # one buffer filling, two being written: three times their bytes each
+    assert bulk.BulkSettings(threads=2).heap(100) == 512 + 3 * 3 * 100
+    assert bulk.BulkSettings(threads=4, buffers="thread", flushers=1).heap(50) == 512 + 5 * 3 * 50
     assert bulk.BulkSettings(heap_mb=3000).heap(100) == 3000
 
 

@@ -1,8 +1,8 @@
 """Bulk loading a dataset: YCSB's load phase written straight into SSTables, then imported into the node.
 
 Loading over CQL goes through the whole write path of a node (commit log, memtables, flushes, compactions
-while loading) at a few thousand inserts a second on two cores. Here loadgen's `SSTableWriterDB` binding
-runs YCSB's own load phase (CoreWorkload, same keys, fields and values as over CQL) in a client JVM that
+while loading): about 14,000 inserts a second for 1M records on two cores. Here loadgen's `SSTableWriterDB`
+binding runs YCSB's own load phase (CoreWorkload, same keys, fields and values as over CQL) in a client JVM that
 carries Cassandra's jars: it buffers the records, sorts each full buffer by token and has Cassandra's
 `CQLSSTableWriter` write it out as one SSTable of the table's own format and options (compression ...), under
 the node's cassandra.yaml (the SSTable version the node writes itself), with a bloom filter rebuilt for its
@@ -48,9 +48,10 @@ _JDK_ACCESS = ["--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
 
 # The SSTables' sizes: a bucket of 4 (min_threshold) SSTables of similar size (within 0.5x-1.5x of its mean) is
 # what size-tiered compaction merges. A load over CQL leaves what it converged to, e.g. 3 x 290 MiB + 73 + 65 MiB for
-# 1M records; SSTables of one size would be merged at the first trial's start, beside its measurement (8 x 132 MiB:
-# 4,900 reads/s instead of 7,400, bench/results/bulk_load.md). So: at most 3 SSTables of each size, each size a third
-# of the one before (never in one bucket), largest first (the last buffer, written after the load, is the smallest).
+# 1M records; SSTables of one size would be merged at the first trial's start, beside its measurement (8 x 132 MiB
+# measured 4,900 reads/s against 6,600-7,400 on the CQL-loaded data, bench/results/bulk_load.md). So: at most 3
+# SSTables of each size, each size a third of the one before (never in one bucket), largest first (the last buffer,
+# written after the load, is the smallest).
 PER_SIZE = 3
 SIZE_RATIO = 3
 SINGLE_MB = 384            # data up to this size: one buffer, one SSTable (as one memtable flush)
@@ -78,16 +79,16 @@ class BulkSettings:
         return (1 if self.buffers == "shared" else self.threads) + self.flushers
 
     def heap(self, largest_mb: float) -> int:
-        """A buffer takes about twice its bytes on the heap; twice more leaves the collector a young generation as
-        large as what lives (with less, the parallel collector spent more time than the load)."""
-        return self.heap_mb or int(512 + self.buffers_in_hand() * 4 * largest_mb)
+        """A buffer takes a little more than its bytes on the heap (packed); three times that leaves the collector a
+        young generation larger than what lives (with less, the parallel collector spent more time than the load)."""
+        return self.heap_mb or int(512 + self.buffers_in_hand() * 3 * largest_mb)
 
     def largest(self, data_mb: float, memory_mb: float) -> float:
         """The largest buffer: `largest_mb`, or a quarter of the data (the largest of two sizes, see buffer_plan)
         and at least SINGLE_MB, as long as the heap stays within half of `memory_mb`."""
         if self.largest_mb:
             return self.largest_mb
-        fits = (memory_mb / 2 - 512) / (self.buffers_in_hand() * 4)
+        fits = (memory_mb / 2 - 512) / (self.buffers_in_hand() * 3)
         return max(64.0, min(max(data_mb / 4, SINGLE_MB), fits))
 
 

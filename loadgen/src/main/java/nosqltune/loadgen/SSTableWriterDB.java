@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -26,8 +27,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.cassandra.config.DatabaseDescriptor;
-import org.apache.cassandra.db.DecoratedKey;
-import org.apache.cassandra.dht.IPartitioner;
 import org.apache.cassandra.dht.Murmur3Partitioner;
 import org.apache.cassandra.io.sstable.CQLSSTableWriter;
 import org.apache.cassandra.io.sstable.KeyReader;
@@ -50,16 +49,16 @@ import site.ycsb.Status;
  * <p>Cassandra's jars ({@code cassandra-all} and its dependencies, of the version of the node that imports the
  * SSTables) must be on the classpath: loadgen declares them {@code provided}.
  *
- * <p>How: inserted records are kept as their columns' bytes in a buffer (one for all client threads, or one
- * per thread). A full buffer (its size of keys and values, see {@code sstable.buffer_mb}) goes to a flusher
- * thread, which sorts it by partition (token, then key) and hands it to a CQLSSTableWriter in sorted mode: one
- * SSTable per buffer, written partition by partition. CQLSSTableWriter's own unsorted mode does the same sort,
- * but through a tree map it looks every record up in (a third of the CPU of a load) and with the records as
- * Cassandra's row objects on the heap (about three times their size). Each CQLSSTableWriter is used by one
- * flusher thread only (it is not thread-safe). Flusher n writes into
- * {@code <sstable.directory>/<n>/<keyspace>/<table>/} and, once all is written, records how many rows it wrote in
- * {@code <sstable.directory>/<n>/rows}: a flusher directory without that file did not finish (a failure also fails
- * every insert after it).
+ * <p>How: inserted records are kept as their columns' bytes, packed into large arrays, in a buffer (one for all
+ * client threads, or one per thread). A full buffer (its size of keys and values, see {@code sstable.buffer_mb})
+ * goes to a flusher thread, which sorts it by partition (token, then key) and hands it to a CQLSSTableWriter in
+ * sorted mode: one SSTable per buffer, written partition by partition. CQLSSTableWriter's own unsorted mode does
+ * the same sort, but through a tree map it looks every record up in (a third of the CPU of a load) and with the
+ * records as Cassandra's row objects on the heap (about three times their size, for the collector to copy). Only
+ * Murmur3Partitioner (5.0's default) is supported. Each CQLSSTableWriter is used by one flusher thread only (it
+ * is not thread-safe). Flusher n writes into {@code <sstable.directory>/<n>/<keyspace>/<table>/} and, once all is
+ * written, records how many rows it wrote in {@code <sstable.directory>/<n>/rows}: a flusher directory without
+ * that file did not finish (a failure also fails every insert after it).
  *
  * <p>The SSTable version: Cassandra's client mode, which CQLSSTableWriter sets up by default, writes the newest
  * version of the format (5.0: big {@code oa}), and a node whose {@code storage_compatibility_mode} is
@@ -99,35 +98,145 @@ public class SSTableWriterDB extends DB {
   private static final Object LOCK = new Object();
   private static Load load;
 
-  /** One record: its partition key and its fields' bytes (UNSET: not given; null: a null value). */
-  static final class Record {
-    final DecoratedKey key;
-    /** Murmur3's token as a long (0 under other partitioners): sorting compares it before the key itself. */
-    final long token;
-    final byte[][] values;
-
-    Record(DecoratedKey key, byte[][] values) {
-      this.key = key;
-      this.token = key.getToken() instanceof Murmur3Partitioner.LongToken
-          ? ((Murmur3Partitioner.LongToken) key.getToken()).token : 0;
-      this.values = values;
-    }
-
-    /** The partitioner's order of partitions (DecoratedKey's: token, then key), without chasing the token. */
-    static int compare(Record a, Record b) {
-      int c = Long.compare(a.token, b.token);
-      return c != 0 ? c : a.key.compareTo(b.key);
-    }
-  }
-
-  /** Records waiting for their SSTable, up to {@code limit} bytes of keys and values. */
+  /**
+   * The records of one SSTable-to-be, packed into large byte arrays (a few objects for the collector to trace and
+   * copy, where a record as objects would be a dozen), with their tokens for the sort. A record: its key's length
+   * and bytes, then per field its length (NULL_VALUE, UNSET_VALUE) and bytes.
+   */
   static final class Buffer {
-    final List<Record> records = new ArrayList<>();
+    static final int SLAB = 8 << 20;
+    static final int NULL_VALUE = -1;
+    static final int UNSET_VALUE = -2;
     final long limit;
-    long bytes;
+    long bytes;       // of keys and values, what the limit counts
+    int count;
+    long[] tokens = new long[1024];
+    long[] positions = new long[1024];   // slab number << 32 | offset
+    final List<byte[]> slabs = new ArrayList<>();
+    byte[] slab;
+    int used;
 
     Buffer(long limit) {
       this.limit = limit;
+    }
+
+    /** Appends a record of `size` packed bytes (see packedSize). */
+    void add(long token, byte[] key, byte[][] values, int size) {
+      if (count == tokens.length) {
+        tokens = Arrays.copyOf(tokens, count * 2);
+        positions = Arrays.copyOf(positions, count * 2);
+      }
+      if (slab == null || used + size > slab.length) {
+        slab = new byte[Math.max(SLAB, size)];
+        slabs.add(slab);
+        used = 0;
+      }
+      tokens[count] = token;
+      positions[count++] = ((long) (slabs.size() - 1) << 32) | used;
+      used = put(key, used);
+      for (byte[] v : values) {
+        used = v == UNSET ? putInt(UNSET_VALUE, used) : v == null ? putInt(NULL_VALUE, used) : put(v, used);
+      }
+    }
+
+    static int packedSize(byte[] key, byte[][] values) {
+      int size = 4 + key.length;
+      for (byte[] v : values) {
+        size += 4 + (v == null || v == UNSET ? 0 : v.length);
+      }
+      return size;
+    }
+
+    private int put(byte[] bytes, int at) {
+      at = putInt(bytes.length, at);
+      System.arraycopy(bytes, 0, slab, at, bytes.length);
+      return at + bytes.length;
+    }
+
+    private int putInt(int v, int at) {
+      slab[at] = (byte) (v >>> 24);
+      slab[at + 1] = (byte) (v >>> 16);
+      slab[at + 2] = (byte) (v >>> 8);
+      slab[at + 3] = (byte) v;
+      return at + 4;
+    }
+
+    private static int getInt(byte[] s, int at) {
+      return (s[at] << 24) | ((s[at + 1] & 0xff) << 16) | ((s[at + 2] & 0xff) << 8) | (s[at + 3] & 0xff);
+    }
+
+    /** Record i as the values of the INSERT: its key, then its fields (`fields` of them). */
+    void decode(int i, int fields, List<ByteBuffer> row) {
+      row.clear();
+      byte[] s = slabs.get((int) (positions[i] >>> 32));
+      int at = (int) positions[i];
+      for (int f = 0; f <= fields; f++) {
+        int length = getInt(s, at);
+        at += 4;
+        if (length == UNSET_VALUE) {
+          row.add(CQLSSTableWriter.UNSET_VALUE);
+        } else if (length == NULL_VALUE) {
+          row.add(null);
+        } else {
+          row.add(ByteBuffer.wrap(s, at, length).slice());
+          at += length;
+        }
+      }
+    }
+
+    /** The records' order in the partitioner's (Murmur3: token, then key bytes): a merge sort of their numbers. */
+    int[] sortedOrder() {
+      int[] order = new int[count];
+      for (int i = 0; i < count; i++) {
+        order[i] = i;
+      }
+      mergeSort(order, new int[count], 0, count);
+      return order;
+    }
+
+    private void mergeSort(int[] a, int[] tmp, int lo, int hi) {
+      if (hi - lo <= 16) {
+        for (int i = lo + 1; i < hi; i++) {
+          int x = a[i];
+          int j = i - 1;
+          for (; j >= lo && compare(a[j], x) > 0; j--) {
+            a[j + 1] = a[j];
+          }
+          a[j + 1] = x;
+        }
+        return;
+      }
+      int mid = (lo + hi) >>> 1;
+      mergeSort(a, tmp, lo, mid);
+      mergeSort(a, tmp, mid, hi);
+      if (compare(a[mid - 1], a[mid]) <= 0) {
+        return;
+      }
+      System.arraycopy(a, lo, tmp, lo, hi - lo);
+      int i = lo;
+      int j = mid;
+      int k = lo;
+      while (i < mid && j < hi) {
+        a[k++] = compare(tmp[j], tmp[i]) < 0 ? tmp[j++] : tmp[i++];
+      }
+      while (i < mid) {
+        a[k++] = tmp[i++];
+      }
+      while (j < hi) {
+        a[k++] = tmp[j++];
+      }
+    }
+
+    private int compare(int x, int y) {
+      int c = Long.compare(tokens[x], tokens[y]);
+      if (c != 0) {
+        return c;
+      }
+      byte[] sx = slabs.get((int) (positions[x] >>> 32));
+      byte[] sy = slabs.get((int) (positions[y] >>> 32));
+      int ax = (int) positions[x];
+      int ay = (int) positions[y];
+      return Arrays.compareUnsigned(sx, ax + 4, ax + 4 + getInt(sx, ax), sy, ay + 4, ay + 4 + getInt(sy, ay));
     }
   }
 
@@ -139,7 +248,7 @@ public class SSTableWriterDB extends DB {
     final long[] bufferBytes;
     final AtomicInteger buffersMade = new AtomicInteger();
     final boolean sharedBuffer;
-    final IPartitioner partitioner;
+    final int fieldCount;
     final ExecutorService flushers;
     final Semaphore flushSlots;
     final BlockingQueue<Path> directories;
@@ -151,16 +260,19 @@ public class SSTableWriterDB extends DB {
     Buffer shared;
     int references;
 
-    Load(Path root, String keyspace, String table, String schema, String insert, long[] bufferBytes,
-         boolean sharedBuffer, int flusherCount) throws IOException {
+    Load(Path root, String keyspace, String table, String schema, String[] fields, long[] bufferBytes,
+         boolean sharedBuffer, int flusherCount) throws IOException, DBException {
       this.root = root;
       this.keyspace = keyspace;
       this.table = table;
       this.schema = schema;
-      this.insert = insert;
+      this.insert = insertStatement(keyspace, table, fields);
+      this.fieldCount = fields.length;
       this.bufferBytes = bufferBytes;
       this.sharedBuffer = sharedBuffer;
-      this.partitioner = DatabaseDescriptor.getPartitioner();
+      if (!(DatabaseDescriptor.getPartitioner() instanceof Murmur3Partitioner)) {
+        throw new DBException("only Murmur3Partitioner is supported, not " + DatabaseDescriptor.getPartitioner());
+      }
       this.directories = new ArrayBlockingQueue<>(flusherCount);
       for (int i = 1; i <= flusherCount; i++) {
         Path flusherRoot = root.resolve(String.valueOf(i));
@@ -186,7 +298,7 @@ public class SSTableWriterDB extends DB {
 
     /** Hands a buffer to a flusher; waits while every flusher is busy (so at most that many buffers wait). */
     void flush(Buffer buffer) throws InterruptedException {
-      if (buffer.records.isEmpty()) {
+      if (buffer.count == 0) {
         return;
       }
       flushSlots.acquire();
@@ -209,8 +321,7 @@ public class SSTableWriterDB extends DB {
 
     /** One SSTable of the buffer's records, in the partitioner's order; returns the rows written. */
     long write(Path directory, Buffer buffer) throws IOException {
-      List<Record> records = buffer.records;
-      records.sort(Record::compare);
+      int[] order = buffer.sortedOrder();
       try (CQLSSTableWriter writer = CQLSSTableWriter.builder()
           .inDirectory(directory.toString())
           .forTable(schema)
@@ -219,17 +330,13 @@ public class SSTableWriterDB extends DB {
           .openSSTableOnProduced()
           .withSSTableProducedListener(SSTableWriterDB::rebuildFilters)
           .build()) {
-        List<ByteBuffer> row = new ArrayList<>();
-        for (Record r : records) {
-          row.clear();
-          row.add(r.key.getKey());
-          for (byte[] v : r.values) {
-            row.add(v == UNSET ? CQLSSTableWriter.UNSET_VALUE : v == null ? null : ByteBuffer.wrap(v));
-          }
+        List<ByteBuffer> row = new ArrayList<>(fieldCount + 1);
+        for (int i : order) {
+          buffer.decode(i, fieldCount, row);
           writer.rawAddRow(row);
         }
       }
-      return records.size();
+      return buffer.count;
     }
 
     /** Waits for every flush; then each flusher directory gets its row count, unless something failed. */
@@ -313,8 +420,7 @@ public class SSTableWriterDB extends DB {
         if (load == null) {
           initializeCassandra(p.getProperty(NODE_CONFIG_PROPERTY));
           CQLSSTableWriter.builder();   // Cassandra's client mode, unless the tool mode above: the partitioner
-          load = new Load(root, keyspace, table, schema, insertStatement(keyspace, table, fields), bufferBytes,
-              buffers.equals("shared"), flusherCount);
+          load = new Load(root, keyspace, table, schema, fields, bufferBytes, buffers.equals("shared"), flusherCount);
         }
         load.references++;
         myLoad = load;
@@ -445,7 +551,7 @@ public class SSTableWriterDB extends DB {
     }
     byte[] keyBytes = key.getBytes(StandardCharsets.UTF_8);
     byte[][] row = new byte[fields.length][];
-    java.util.Arrays.fill(row, UNSET);
+    Arrays.fill(row, UNSET);
     long bytes = keyBytes.length;
     for (Map.Entry<String, ByteIterator> e : values.entrySet()) {
       Integer i = fieldIndex.get(e.getKey());
@@ -457,11 +563,12 @@ public class SSTableWriterDB extends DB {
       row[i] = v == null ? null : utf8(v);
       bytes += row[i] == null ? 0 : row[i].length;
     }
-    Record record = new Record(l.partitioner.decorateKey(ByteBuffer.wrap(keyBytes)), row);
+    long token = Murmur3Partitioner.instance.getToken(ByteBuffer.wrap(keyBytes)).token;
+    int size = Buffer.packedSize(keyBytes, row);
     Buffer full = null;
     if (l.sharedBuffer) {
       synchronized (l) {
-        l.shared.records.add(record);
+        l.shared.add(token, keyBytes, row, size);
         l.shared.bytes += bytes;
         if (l.shared.bytes >= l.shared.limit) {
           full = l.shared;
@@ -469,7 +576,7 @@ public class SSTableWriterDB extends DB {
         }
       }
     } else {
-      own.records.add(record);
+      own.add(token, keyBytes, row, size);
       own.bytes += bytes;
       if (own.bytes >= own.limit) {
         full = own;

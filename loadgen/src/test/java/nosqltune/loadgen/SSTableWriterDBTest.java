@@ -185,6 +185,29 @@ class SSTableWriterDBTest {
   }
 
   @Test
+  void aBufferKeepsItsRecordsAndSortsThemByTokenThenKey() {
+    SSTableWriterDB.Buffer buffer = new SSTableWriterDB.Buffer(1 << 20);
+    String[] keys = {"b", "a", "z", "c"};
+    long[] tokens = {5, 5, 1, 5};
+    for (int i = 0; i < keys.length; i++) {
+      byte[][] values = {("v" + i).getBytes(StandardCharsets.UTF_8), null, new byte[0]};
+      byte[] key = keys[i].getBytes(StandardCharsets.UTF_8);
+      buffer.add(tokens[i], key, values, SSTableWriterDB.Buffer.packedSize(key, values));
+    }
+    List<String> order = new ArrayList<>();
+    List<ByteBuffer> row = new ArrayList<>();
+    for (int i : buffer.sortedOrder()) {
+      buffer.decode(i, 3, row);
+      order.add(StandardCharsets.UTF_8.decode(row.get(0)).toString());
+      assertEquals("v" + List.of(keys).indexOf(order.get(order.size() - 1)),
+          StandardCharsets.UTF_8.decode(row.get(1)).toString());
+      assertEquals(null, row.get(2));
+      assertEquals(0, row.get(3).remaining());   // an empty value is a value, not a null
+    }
+    assertEquals(List.of("z", "a", "b", "c"), order);
+  }
+
+  @Test
   void statementsFollowTheFields() {
     String[] fields = {"field0", "field1"};
     assertEquals("CREATE TABLE ks.t (y_id varchar PRIMARY KEY, field0 varchar, field1 varchar)",
