@@ -206,18 +206,7 @@ is always read). `extra`: more client properties (e.g. consistency levels).
     if cpus:
         cmd = ["taskset", "-c", cpus, *cmd]
     out_path, err_path = trial_dir / f"{phase}.out", trial_dir / f"{phase}.err"
-    started = time.monotonic()
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = process.spawn(cmd, stdout=out, stderr=err)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.terminate(proc, timeout=5)
-            raise TrialError("timeout", f"YCSB {phase} did not finish within {timeout:.0f} s",
-                             _tail(err_path)) from None
-        finally:
-            process.terminate(proc, timeout=5)
-    wall = time.monotonic() - started
+    proc, wall = run_client_process(cmd, out_path, err_path, timeout, f"YCSB {phase}")
     if proc.returncode != 0:
         raise TrialError("workload", f"YCSB {phase} failed (exit {proc.returncode}): {_last_line(err_path)}",
                          _tail(err_path))
@@ -229,6 +218,23 @@ is always read). `extra`: more client properties (e.g. consistency levels).
     if phase == "run" and workload.target:
         metrics["target_ops_s"] = workload.target
     return metrics
+
+
+def run_client_process(cmd: list[str], out_path: Path, err_path: Path, timeout: float,
+                       what: str) -> tuple[subprocess.Popen, float]:
+    """Run a client JVM with its stdout and stderr in these files; returns the ended process and its wall seconds.
+    TrialError('timeout') when it runs longer than `timeout` (a hang): it is stopped first."""
+    started = time.monotonic()
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = process.spawn(cmd, stdout=out, stderr=err)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.terminate(proc, timeout=5)
+            raise TrialError("timeout", f"{what} did not finish within {timeout:.0f} s", _tail(err_path)) from None
+        finally:
+            process.terminate(proc, timeout=5)
+    return proc, time.monotonic() - started
 
 
 def _tail(path: Path, lines: int = 30) -> str:

@@ -23,11 +23,11 @@ from typing import Any
 import yaml
 
 from ...errors import TrialError
-from ...runtime import process
 from ...runtime.java import require_java
 from ...workloads.loadgen import loadgen_classpath, loadgen_java_command
 from ...workloads.spec import Workload
-from ...workloads.ycsb import CLIENT_CLASS, client_timeout, parse_output, write_properties
+from ...workloads.ycsb import (CLIENT_CLASS, client_timeout, parse_output, run_client_process,
+                               write_properties)
 from .node import NodePorts, render_yaml
 from .provision import cassandra_classpath, jar_named
 
@@ -170,17 +170,7 @@ def write_sstables(workload: Workload, out_dir: Path, schema: str, *, version: s
         cmd = ["taskset", "-c", settings.cpus, *cmd]
     out_path, err_path = out_dir / "load.out", out_dir / "load.err"
     timeout = client_timeout(workload, "load")
-    started = time.monotonic()
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = process.spawn(cmd, stdout=out, stderr=err)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise TrialError("timeout", f"writing SSTables did not finish within {timeout:.0f} s",
-                             _tail(err_path)) from None
-        finally:
-            process.terminate(proc, timeout=5)
-    wall = time.monotonic() - started
+    proc, wall = run_client_process(cmd, out_path, err_path, timeout, "writing SSTables")
     if proc.returncode != 0:
         raise TrialError("workload", f"writing SSTables failed (exit {proc.returncode})", _tail(err_path))
     try:
