@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Calibration per scenario (issue 19): for each scenario, --repeat cold trials of the default configuration with
-the scenario's settings (`nosqltune calibrate --scenario S`), rounds interleaved over the scenarios so slow drift
-of the machine spreads over all of them. Per scenario: the CV of its objective's figure (throughput; the read p99
+"""Calibration per scenario (issue 19): for each scenario and each setup of CELLS (warm-up operations, measured
+operations), --repeat cold trials of the default configuration with the scenario's settings (`nosqltune calibrate
+--scenario S --warmup-ops W --operations N`), rounds interleaved over every setup of every scenario so slow drift
+of the machine spreads over all of them. Per setup: the CV of the scenario's objective (throughput; the read p99
 for latency-slo), the trial time, the node's disk reads per operation, the compactions and memtable flushes per
-trial, and the node's CPU per operation.
+trial, and the node's CPU per operation; per scenario the cheapest setup within the CV goal and 60 s per trial.
 
-Study: bench/results/scenarios/calibrate.db (one study per scenario). Resumable. Writes
+Study: bench/results/scenarios/calibrate.db (one study per setup, named scenario-wW-oN). Resumable. Writes
 bench/results/scenarios.{md,json} after every round.
 """
 
@@ -21,6 +22,17 @@ from common import RESULTS, log, nosqltune, study_rows  # bench/common.py
 STUDY = RESULTS / "scenarios" / "calibrate.db"
 SCENARIOS = ("in-memory", "disk-bound", "write-heavy", "latency-slo")
 GOAL_CV = {"in-memory": 0.05, "disk-bound": 0.05, "write-heavy": 0.05, "latency-slo": 0.08}
+MAX_TRIAL_S = 60
+# (warm-up operations, measured operations) per scenario: a warm-up past the throughput dip of the first ~10 s
+# after a cold boot (bench/results/warmup_curve-c1.md), with the scenario's phase and a ~2.5x longer one
+CELLS = {"in-memory": [(80000, 100000), (80000, 250000)],
+         "disk-bound": [(40000, 60000), (40000, 150000)],
+         "write-heavy": [(80000, 200000), (80000, 280000)],
+         "latency-slo": [(60000, 60000), (60000, 150000)]}
+
+
+def cell_name(scenario: str, cell: tuple[int, int]) -> str:
+    return f"{scenario}-w{cell[0]}-o{cell[1]}"
 
 
 def rows(name: str) -> list[dict]:
@@ -34,14 +46,17 @@ def main() -> int:
     p.add_argument("--extra", default="", help="more flags for every calibrate run, e.g. '--records 500000'")
     a = p.parse_args()
     names = [n for n in a.only.split(",") if n]
+    setups = [(name, cell) for name in names for cell in CELLS[name]]
     STUDY.parent.mkdir(parents=True, exist_ok=True)
     for round_ in range(a.repeat):
-        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
-            if len(rows(name)) > round_:
+        start = round_ % len(setups)
+        for name, cell in setups[start:] + setups[:start]:
+            if len(rows(cell_name(name, cell))) > round_:
                 continue
-            log(f"round {round_ + 1}/{a.repeat}: {name}")
-            nosqltune("calibrate", "--scenario", name, "--repeat", "1", "--max-cv", "1", *a.extra.split(),
-                      "--study", str(STUDY), "--study-name", name, "--json", ok=(0, 1))
+            log(f"round {round_ + 1}/{a.repeat}: {cell_name(name, cell)}")
+            nosqltune("calibrate", "--scenario", name, "--warmup-ops", str(cell[0]), "--operations", str(cell[1]),
+                      "--repeat", "1", "--max-cv", "1", *a.extra.split(), "--study", str(STUDY),
+                      "--study-name", cell_name(name, cell), "--json", ok=(0, 1))
         write(names)
     return 0
 
@@ -56,12 +71,13 @@ def _cv(values):
     return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 and statistics.mean(values) else None
 
 
-def summarize(name: str) -> dict:
-    found = rows(name)
+def summarize(name: str, cell: tuple[int, int]) -> dict:
+    found = rows(cell_name(name, cell))
     ok = [r for r in found if r["state"] == "COMPLETE"]
     s = [r["metrics"]["summary"] for r in ok]
     objective = "read_p99_ms" if name == "latency-slo" else "throughput_ops_s"
-    return {"trials": len(found), "failed": len(found) - len(ok),
+    return {"scenario": name, "warmup_ops": cell[0], "operations": cell[1],
+            "trials": len(found), "failed": len(found) - len(ok),
             "errors": [r["error"] for r in found if r["state"] != "COMPLETE"][:3],
             "objective": objective, "mean": _mean([x.get(objective) for x in s]),
             "cv": _cv([x.get(objective) for x in s]), "goal_cv": GOAL_CV.get(name),
@@ -81,30 +97,46 @@ def summarize(name: str) -> dict:
             "dataset_build_s": max((r["timings"].get("dataset_build_s") or 0 for r in found), default=0)}
 
 
+def pick(cells: list[dict]) -> dict | None:
+    """The cheapest setup (mean trial seconds) within the CV goal and MAX_TRIAL_S, as calibrate recommends."""
+    fits = [c for c in cells if c["cv"] is not None and c["trials"] - c["failed"] >= 2
+            and c["cv"] <= c["goal_cv"] and (c["trial_s"] or 0) <= MAX_TRIAL_S]
+    return min(fits, key=lambda c: c["trial_s"]) if fits else None
+
+
 def write(names: list[str]) -> None:
-    results = {name: summarize(name) for name in names}
-    (RESULTS / "scenarios.json").write_text(json.dumps(results, indent=1))
+    results = {name: [summarize(name, cell) for cell in CELLS[name]] for name in names}
+    picks = {name: pick(cells) for name, cells in results.items()}
+    (RESULTS / "scenarios.json").write_text(json.dumps({"cells": results, "picks": picks}, indent=1))
     md = ["# The scenarios, calibrated (issue 19)", "",
-          "Generated by `bench/scenarios.py`: cold trials of the default configuration per scenario, rounds "
-          "interleaved over the scenarios, on this machine (2 cores, client and node sharing them). The objective's "
-          "CV is the spread of one cold measurement (goal: 5%, 8% for latency-slo's p99).", "",
-          "| scenario | trials (failed) | objective | mean | CV | goal | throughput ops/s | read p99 / p99.9 ms "
-          "| disk read B/op | node CPU us/op | compactions / flushes per trial | trial s (measure s) |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "Generated by `bench/scenarios.py`: cold trials of the default configuration per scenario and setup "
+          "(warm-up operations, measured operations), rounds interleaved over every setup of every scenario, on "
+          "this machine (2 cores, client and node sharing them). The objective's CV is the spread of one cold "
+          f"measurement (goal: 5%, 8% for latency-slo's p99, within {MAX_TRIAL_S} s per cold trial).", "",
+          "| scenario | warm-up ops | measured ops | trials (failed) | objective | mean | CV | goal "
+          "| throughput ops/s (CV) | read p99 / p99.9 ms | disk read B/op | node CPU us/op "
+          "| compactions / flushes per trial | trial s (measure s) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(v, digits=1):
         return "-" if v is None else f"{v:,.{digits}f}"
 
-    for name, r in results.items():
-        cv = "-" if r["cv"] is None else f"{r['cv'] * 100:.1f}%"
-        rate = f" (rate {r['target_ops_s']:.0f}, sustained {r['sustained']}/{r['trials'] - r['failed']})" \
-            if r["target_ops_s"] else ""
-        md.append(f"| {name} | {r['trials']} ({r['failed']}) | {r['objective']} | {f(r['mean'], 2)} | {cv} | "
-                  f"{r['goal_cv'] * 100:.0f}% | {f(r['throughput'], 0)}{rate} | {f(r['read_p99_ms'], 2)} / "
-                  f"{f(r['read_p999_ms'], 2)} | {f(r['disk_read_bytes_per_op'], 0)} | {f(r['node_cpu_us_per_op'])} | "
-                  f"{f(r['compactions'])} (min {r['min_compactions']}) / {f(r['flushes'])} | {f(r['trial_s'])} "
-                  f"({f(r['measure_s'])}) |")
-    failures = {name: r["errors"] for name, r in results.items() if r["errors"]}
+    def pct(v):
+        return "-" if v is None else f"{v * 100:.1f}%"
+
+    for name, cells in results.items():
+        for r in cells:
+            rate = f", rate {r['target_ops_s']:.0f}, sustained {r['sustained']}/{r['trials'] - r['failed']}" \
+                if r["target_ops_s"] else ""
+            mark = " (picked)" if picks[name] is r else ""
+            md.append(f"| {name}{mark} | {r['warmup_ops']:,} | {r['operations']:,} | {r['trials']} ({r['failed']}) "
+                      f"| {r['objective']} | {f(r['mean'], 2)} | {pct(r['cv'])} | {r['goal_cv'] * 100:.0f}% "
+                      f"| {f(r['throughput'], 0)} ({pct(r['throughput_cv'])}{rate}) | {f(r['read_p99_ms'], 2)} / "
+                      f"{f(r['read_p999_ms'], 2)} | {f(r['disk_read_bytes_per_op'], 0)} "
+                      f"| {f(r['node_cpu_us_per_op'])} | {f(r['compactions'])} (min {r['min_compactions']}) / "
+                      f"{f(r['flushes'])} | {f(r['trial_s'])} ({f(r['measure_s'])}) |")
+    failures = {f"{name} {r['operations']}": r["errors"] for name, cells in results.items() for r in cells
+                if r["errors"]}
     if failures:
         md += ["", "Failed trials (first reasons):", ""]
         md += [f"- {name}: {'; '.join(e or '?' for e in errs)}" for name, errs in failures.items()]
