@@ -28,11 +28,12 @@ MAX_TRIAL_S = 60
 CELLS = {"in-memory": [(80000, 100000), (80000, 250000)],
          "disk-bound": [(40000, 60000), (40000, 150000)],
          "write-heavy": [(80000, 200000), (80000, 280000)],
-         "latency-slo": [(60000, 60000), (60000, 150000)]}
+         # a third setup: at half the maximum (LlamaTune's latency variants) instead of 0.6
+         "latency-slo": [(60000, 60000), (60000, 150000), (60000, 150000, 0.5)]}
 
 
-def cell_name(scenario: str, cell: tuple[int, int]) -> str:
-    return f"{scenario}-w{cell[0]}-o{cell[1]}"
+def cell_name(scenario: str, cell: tuple) -> str:
+    return f"{scenario}-w{cell[0]}-o{cell[1]}" + (f"-rate{cell[2]:g}" if len(cell) > 2 else "")
 
 
 def rows(name: str) -> list[dict]:
@@ -54,8 +55,9 @@ def main() -> int:
             if len(rows(cell_name(name, cell))) > round_:
                 continue
             log(f"round {round_ + 1}/{a.repeat}: {cell_name(name, cell)}")
+            rate = ["--rate-fraction", f"{cell[2]:g}"] if len(cell) > 2 else []
             nosqltune("calibrate", "--scenario", name, "--warmup-ops", str(cell[0]), "--operations", str(cell[1]),
-                      "--repeat", "1", "--max-cv", "1", *a.extra.split(), "--study", str(STUDY),
+                      *rate, "--repeat", "1", "--max-cv", "1", *a.extra.split(), "--study", str(STUDY),
                       "--study-name", cell_name(name, cell), "--json", ok=(0, 1))
         write(names)
     return 0
@@ -71,12 +73,13 @@ def _cv(values):
     return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 and statistics.mean(values) else None
 
 
-def summarize(name: str, cell: tuple[int, int]) -> dict:
+def summarize(name: str, cell: tuple) -> dict:
     found = rows(cell_name(name, cell))
     ok = [r for r in found if r["state"] == "COMPLETE"]
     s = [r["metrics"]["summary"] for r in ok]
     objective = "read_p99_ms" if name == "latency-slo" else "throughput_ops_s"
     return {"scenario": name, "warmup_ops": cell[0], "operations": cell[1],
+            "rate_fraction": cell[2] if len(cell) > 2 else None,
             "trials": len(found), "failed": len(found) - len(ok),
             "errors": [r["error"] for r in found if r["state"] != "COMPLETE"][:3],
             "objective": objective, "mean": _mean([x.get(objective) for x in s]),
@@ -128,7 +131,8 @@ def write(names: list[str]) -> None:
         for r in cells:
             rate = f", rate {r['target_ops_s']:.0f}, sustained {r['sustained']}/{r['trials'] - r['failed']}" \
                 if r["target_ops_s"] else ""
-            mark = " (picked)" if picks[name] is r else ""
+            mark = (f" at {r['rate_fraction']:g} x max" if r["rate_fraction"] else "") + \
+                (" (picked)" if picks[name] is r else "")
             md.append(f"| {name}{mark} | {r['warmup_ops']:,} | {r['operations']:,} | {r['trials']} ({r['failed']}) "
                       f"| {r['objective']} | {f(r['mean'], 2)} | {pct(r['cv'])} | {r['goal_cv'] * 100:.0f}% "
                       f"| {f(r['throughput'], 0)} ({pct(r['throughput_cv'])}{rate}) | {f(r['read_p99_ms'], 2)} / "

@@ -51,16 +51,19 @@ def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_
         assert t["boot_s"] > 1 and t["warmup_s"] > 0 and t["measure_s"] > 0 and t["stop_s"] > 0 and t["restore_s"] >= 0
         assert t["total_s"] >= t["restore_s"] + t["boot_s"] + t["warmup_s"] + t["measure_s"] + t["stop_s"]
         assert row["environment_id"] is not None
-    # one dataset was loaded and restored three times, not reloaded; it lives in the dataset cache, not the work
-    # directory, written back to the disk before the first restore
-    (dataset,) = dataset_dirs(dataset_cache)
+    # two datasets: the default one, loaded once and restored twice, and one loaded under leveled compaction (the
+    # strategy shapes the SSTables: it keys the dataset); they live in the dataset cache, not the work directory,
+    # written back to the disk before the first restore, the leveled one after its compactions settled
+    metas = {d.name: json.loads((d / "meta.json").read_text()) for d in dataset_dirs(dataset_cache)}
+    assert sorted(m["reload_knobs"].get("compaction_method", "-") for m in metas.values()) == ["-", "Leveled"]
     assert not (nosqltune_home / "datasets").exists()
-    meta = json.loads((dataset / "meta.json").read_text())
-    assert meta["sync_s"] >= 0 and meta["bytes"] > 5000 * 100
+    for meta in metas.values():
+        assert meta["sync_s"] >= 0 and meta["bytes"] > 5000 * 100
+        assert meta["settle_s"] >= 0 and meta["pending_compactions_stored"] == 0
     assert main(["datasets", "list", "--json"]) == 0
-    (listed,) = json.loads(capsys.readouterr().out)["datasets"]
-    assert (listed["key"], listed["system"], listed["records"], listed["in_use"]) == (dataset.name, "cassandra", 5000,
-                                                                                      False)
+    listed = json.loads(capsys.readouterr().out)["datasets"]
+    assert sorted((d["key"], d["system"], d["records"], d["in_use"]) for d in listed) == \
+        sorted((key, "cassandra", 5000, False) for key in metas)
     assert default["throughput"]["n"] == 2
     assert default["node_cpu_us_per_op"]["n"] == default["client_cpu_us_per_op"]["n"] == 2
     for row in rows[:2]:
@@ -70,6 +73,42 @@ def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_
     assert internals["table_options"]["memtable"] == "trie" and rows[0]["internals"]["table_options"]["memtable"] is None
     assert internals["keyspace_replication"]["replication_factor"] == "2"
     assert internals["node_settings"] == {"concurrent_reads": "48", "concurrent_writes": "64"}
+
+
+def test_the_settings_that_move_5_0_reach_the_node(nosqltune_home, dataset_cache, tmp_path, capsys):
+    """Issue 20's knobs, each read back from the node: JVM options from its command line and the collector from
+    its GC beans, cassandra.yaml values from system_views.settings, table options from system_schema, and the
+    SSTable format from the loaded dataset's files (the format shapes the data: it is loaded with it)."""
+    study = tmp_path / "v5.db"
+    config = {"gc": "ZGC", "sstable_format": "bti", "compression": "ZstdCompressor", "compression_level": 5,
+              "bloom_filter_fp_chance": 0.05, "compaction_method": "UnifiedCompaction",
+              "ucs_scaling_parameters": "L4", "disk_access_mode": "standard",
+              "commitlog_disk_access_mode": "auto", "native_transport_max_threads": 64}
+    code, result = bench(study, *[a for k, v in config.items() for a in ("--set", f"{k}={v}")], capsys=capsys)
+    assert code == 0, result
+    (row,) = open_store(str(study)).trials()
+    internals = row["internals"]
+    assert "-XX:+UseZGC" in internals["jvm_options"] and "-XX:+UseG1GC" not in internals["jvm_options"]
+    assert any(name.startswith("ZGC") for name in internals["gc"]), internals["gc"]
+    assert internals["node_settings"] == {"sstable.selected_format": "bti", "storage_compatibility_mode": "NONE",
+                                          "disk_access_mode": "standard", "commitlog_disk_access_mode": "auto",
+                                          "native_transport_max_threads": "64"}
+    table = internals["table_options"]
+    assert table["compression"]["class"].endswith("ZstdCompressor") and table["compression"]["compression_level"] == "5"
+    assert table["bloom_filter_fp_chance"] == pytest.approx(0.05)
+    assert table["compaction"]["class"].endswith("UnifiedCompactionStrategy")
+    assert table["compaction"]["scaling_parameters"] == "L4"
+    (dataset,) = [d for d in dataset_dirs(dataset_cache)
+                  if json.loads((d / "meta.json").read_text())["reload_knobs"].get("sstable_format") == "bti"]
+    data_files = [f.name for f in dataset.rglob("*-Data.db")]
+    assert data_files and all("-bti-" in name for name in data_files), data_files
+
+    # G1's pause goal on the command line, after the shipped 300 ms (the JVM takes the last)
+    code, result = bench(study, "--set", "g1_max_pause=100", "--set", "parallel_gc_threads=1", capsys=capsys)
+    assert code == 0, result
+    options = open_store(str(study)).trials()[-1]["internals"]["jvm_options"]
+    assert options.index("-XX:MaxGCPauseMillis=100") > options.index("-XX:MaxGCPauseMillis=300")
+    assert "-XX:+UseG1GC" in options and "-XX:ParallelGCThreads=1" in options
 
 
 def test_refused_configuration_is_stored_as_failed(nosqltune_home, tmp_path, capsys):

@@ -80,6 +80,29 @@ def test_calibrate_runs_the_grid_round_robin(nosqltune_home, tmp_path, capsys):
     assert result["recommended"] == min(cells, key=lambda c: c["trial_seconds"])
 
 
+def test_calibrate_a_scenario_over_warm_ups_and_keep_its_pick(nosqltune_home, shipped_scenario_sizes, tmp_path,
+                                                              capsys):
+    """`calibrate --scenario`: the scenario's goal, a warm-up grid interleaved, and the pick stored as the
+    scenario's defaults on this machine."""
+    from nosqltune.scenarios import scenario
+
+    study = tmp_path / "calibrate-scenario.db"
+    try:
+        code, result = run(capsys, "calibrate", "--system", "redis", "--scenario", "in-memory", *SMALL,
+                           "--grid-warmup", "1000,3000", "--repeat", "2", "--max-cv", "0.99", "--study", str(study))
+        assert code == 0 and result["max_trial_seconds"] == 60 and result["metric"] == "throughput"
+        assert [c["warmup_ops"] for c in result["cells"]] == [1000, 3000]
+        rows = open_store(str(study)).trials()
+        assert [r["workload"]["warmup_operations"] for r in rows] == [1000, 3000, 1000, 3000]   # round-robin
+        assert result["saved_to"] == str(shipped_scenario_sizes)
+        pick = result["recommended"]
+        assert scenario("in-memory", "redis").sizes == {"records": 3000, "operations": 20000, "threads": 4,
+                                                        "warmup_ops": pick["warmup_ops"]}
+        assert scenario("in-memory").calibrated_here is None      # Cassandra's defaults are its own
+    finally:
+        shipped_scenario_sizes.unlink(missing_ok=True)
+
+
 def test_refused_start_is_a_failed_trial(nosqltune_home, tmp_path, capsys):
     """Debian's redis-server cannot enable active defragmentation: Redis refuses the config file, and the trial
     is stored as failed with Redis's own reason."""

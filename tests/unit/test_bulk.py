@@ -41,8 +41,10 @@ def test_the_writer_table_is_the_ycsb_table_with_the_options_that_shape_sstables
     zstd = place(load_space("cassandra"), {"compression": "ZstdCompressor", "compression_chunk_length": 64})
     assert bulk.table_statement("ycsb", "usertable", 1, zstd.reload_table_options()) == \
         ("CREATE TABLE ycsb.usertable (y_id varchar PRIMARY KEY, field0 varchar) "
-         "WITH compression = {'class': 'ZstdCompressor', 'chunk_length_in_kb': '64'}")
-    assert place(load_space("cassandra"), {"compaction_method": "Leveled"}).reload_table_options() is None
+         "WITH compression = {'class': 'ZstdCompressor', 'chunk_length_in_kb': '64', 'compression_level': '3'}")
+    leveled = place(load_space("cassandra"), {"compaction_method": "Leveled"})   # the strategy shapes SSTables too
+    assert leveled.reload_table_options() == "compaction = {'class': 'LeveledCompactionStrategy'}"
+    assert place(load_space("cassandra"), {"memtable": "trie"}).reload_table_options() is None
 
 
 def test_heap_follows_the_buffers_in_hand():

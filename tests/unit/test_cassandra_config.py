@@ -134,17 +134,22 @@ def test_settings_that_shape_sstables_are_set_before_the_load_and_none_means_unc
                            "memtable": "trie"})
     # uncompressed: Cassandra takes no other compression option, so the chunk length (inactive) is left out
     assert placed.table["compression"] == {"enabled": "false"}
-    assert placed.reload == {"compression": "none"}
-    # only what shapes the data on disk is set before loading; the compaction strategy and memtable after
-    assert placed.reload_table == {"compression": {"enabled": "false"}}
+    assert placed.reload == {"compression": "none", "compaction_method": "Leveled"}
+    # only what shapes the data on disk (compression, the compaction strategy) is set before loading; the
+    # memtable implementation after
+    assert placed.reload_table == {"compression": {"enabled": "false"},
+                                   "compaction": {"class": "LeveledCompactionStrategy"}}
     assert placed.reload_table_statements("ycsb", "usertable") == \
-        ["ALTER TABLE ycsb.usertable WITH compression = {'enabled': 'false'}"]
+        ["ALTER TABLE ycsb.usertable WITH compression = {'enabled': 'false'} AND "
+         "compaction = {'class': 'LeveledCompactionStrategy'}"]
     assert "memtable = 'trie'" in placed.table_statements("ycsb", "usertable")[0]
+    assert "memtable" not in placed.reload_table_statements("ycsb", "usertable")[0]
 
     zstd = place(space, {"compression": "ZstdCompressor", "compression_chunk_length": 64})
-    assert zstd.reload_table == {"compression": {"class": "ZstdCompressor", "chunk_length_in_kb": 64}}
+    assert zstd.reload_table == {"compression": {"class": "ZstdCompressor", "chunk_length_in_kb": 64,
+                                                 "compression_level": 3}}   # Zstd's level, at its default
     assert zstd.reload == {"compression": "ZstdCompressor", "compression_chunk_length": 64}
-    assert place(space, {"compaction_method": "Leveled"}).reload_table == {}
+    assert place(space, {"memtable": "trie"}).reload_table == {}
 
 
 def test_the_memtable_implementations_a_table_may_name_are_defined(tmp_path):

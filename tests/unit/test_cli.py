@@ -90,12 +90,13 @@ def test_defaults_are_the_calibrated_setup_and_flags_win(tmp_path):
 
     parser = build_parser()
     w = _build_workload(parser.parse_args(["bench"]))
+    # the in-memory scenario's calibrated warm-up (bench/results/scenarios.md)
     assert (w.name, w.records, w.operations, w.threads, w.warmup_operations) == ("ycsb-a", 100_000, 100_000, 16,
-                                                                                 20_000)
+                                                                                 80_000)
     props = tmp_path / "mine.properties"
     props.write_text("readproportion=1\nrecordcount=2000\noperationcount=3000\n")
     w = _build_workload(parser.parse_args(["bench", "--workload", str(props), "--operations", "500"]))
-    assert (w.records, w.operations, w.warmup_operations) == (2000, 500, 20_000)
+    assert (w.records, w.operations, w.warmup_operations) == (2000, 500, 80_000)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -110,6 +111,12 @@ def test_defaults_are_the_calibrated_setup_and_flags_win(tmp_path):
     (["tune", "--max-time", "soon"], "--max-time"),
     (["tune", "--resume"], "nothing to resume"),
     (["best"], "no study store"),
+    (["tune", "--confirm-rounds", "1"], "--confirm-rounds at least 2"),
+    (["tune", "--confirm-top", "-1"], "--confirm-top must be at least 0"),
+    (["calibrate", "--max-cv", "0"], "--max-cv must be positive"),
+    (["calibrate", "--scenario", "nowhere"], "unknown scenario"),
+    (["bench", "--config", "newest"], "named configuration of cassandra: latest"),
+    (["bench", "--rate-fraction", "1.5"], "--rate-fraction must be within"),
 ])
 def test_tune_bad_input_one_line_nothing_written(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path / "home"))

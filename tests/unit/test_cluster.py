@@ -178,7 +178,8 @@ def test_per_node_knobs_are_read_from_the_config_file(tmp_path):
         == {"2": {"concurrent_writes": 64}, "3": {"concurrent_reads": 8}}
     assert per_node("concurrent_reads: 16\n") == {}
     for text, message in (("per_node:\n  4: {concurrent_reads: 8}\n", "not one of the cluster's nodes 1..3"),
-                          ("per_node:\n  2: {compaction_method: Leveled}\n", "applies to table"),
+                          ("per_node:\n  2: {memtable: trie}\n", "applies to table"),
+                          ("per_node:\n  2: {compaction_method: Leveled}\n", "applies to the loaded data"),
                           ("per_node:\n  2: {num_tokens: 4}\n", "applies to the loaded data"),
                           ("per_node:\n  2: {}\n", "needs a mapping"),
                           ("per_node: 3\n", "must map node numbers")):

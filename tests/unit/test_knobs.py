@@ -70,7 +70,7 @@ def test_units_and_places(space):
     assert space["stream_throughput_outbound"].range == (12, 48)  # irace's 100-400 Mbit/s
     assert space["column_index_size"].unit == "KiB"
     assert space["row_cache_save_period"].unit == "s"
-    assert space["num_tokens"].reload and not space["compaction_method"].reload
+    assert space["num_tokens"].reload and space["compaction_method"].reload and not space["memtable"].reload
     assert space["replication_factor"].applies == "design" and space["nodes"].applies == "design"
     assert space["replication_factor"].key == "replication_factor" and space["nodes"].key == "nodes"
     assert space["compaction_method"].applies == "table" and space["compaction_method"].key == "compaction.class"
@@ -90,7 +90,7 @@ def test_irace23_has_the_23_knobs(space):
 
 
 @pytest.mark.parametrize("name,size", [("irace23", 23), ("rafiki5", 5), ("vorstella5", 5), ("mlos10", 10),
-                                       ("eppinger", 7)])
+                                       ("eppinger", 7), ("v5-screen", 26)])
 def test_named_sets_resolve(space, name, size):
     sub = space.subset(name)
     assert len(sub) == size == len(space.knob_sets[name]["knobs"])
@@ -119,7 +119,7 @@ def test_unknown_set_lists_the_available_ones(space):
     with pytest.raises(KnobError) as err:
         space.subset("irace24")
     assert str(err.value) == ("unknown knob set 'irace24' for cassandra; "
-                              "available: irace23, wide24, rafiki5, vorstella5, mlos10, eppinger")
+                              "available: irace23, wide24, rafiki5, vorstella5, mlos10, eppinger, v5-screen")
 
 
 def test_subset_from_a_list_keeps_file_order(space):
@@ -464,3 +464,60 @@ def test_import_is_light():
     src = str(Path(nosqltune.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_latest_is_cassandra_5s_own_recommendation_as_knob_values(tmp_path):
+    from nosqltune.cli import build_parser
+    from nosqltune.cli.compare import parse_candidates
+    from nosqltune.cli.options import _overrides
+    from nosqltune.knobs import KnobError, load_config, named_configs
+    from nosqltune.systems.cassandra.config import place
+
+    space = load_space("cassandra")
+    assert named_configs("cassandra") == ["latest"] and named_configs("redis") == []
+    latest = load_config("latest", "cassandra")
+    # cassandra_latest.yaml's differences that act on a YCSB table (issue 20)
+    assert latest == {"memtable": "trie", "memtable_allocation_type": "offheap_objects", "sstable_format": "bti",
+                      "compaction_method": "UnifiedCompaction", "key_cache_size": 0,
+                      "commitlog_disk_access_mode": "auto", "concurrent_compactors": 8, "column_index_size": 4,
+                      "trickle_fsync": True}
+    args = build_parser().parse_args(["bench", "--config", "latest", "--set", "concurrent_reads=16"])
+    overrides = _overrides(args, space)    # column_index_size 4 is below the tuning range: named, so accepted
+    assert overrides["column_index_size"] == 4 and overrides["concurrent_reads"] == 16
+    placed = place(space, overrides)
+    assert placed.yaml["sstable.selected_format"] == "bti" and placed.yaml["storage_compatibility_mode"] == "NONE"
+    assert placed.reload == {"sstable_format": "bti", "compaction_method": "UnifiedCompaction"}
+    candidates = parse_candidates("best,latest", space, {"concurrent_writes": 64})
+    assert list(candidates) == ["default", "best", "latest"] and candidates["latest"]["memtable"] == "trie"
+    with pytest.raises(Exception, match="latest"):
+        parse_candidates("newest", space, None)
+    with pytest.raises(KnobError, match="named configuration of cassandra: latest"):
+        load_config(tmp_path / "missing.yaml", "cassandra")
+    own = tmp_path / "mine.yaml"
+    own.write_text("concurrent_writes: 48\n")
+    assert load_config(own, "cassandra") == {"concurrent_writes": 48}
+
+
+def test_v5_knobs_are_placed_where_they_act():
+    from nosqltune.systems.cassandra.config import place
+    from nosqltune.systems.cassandra.node import jvm_options
+
+    space = load_space("cassandra")
+    screened = {k.name for k in space.subset("v5-screen")}
+    assert {"gc", "sstable_format", "bloom_filter_fp_chance", "disk_access_mode"} <= screened
+    zgc = place(space, {"gc": "ZGC", "g1_max_pause": 100})
+    assert zgc.jvm == ["-XX:+UseZGC"]               # G1's pause goal has no effect under ZGC
+    shipped = jvm_options()
+    assert "-XX:+UseG1GC" in shipped and "-XX:MaxGCPauseMillis=300" in shipped
+    others = jvm_options(zgc.jvm)
+    assert not any(o.startswith(("-XX:+UseG1GC", "-XX:G1", "-XX:MaxGCPauseMillis")) for o in others)
+    assert "-XX:+AlwaysPreTouch" in others and jvm_options(["-XX:+UseG1GC"]) == shipped
+    # table options that shape SSTables are set before the load (and key the dataset); UCS's fan factor after it
+    placed = place(space, {"compaction_method": "UnifiedCompaction", "ucs_scaling_parameters": "L4",
+                           "bloom_filter_fp_chance": 0.05, "compression": "ZstdCompressor", "compression_level": 5})
+    assert placed.reload_table == {"compaction": {"class": "UnifiedCompactionStrategy"},
+                                   "bloom_filter_fp_chance": 0.05,
+                                   "compression": {"class": "ZstdCompressor", "chunk_length_in_kb": 16,
+                                                   "compression_level": 5}}
+    assert placed.table["compaction"]["scaling_parameters"] == "L4"
+    assert "compression_level" not in place(space, {"compression_level": 5}).table.get("compression", {})

@@ -42,7 +42,7 @@ def test_a_scenario_gives_defaults_and_every_flag_wins():
     args = _args("--scenario", "disk-bound", "--workload", "ycsb-a", "--records", "5000", "--heap", "2G")
     workload, settings = _build_workload(args), _settings(args)
     # the user's mix brings its own key choice; sizes and heap are the flags'; the memory cap stays
-    assert (workload.name, workload.records, workload.operations) == ("ycsb-a", 5000, 60_000)
+    assert (workload.name, workload.records, workload.operations) == ("ycsb-a", 5000, 150_000)
     assert settings.heap_mb == 2048 and settings.memory_limit_mb() == 2048 + 768 + 256
 
 
@@ -63,4 +63,86 @@ def test_scenarios_command_lists_what_each_sets(capsys):
     assert listed["latency-slo"]["sets"]["rate_fraction"] == 0.6 and listed["latency-slo"]["why"]
     assert main(["scenarios", "write-heavy"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("write-heavy:") and "memtable_heap_space: 32" in out
+    assert out.startswith("write-heavy:") and "memtable_heap_space: 32" in " ".join(out.split())
+    assert "calibration goal: throughput CV <= 5%" in " ".join(out.split())
+
+
+def test_a_calibration_stored_here_becomes_the_scenarios_defaults(shipped_scenario_sizes, capsys):
+    from nosqltune.scenarios import calibration_file, save_calibration
+
+    assert calibration_file() == shipped_scenario_sizes
+    shipped = scenario("disk-bound")
+    try:
+        save_calibration("disk-bound", {"operations": 150_000, "warmup_ops": 40_000},
+                         {"metric": "throughput", "cv": 0.041})
+        here = scenario("disk-bound")
+        assert here.sizes == {**shipped.sizes, "operations": 150_000, "warmup_ops": 40_000}
+        assert here.calibrated_here["figures"]["cv"] == 0.041 and scenario("write-heavy").calibrated_here is None
+        assert scenario("disk-bound", "redis").sizes == shipped.sizes      # a calibration is per datastore
+        workload = _build_workload(_args("--scenario", "disk-bound"))
+        assert (workload.operations, workload.warmup_operations) == (150_000, 40_000)
+        assert _build_workload(_args("--scenario", "disk-bound", "--operations", "7000")).operations == 7000
+        assert main(["scenarios", "disk-bound"]) == 0
+        out = capsys.readouterr().out
+        assert "calibrated on this machine" in out and "operations 150000" in out and "CV 4.1%" in out
+        with pytest.raises(ValueError, match="not a calibrated size"):
+            save_calibration("disk-bound", {"heap": 4096}, {})
+    finally:
+        shipped_scenario_sizes.unlink(missing_ok=True)
+    assert scenario("disk-bound").sizes == shipped.sizes
+
+
+def test_an_unreadable_calibration_file_leaves_the_shipped_sizes(shipped_scenario_sizes):
+    try:
+        for text in ("{not json", "[1, 2]", '{"cassandra": {"in-memory": 3}}',
+                     '{"cassandra": {"in-memory": {"sizes": {"operations": "many"}}}}'):
+            shipped_scenario_sizes.write_text(text)
+            assert scenario("in-memory").sizes == scenarios()["in-memory"].sizes
+    finally:
+        shipped_scenario_sizes.unlink()
+
+
+def test_calibrate_takes_its_goal_from_the_scenario():
+    from nosqltune.cli.calibrate import _goal, recommend
+
+    def goal(*argv):
+        return _goal(build_parser().parse_args(["calibrate", *argv]))
+
+    assert goal() == ("throughput", 0.03, None)
+    assert goal("--scenario", "latency-slo") == ("p99-read", 0.08, 60.0)
+    assert goal("--scenario", "disk-bound", "--max-cv", "0.1", "--metric", "cpu-per-op",
+                "--max-trial-seconds", "90") == ("cpu-per-op", 0.1, 90.0)
+    with pytest.raises(UsageError, match="--max-cv"):
+        goal("--max-cv", "-0.1")
+    cells = [{"n": 10, "cv": 0.03, "trial_seconds": 70.0}, {"n": 10, "cv": 0.045, "trial_seconds": 50.0},
+             {"n": 10, "cv": 0.06, "trial_seconds": 20.0}]
+    assert recommend(cells, 0.05) is cells[1]
+    assert recommend(cells, 0.04) is cells[0] and recommend(cells, 0.04, max_trial_seconds=60) is None
+
+
+def test_no_save_or_no_scenario_keeps_the_shipped_sizes(shipped_scenario_sizes):
+    from nosqltune.cli.calibrate import _save
+
+    pick = {"records": 10, "operations": 20, "warmup_ops": 5, "threads": 2, "n": 3, "trial_seconds": 9.0}
+    for argv in (["--scenario", "in-memory", "--no-save"], []):
+        assert _save(build_parser().parse_args(["calibrate", *argv]), pick, "throughput", 0.01, 0.05, 60) is None
+    # trials of another configuration or rate than the scenario's own are not its calibration
+    for argv in (["--set", "concurrent_reads=64"], ["--target", "1000"], ["--rate-fraction", "0.3"]):
+        args = build_parser().parse_args(["calibrate", "--scenario", "in-memory", *argv])
+        assert _save(args, pick, "throughput", 0.01, 0.05, 60) is None
+    assert not shipped_scenario_sizes.exists()
+
+
+def test_rate_fraction_sets_the_fixed_rate_over_the_scenarios(monkeypatch):
+    import nosqltune.evaluation.rates as rates
+    from nosqltune.cli.options import scenario_rate
+
+    # the maximum throughput is measured with real trials: here a stand-in of 1,000 ops/s
+    monkeypatch.setattr(rates, "fixed_rate", lambda settings, workload, fraction, progress=None: int(fraction * 1000))
+    for argv, rate in ((["--scenario", "latency-slo"], 600), (["--scenario", "latency-slo", "--rate-fraction", "0.5"],
+                                                            500), (["--rate-fraction", "0.25"], 250)):
+        args = _args(*argv)
+        workload, constraint = scenario_rate(args, _settings(args), _build_workload(args))
+        assert workload.target == rate and constraint == f"throughput>={0.95 * rate:g}"
+    args = _args("--scenario", "latency-slo", "--target", "700", "--rate-fraction", "0.5")   # a rate given wins
+    assert scenario_rate(args, _settings(args), _build_workload(args))[0].target == 700

@@ -420,3 +420,78 @@ def test_a_td4_model_recommends_for_its_own_workload_only(tmp_path, capsys):
                  "--workload", "read10-zipfian", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["domain"], report["trials"], report["features"]) == ("TD2", 12, 3)
+
+
+def test_best_confirm_remeasures_the_top_configurations(tmp_path, capsys, monkeypatch):
+    """`best --confirm`: the top K by single runs and the default re-measured in R interleaved rounds (stored,
+    resumable); the best is the best mean, shown with its interval, and `best` says whether it is confirmed."""
+    import json
+
+    from nosqltune.cli import main
+    from nosqltune.store import open_store
+
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(tmp_path / "cache"))
+    study = tmp_path / "confirm.db"
+    assert main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",
+                 "--optimizer", "random", "--budget", "8", "--study", str(study), "--json"]) == 0
+    single = json.loads(capsys.readouterr().out)["best"]
+    assert main(["best", "--study", str(study)]) == 0
+    assert "not confirmed" in capsys.readouterr().out
+
+    assert main(["best", "--study", str(study), "--confirm", "--top", "2", "--rounds", "3", "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    confirm = result["confirm"]
+    assert list(confirm["candidates"]) == ["default", "top1", "top2"] and confirm["trials"] == 9
+    assert confirm["candidates"]["top1"]["single_run"] >= confirm["candidates"]["top2"]["single_run"]
+    assert single["value"] >= confirm["candidates"]["top1"]["single_run"]   # the default may be the single best
+    rows = [r for r in open_store(str(study)).trials() if r["tag"] == "compare"]
+    assert len(rows) == 9 and {r["meta"]["group"] for r in rows} == {"confirm-after-8:read90"}
+    chosen = confirm["candidates"][confirm["best"]]     # the best mean, the default's included
+    assert chosen["mean"] == max(c["mean"] for c in confirm["candidates"].values()) and len(chosen["values"]) == 3
+    assert chosen["mean"] == pytest.approx(sum(chosen["values"]) / 3)
+    lo, hi = chosen["interval"]
+    assert lo < chosen["mean"] < hi
+    assert result["best"]["confirmed"] and result["best"]["value"] == chosen["mean"]
+    assert confirm["best"] == "default" or confirm["vs_default"]["pairs"] == 3
+
+    # stored and resumable: confirming again runs nothing new; `best` shows the confirmed best
+    assert main(["best", "--study", str(study), "--confirm", "--top", "2", "--rounds", "3"]) == 0
+    out = capsys.readouterr().out
+    assert len([r for r in open_store(str(study)).trials() if r["tag"] == "compare"]) == 9
+    assert "confirmed: mean of interleaved cold rounds" in out and "<- confirmed best" in out
+    assert main(["best", "--study", str(study), "--confirm", "--rounds", "1"]) == 2
+    capsys.readouterr()
+    # compare takes the confirmed best and says so
+    assert main(["compare", "--study", str(study), "--repeat", "2", "--json"]) == 0
+    comparison = json.loads(capsys.readouterr().out)
+    assert comparison["best_is"].startswith("the confirmed best")
+    assert comparison["candidates"]["best"] == chosen["config"]
+    assert main(["report", "--study", str(study), "--out", str(tmp_path / "report")]) == 0
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "confirmed best of study tune" in page
+
+
+def test_tune_ends_with_a_confirmation_counted_in_its_budget(tmp_path, capsys, monkeypatch):
+    import json
+
+    from nosqltune.cli import main
+    from nosqltune.cli.compare import confirm_plan
+    from nosqltune.store import open_store
+
+    assert confirm_plan(60, 1, 3, 3) == {"top": 3, "rounds": 3, "trials": 12, "search_budget": 48, "skipped": None}
+    assert confirm_plan(20, 1, 3, 3)["search_budget"] == 20 and "under twice" in confirm_plan(20, 1, 3, 3)["skipped"]
+    assert confirm_plan(60, 2, 0, 3) == {"top": 0, "rounds": 3, "trials": 0, "search_budget": 60, "skipped": None}
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(tmp_path / "cache"))
+    study = tmp_path / "end.db"
+    assert main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",
+                 "--optimizer", "random", "--budget", "14", "--confirm-top", "2", "--confirm-rounds", "2",
+                 "--study", str(study), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    rows = open_store(str(study)).trials()
+    assert sum(r["tag"] == "tune" for r in rows) == 8 and sum(r["tag"] == "compare" for r in rows) == 6
+    assert result["confirm_plan"]["search_budget"] == 8 and result["best"]["confirmed"]
+    assert result["confirm"]["candidates"][result["confirm"]["best"]]["mean"] == result["best"]["value"]
+    # the budget of a resumed study still holds the confirmation: nothing more runs
+    assert main(["tune", "--study", str(study), "--resume", "--json"]) == 0
+    capsys.readouterr()
+    assert len(open_store(str(study)).trials()) == 14

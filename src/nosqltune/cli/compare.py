@@ -27,6 +27,137 @@ def _tuning_study(args):
     return store, study, tune
 
 
+CONFIRM_TOP = 3       # configurations re-measured by `best --confirm` ...
+CONFIRM_ROUNDS = 3    # ... in this many interleaved cold rounds with the default
+
+
+def confirm_best(store, study: dict, tune: dict, *, top: int = CONFIRM_TOP, rounds: int = CONFIRM_ROUNDS,
+                 say=lambda _: None) -> dict[str, Any] | None:
+    """Re-measure the `top` configurations of a study by single runs, with the default, in `rounds` interleaved
+    cold rounds per workload (stored, resumable: tag compare, group confirm-after-N:WORKLOAD); the confirmed best is the
+    one with the best mean over those rounds (its single run, chosen as the best of many, is left out: it is
+    the lucky draw). Returns the result, also kept in the study's settings under "confirm"; None when the
+    study has no completed configuration but the default."""
+    from ..evaluation.compare import run_interleaved
+    from ..evaluation.stats import compare, mean_interval
+    from ..knobs.space import TuningSpace
+    from ..objective import Objective
+    from ..systems import TrialSettings
+    from ..tuning.loop import TuneSpec
+    from ..tuning.results import configurations, default_entry
+    from ..workloads.spec import Workload
+    from .options import trial_target
+
+    settings = TrialSettings(**tune["harness"])
+    full_space = trial_target(settings).knob_space(settings)
+    spec = TuneSpec(**tune["spec"])
+    objective = Objective.from_dict(spec.objective)
+    space = TuningSpace(full_space.subset(tune["knobs"]), tune["fixed"])
+    rows = [r for r in store.trials(study["id"]) if r["tag"] == "tune"]
+    sign = 1 if objective.maximize else -1
+    ranked = sorted((e for e in configurations(rows, objective, spec.workloads, space)
+                     if e["value"] is not None and e["feasible"] and not e["partial"] and e["kind"] != "default"),
+                    key=lambda e: -sign * e["value"])[:top]
+    if not ranked:
+        return None
+    candidates = {"default": dict(tune["fixed"]),
+                  **{f"top{i}": {**tune["fixed"], **e["config"]} for i, e in enumerate(ranked, 1)}}
+    target = trial_target(settings, tune.get("system", "cassandra"), seed=spec.seed,
+                          metrics=(objective.metric,) + tuple(c.metric for c in objective.constraints))
+    env_id = store.environment(target.fingerprint(settings))
+    # one confirmation per state of the study: after more tuning trials the top configurations may change, and
+    # the stored rounds of "top1" then belong to another configuration
+    completed = len([r for r in rows if r["failure_kind"] != "interrupted"])
+    group = f"confirm-after-{completed}"
+    summaries: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
+    for w in tune["workloads"]:
+        workload = Workload.from_dict(w)
+        say(f"confirming on {workload.name}: {rounds} interleaved cold rounds of {', '.join(candidates)}")
+        runs = run_interleaved(store, study["id"], candidates, rounds,
+                               lambda overrides: target.run_trial(full_space, overrides, workload, settings,
+                                                                  progress=say),
+                               workload_info={**workload.to_dict(), "harness": settings.to_dict()},
+                               environment_id=env_id, say=say, group=f"{group}:{workload.name}")
+        for label, by_round in runs.items():
+            for r, row in enumerate(by_round):
+                summaries[label][r].append(row["metrics"]["summary"] if row else None)
+    default = default_entry(rows, objective, spec.workloads, space)
+    single = {"default": default["value"] if default else None,
+              **{f"top{i}": e["value"] for i, e in enumerate(ranked, 1)}}
+    out: dict[str, Any] = {}
+    for label, per_round in summaries.items():
+        evaluated = [objective.evaluate(s) for s in per_round]
+        values = [e.value if e.value is not None and e.feasible else None for e in evaluated]
+        got = [v for v in values if v is not None]
+        interval = mean_interval(got)
+        out[label] = {"config": candidates[label], "single_run": single[label], "values": values,
+                      "mean": sum(got) / len(got) if got else None, "interval": list(interval) if interval else None,
+                      "feasible_rounds": len(got)}
+    # a confirmed best must have held the constraints in every round; the default stays the best when no
+    # configuration beat its mean
+    eligible = [label for label in out if out[label]["feasible_rounds"] == rounds]
+    best = max(eligible, key=lambda label: sign * out[label]["mean"]) if eligible else None
+    result = {"top": top, "rounds": rounds, "trials": rounds * len(candidates) * len(tune["workloads"]),
+              "after_tune_trials": completed, "metric": objective.metric, "unit": objective.unit,
+              "candidates": out, "best": best,
+              "vs_default": compare(best, out[best]["values"], out["default"]["values"],
+                                    maximize=objective.maximize).to_dict() if best and best != "default" else None}
+    store.update_study_settings(study["id"], {"confirm": result})
+    return result
+
+
+def confirm_plan(budget: int, workloads: int, top: int, rounds: int) -> dict[str, Any]:
+    """How a study's budget is split between the search and the confirmation at its end: the confirmation takes
+    (top + 1) x rounds trials per workload (the default runs beside the top configurations in every round) and
+    runs only when the budget is at least twice that; else the whole budget is the search's."""
+    cost = (top + 1) * rounds * workloads if top > 0 else 0
+    if cost and budget >= 2 * cost:
+        return {"top": top, "rounds": rounds, "trials": cost, "search_budget": budget - cost, "skipped": None}
+    skipped = None if not top else (f"the budget of {budget} trials is under twice the {cost} trials a "
+                                    "confirmation takes")
+    return {"top": 0, "rounds": rounds, "trials": 0, "search_budget": budget, "skipped": skipped}
+
+
+def apply_confirmation(result: dict[str, Any], confirmation: dict[str, Any] | None, space, spec) -> None:
+    """Make a study summary's best the confirmed one (its mean and interval over the confirmation's rounds)."""
+    from ..objective import Objective
+    from ..tuning.results import changed_knobs, confirmed_best, speedup
+
+    result["confirm"] = confirmation
+    best = confirmed_best(result.get("best"), {"confirm": confirmation}, space)
+    if not (best and best.get("confirmed")):
+        return
+    result["best"] = best
+    result["speedup"] = speedup(Objective.from_dict(spec.objective), best["value"],
+                                confirmation["candidates"]["default"]["mean"])
+    result["changed"] = {k: list(v) for k, v in changed_knobs(space, best["config"]).items()}
+
+
+def format_confirmation(result: dict[str, Any]) -> str:
+    unit = result["unit"]
+
+    def value(v):
+        return "-" if v is None else (f"{v:,.0f}" if unit == "ops/s" else f"{v:.3g}")
+
+    lines = [f"confirmation: the top {result['top']} configurations by single runs and the default, "
+             f"{result['rounds']} interleaved cold rounds ({result['trials']} trials)"]
+    for label, c in result["candidates"].items():
+        interval = (f" [{value(c['interval'][0])}, {value(c['interval'][1])}]" if c["interval"] else "")
+        lines.append(f"  {label:<8} mean {value(c['mean'])} {unit}{interval} over {c['feasible_rounds']} rounds; "
+                     f"single run {value(c['single_run'])}" + ("  <- confirmed best" if label == result["best"] else ""))
+    s = result["vs_default"]
+    if s and s["mean_speedup"] is not None:
+        interval = f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}]" if s["ci_low"] is not None else "-"
+        p = f"{s['p_value']:.3g}" if s["p_value"] is not None else "-"
+        lines.append(f"  {result['best']} vs default: x{s['mean_speedup']:.3f}, 95% interval {interval}, Wilcoxon "
+                     f"p = {p} over {s['pairs']} pairs: {s['verdict']}"
+                     + (f" ({s['pairs']} pairs cannot reach p < 0.05: `compare --repeat 10` tests it)"
+                        if s["pairs"] < 6 else ""))
+    elif result["best"] is None:
+        lines.append("  no configuration held the study's constraints in every round")
+    return "\n".join(lines)
+
+
 def parse_candidates(text: str, space, best: dict[str, Any] | None,
                      best_practice: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """'best,default,best-practice,design-default,my.yaml' -> label -> knob overrides; the default always comes
@@ -34,7 +165,7 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
     and replication factor), which splits a searched design's gain into the design's and the knobs'."""
     from pathlib import Path
 
-    from ..knobs import load_overrides_file
+    from ..knobs import load_config, named_configs
 
     out: dict[str, dict[str, Any]] = {"default": {}}
     for item in (t.strip() for t in text.split(",")):
@@ -54,10 +185,13 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
                 raise UsageError(f"the {space.system} knob space has no best-practice rules (Cassandra's has)")
             out["best-practice"] = best_practice
         elif Path(item).exists():
-            out[Path(item).stem] = space.validate(load_overrides_file(item))
+            out[Path(item).stem] = space.validate(load_config(item, space.system))
+        elif item in named_configs(space.system):   # e.g. latest: Cassandra 5.0's cassandra_latest.yaml
+            out[item] = space.validate(load_config(item, space.system), allow_outside_range=True)
         else:
-            raise UsageError(f"unknown candidate {item!r}: use best, default, best-practice, design-default or "
-                             "a YAML file of knob values")
+            named = "".join(f", {n}" for n in named_configs(space.system))
+            raise UsageError(f"unknown candidate {item!r}: use best, default, best-practice, design-default{named} "
+                             "or a YAML file of knob values")
     if len(out) < 2:
         raise UsageError("--candidates names nothing to compare with the default")
     return out
@@ -69,7 +203,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..systems import TrialSettings
     from ..tuning.loop import TuneSpec
     from ..objective import Objective, check_metric, metric_unit, metric_value
-    from ..tuning.results import best_configuration
+    from ..tuning.results import best_configuration, confirmed_best
     from ..workloads.spec import Workload
     from ..runtime.paths import cache_dir
     from ..knobs.best_practice import best_practice, machine_facts
@@ -91,7 +225,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         objective = Objective.from_dict(spec.objective)
         space = TuningSpace(full_space.subset(tune["knobs"]), tune["fixed"])
         rows = [r for r in store.trials(study["id"]) if r["tag"] == "tune"]
-        best = best_configuration(rows, objective, spec.workloads, space)
+        # the confirmed best when the study has one (`best --confirm`, or the end of `tune`)
+        best = confirmed_best(best_configuration(rows, objective, spec.workloads, space), study["settings"], space)
+        best_source = None if not best else ("the best single run" if not best.get("confirmed") else
+                                             f"the confirmed best ({best['label']} of the confirmation)")
         system = tune.get("system", "cassandra")
         facts = machine_facts(heap_mb=settings.heap_mb, data_path=cache_dir(), server_cpus=settings.server_cpus)
         practice, rules = best_practice(full_space, facts)
@@ -111,7 +248,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         others = [k for k in candidates if k != "default"]
         suffix = "" if others == ["best"] else ":" + "+".join(others)
         result: dict[str, Any] = {"study": args.study, "study_name": study["name"], "system": system,
-                                  "metric": objective.metric,
+                                  "metric": objective.metric, "best_is": best_source,
                                   "scale": args.scale, "candidates": candidates, "workloads": {}}
         if "best-practice" in candidates:
             result["best_practice"] = {"machine": facts, "rules": rules}
@@ -163,7 +300,8 @@ def _say(args):
 
 def format_comparison(result: dict[str, Any], unit: str) -> str:
     lines = [f"{result['metric']} ({unit}), study {result['study_name']}, scale x{result['scale']:g}: "
-             "speedup = candidate / default of the same round (> 1 is better)"]
+             "speedup = candidate / default of the same round (> 1 is better)"
+             + (f"; best = {result['best_is']}" if result.get("best_is") and "best" in result["candidates"] else "")]
     for name, w in result["workloads"].items():
         lines.append(f"\n{name}:")
         lines += _metric_lines(w)
@@ -209,7 +347,8 @@ def add_parsers(sub) -> None:
                    help="comma-separated: best (the study's best), default, best-practice (Cassandra's documented "
                         "rules of thumb for this machine: concurrent_writes = 8 x cores, concurrent_reads = 16 x "
                         "drives, ...; see `nosqltune knobs`), design-default (the default knobs on the best "
-                        "configuration's design, for a study of tune --design), or YAML files of knob values (default "
+                        "configuration's design, for a study of tune --design), latest (Cassandra 5.0's "
+                        "cassandra_latest.yaml settings), or YAML files of knob values (default "
                         "best; the default configuration is always run as the reference)")
     p.add_argument("--repeat", type=int, default=10, metavar="N", help="interleaved rounds (default 10)")
     p.add_argument("--scale", type=float, default=1.0, metavar="X",

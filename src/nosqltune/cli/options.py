@@ -6,6 +6,7 @@ import argparse
 import re
 import statistics
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError, UsageError
@@ -35,6 +36,9 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                    help="measured operations (default 100000)")
     w.add_argument("--threads", type=int, metavar="N", default=None, help="client threads (default 16)")
     w.add_argument("--target", type=int, metavar="OPS", help="throttle the client to OPS operations/s")
+    w.add_argument("--rate-fraction", type=float, metavar="F",
+                   help="throttle the client to F x the default configuration's maximum throughput for the workload "
+                        "on this machine (measured once with 3 cold trials, then kept); latency-slo's is 0.6")
     w.add_argument("--max-seconds", type=int, metavar="S",
                    help="end the measured phase after S seconds even if operations remain (YCSB's "
                         "maxexecutiontime): bounds the cost of a very slow configuration (default: no cap)")
@@ -47,7 +51,8 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                         "most --steady-cv (default 0: off)")
     w.add_argument("--steady-cv", type=float, default=0.05, metavar="CV", help="steady-state threshold (0.05)")
     c = parser.add_argument_group("configuration")
-    c.add_argument("--config", metavar="FILE", help="YAML file of knob overrides (knob: value)")
+    c.add_argument("--config", metavar="FILE", help="YAML file of knob overrides (knob: value), or a named "
+                   "configuration: latest (Cassandra 5.0's cassandra_latest.yaml settings)")
     c.add_argument("--set", metavar="KNOB=VALUE", action="append", default=[], dest="assignments",
                    help="override one knob (repeatable); wins over --config")
     c.add_argument("--force", action="store_true",
@@ -126,7 +131,7 @@ def _scenario(args: argparse.Namespace):
     """The scenario of --scenario (in-memory when not given)."""
     from ..scenarios import scenario
 
-    return scenario(getattr(args, "scenario", None))
+    return scenario(getattr(args, "scenario", None), getattr(args, "system", None) or "cassandra")
 
 
 def _build_workload(args: argparse.Namespace, *, name: Any = ..., read_ratio: Any = ..., **overrides: Any):
@@ -160,10 +165,14 @@ def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):
     from dataclasses import replace
 
     scenario = _scenario(args)
-    if workload.target is None and scenario.rate_fraction is not None:
+    fraction = getattr(args, "rate_fraction", None)
+    if fraction is not None and not 0 < fraction <= 1:
+        raise UsageError(f"--rate-fraction must be within (0, 1], got {fraction:g}")
+    fraction = fraction if fraction is not None else scenario.rate_fraction
+    if workload.target is None and fraction is not None:
         from ..evaluation.rates import fixed_rate
 
-        workload = replace(workload, target=fixed_rate(settings, workload, scenario.rate_fraction,
+        workload = replace(workload, target=fixed_rate(settings, workload, fraction,
                                                        progress=progress or _progress(args)))
     if workload.target is None:
         return workload, None
@@ -175,13 +184,15 @@ def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):
 def _overrides(args: argparse.Namespace, space, *, searched: Any = ()) -> dict[str, Any]:
     """--config and --set over the scenario's knob values (those of the scenario's datastore, and not among the
     `searched` knobs: a tuned knob is the search's)."""
-    from ..knobs import load_overrides_file, parse_assignments
+    from ..knobs import load_config, named_configs, parse_assignments
 
-    raw: dict[str, Any] = {}
-    if args.config:   # per_node: the harness's (_per_node)
-        raw.update({k: v for k, v in load_overrides_file(args.config).items() if k != PER_NODE})
-    raw.update(parse_assignments(args.assignments))
-    typed = space.validate(raw, allow_outside_range=args.force)
+    typed: dict[str, Any] = {}
+    if args.config:   # a file or a named configuration (latest); per_node: the harness's (_per_node)
+        config = {k: v for k, v in load_config(args.config, space.system).items() if k != PER_NODE}
+        # a named configuration is the project's own (latest: a column index below the tuning range)
+        named = not Path(args.config).is_file() and args.config in named_configs(space.system)
+        typed.update(space.validate(config, allow_outside_range=args.force or named))
+    typed.update(space.validate(parse_assignments(args.assignments), allow_outside_range=args.force))
     scenario = {k: v for k, v in _scenario(args).knobs.items() if k in space and k not in searched}
     # the scenario's values are part of its environment (e.g. write-heavy's small memtable space)
     return {**space.validate(scenario, allow_outside_range=True), **typed}
@@ -193,11 +204,11 @@ PER_NODE = "per_node"
 def _per_node(args: argparse.Namespace, system: str, nodes: int) -> dict[str, dict[str, Any]]:
     """The `per_node` entry of --config: {node number: {knob: value}}, cassandra.yaml knobs set on that node only
     (on top of the configuration all nodes get), checked against the knob space."""
-    from ..knobs import load_overrides_file, load_space
+    from ..knobs import load_config, load_space
 
     if not getattr(args, "config", None):
         return {}
-    entry = load_overrides_file(args.config).get(PER_NODE)
+    entry = load_config(args.config, system).get(PER_NODE)
     if entry is None:
         return {}
     where = f"--config {args.config}: {PER_NODE}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import re
 import sys
@@ -13,7 +14,8 @@ from typing import Any
 from ..errors import NosqltuneError, UsageError
 from ..tuning.loop import DEFAULT_BUDGET, DEFAULT_STUDY_NAME
 from ..tuning.results import format_summary, stored_subset, summarize, yaml_fragment
-from .options import DEFAULT_STUDY, _common, study_path
+from .compare import CONFIRM_ROUNDS, CONFIRM_TOP, apply_confirmation, confirm_best, confirm_plan, format_confirmation
+from .options import DEFAULT_STUDY, _common, _progress, study_path
 
 
 def parse_duration(text: str | None) -> float | None:
@@ -42,6 +44,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from ..tuning.progress import TerminalDisplay
 
     study_name = args.study_name or DEFAULT_STUDY_NAME
+    if (args.confirm_top is not None and args.confirm_top < 0) or (args.confirm_rounds is not None
+                                                                   and args.confirm_rounds < 2):
+        raise UsageError("--confirm-top must be at least 0 and --confirm-rounds at least 2")
     if not args.resume:   # bad input is refused before the store is touched
         settings = _settings(args, surrogate=True)
         full_space = trial_target(settings).knob_space(settings)
@@ -84,10 +89,16 @@ def cmd_tune(args: argparse.Namespace) -> int:
                     raise UsageError(f"study '{study_name}' in {args.study} already has trials: add --resume to "
                                      "continue it, or pick another --study-name")
         space = TuningSpace(subset, fixed)
+        # a study begun before confirmations existed keeps its whole budget for the search unless asked
+        asked = (stored.get("confirm") or {"top": 0, "rounds": CONFIRM_ROUNDS}) if stored and args.resume \
+            else {"top": CONFIRM_TOP, "rounds": CONFIRM_ROUNDS}
+        asked = {"top": asked["top"] if args.confirm_top is None else args.confirm_top,
+                 "rounds": asked["rounds"] if args.confirm_rounds is None else args.confirm_rounds}
+        plan = confirm_plan(spec.budget, len(workloads), asked["top"], asked["rounds"])
         store.update_study_settings(study_id, {"tune": {
             "spec": spec.to_dict(), "workloads": [w.to_dict() for w in workloads], "fixed": fixed,
             "knobs": stored_subset(subset, full_space), "knob_label": subset.label if not args.resume else
-            (stored or {}).get("knob_label"), "harness": settings.to_dict(), "system": system}})
+            (stored or {}).get("knob_label"), "harness": settings.to_dict(), "system": system, "confirm": asked}})
         by_name = {w.name: w for w in workloads}
         display = TerminalDisplay(json_lines=args.json)
         objective = Objective.from_dict(spec.objective)
@@ -99,14 +110,22 @@ def cmd_tune(args: argparse.Namespace) -> int:
             return target.run_trial(full_space, {**fixed, **config}, by_name[workload], settings,
                                     progress=display.trial_phase)
 
-        loop = TuningLoop(store, study_id, spec, space, runner, workdir=_workdir(args, study_name, spec.optimizer),
+        # the search gets the budget less the confirmation's trials (confirm_plan)
+        loop = TuningLoop(store, study_id, dataclasses.replace(spec, budget=plan["search_budget"]), space, runner,
+                          workdir=_workdir(args, study_name, spec.optimizer),
                           environment_id=env_id, display=display,
                           workload_info=lambda name: {**by_name[name].to_dict(), "harness": settings.to_dict()})
         try:
             reason = loop.run()
         except RuntimeError as exc:  # irace stopped with an error of its own
             raise NosqltuneError(str(exc)) from None
+        confirmation = None
+        if plan["top"] and reason != "time":   # the top configurations re-measured beside the default
+            confirmation = confirm_best(store, store.find_study(study_name), store.find_study(study_name)["settings"]
+                                        ["tune"], top=plan["top"], rounds=plan["rounds"], say=_progress(args))
         result = summarize(store, study_id, spec, space)
+        apply_confirmation(result, confirmation, space, spec)
+        result["confirm_plan"] = plan
     finally:
         leases.close()
         store.close()
@@ -116,6 +135,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(json.dumps(result, default=str))
     else:
         print(format_summary(result))
+        if confirmation:
+            print(format_confirmation(confirmation))
+        elif plan["skipped"]:
+            print(f"not confirmed: {plan['skipped']} (`nosqltune best --confirm` re-measures the top configurations)")
         print(f"study {args.study} (name {study_name}); best configuration as YAML: nosqltune best --study "
               f"{args.study}" + (f" --study-name {study_name}" if study_name != DEFAULT_STUDY_NAME else "")
               + " --format yaml")
@@ -251,10 +274,21 @@ def cmd_best(args: argparse.Namespace) -> int:
         settings = TrialSettings(**tune["harness"])
         space = TuningSpace(trial_target(settings).knob_space(settings).subset(tune["knobs"]), tune["fixed"])
         result = summarize(store, study["id"], spec, space)
+        if result["best"] is None:
+            raise NosqltuneError(f"study '{study_name}' has no completed trial within its constraints yet")
+        confirmation = study["settings"].get("confirm")
+        if args.confirm:
+            if args.top < 1 or args.rounds < 2:
+                raise UsageError("--top must be at least 1 and --rounds at least 2")
+            lease = store.acquire_lease(study["id"])   # trials in the study: not beside a running tune
+            try:
+                confirmation = confirm_best(store, study, tune, top=args.top, rounds=args.rounds,
+                                            say=_progress(args))
+            finally:
+                lease.release()
     finally:
         store.close()
-    if result["best"] is None:
-        raise NosqltuneError(f"study '{study_name}' has no completed trial within its constraints yet")
+    apply_confirmation(result, confirmation, space, spec)   # the best is the confirmed one, if confirmed
     if args.format == "json":
         print(json.dumps({**result, "fixed": tune["fixed"]}, default=str))
     elif args.format == "yaml":
@@ -267,7 +301,16 @@ def cmd_best(args: argparse.Namespace) -> int:
         sys.stdout.write(yaml_fragment(space, result["best"]["config"], tune["fixed"], header, settings))
     else:
         print(format_summary(result))
+        if confirmation:
+            print(format_confirmation(confirmation))
+            stale = result["trials"] - confirmation["after_tune_trials"]
+            if stale > 0:
+                print(f"  (confirmed before the study's last {stale} trial(s): `best --confirm` again to include them)")
+        else:
+            print("not confirmed: the best of single cold runs is partly luck; `nosqltune best --confirm` "
+                  "re-measures the top configurations")
     return 0
+
 
 
 def add_parsers(sub) -> None:
@@ -331,6 +374,13 @@ def add_parsers(sub) -> None:
                    help="llamatune: probability of a knob's special value (0 = disabled, ...) (default 0.2)")
     t.add_argument("--max-unique", type=int, default=10000, metavar="K",
                    help="llamatune: distinct values a numeric knob may take (default 10000)")
+    t.add_argument("--confirm-top", type=int, default=None, metavar="K",
+                   help=f"at the end, re-measure the K best configurations by single runs beside the default in "
+                        f"--confirm-rounds interleaved cold rounds and report the best mean (default {CONFIRM_TOP}; "
+                        "0: no confirmation). Its (K + 1) x R trials per workload come out of --budget, and it "
+                        "runs only when the budget is at least twice that")
+    t.add_argument("--confirm-rounds", type=int, default=None, metavar="R",
+                   help=f"rounds of the confirmation (default {CONFIRM_ROUNDS})")
     t.add_argument("--resume", action="store_true",
                    help="continue the study (--study, --study-name) with its stored settings; --budget and "
                         "--max-time may be raised")
@@ -343,5 +393,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
     p.add_argument("--study-name", default=None, help="study within the store (default tune)")
     p.add_argument("--format", choices=["table", "yaml", "json"], default="table", help="output format (table)")
+    p.add_argument("--confirm", action="store_true",
+                   help="re-measure the --top configurations by single runs with the default in --rounds "
+                        "interleaved cold rounds (stored in the study, resumable) and make the one with the best "
+                        "mean the best; without it, a confirmation made before is shown")
+    p.add_argument("--top", type=int, default=CONFIRM_TOP, metavar="K",
+                   help=f"configurations to confirm (default {CONFIRM_TOP})")
+    p.add_argument("--rounds", type=int, default=CONFIRM_ROUNDS, metavar="R",
+                   help=f"interleaved cold rounds of the confirmation (default {CONFIRM_ROUNDS})")
+    p.add_argument("--json", action="store_true", help="progress lines on stderr as JSON (see --format json)")
     p.set_defaults(func=cmd_best)
 

@@ -92,3 +92,14 @@ def compare(name: str, candidate: Sequence[float | None], default: Sequence[floa
     else:
         verdict = "no significant difference"
     return Comparison(name, len(ups), mean, statistics.median(ups), lo, hi, p, "wilcoxon signed-rank", verdict)
+
+
+def mean_interval(values: Sequence[float], *, level: float = 0.95) -> tuple[float, float] | None:
+    """Student's t interval of the mean of independent runs (None under two values)."""
+    if len(values) < 2:
+        return None
+    from scipy.stats import t
+
+    mean, sd = statistics.mean(values), statistics.stdev(values)
+    half = t.ppf((1 + level) / 2, len(values) - 1) * sd / math.sqrt(len(values))
+    return (mean - half, mean + half)

@@ -22,7 +22,7 @@ from typing import Any, Iterator, Mapping
 from ..errors import NosqltuneError
 
 __all__ = ["KnobError", "Knob", "KnobSpace", "load_space", "load_space_file", "parse_assignments",
-           "load_overrides_file"]
+           "load_overrides_file", "load_config", "named_configs"]
 
 TYPES = ("int", "float", "bool", "enum")
 APPLIES = ("yaml", "table", "keyspace", "jvm", "config", "design")
@@ -39,7 +39,8 @@ _LEGACY_SUFFIXES = ("_in_mb", "_in_kb", "_mb_per_sec", "_megabits_per_sec", "_in
 
 _KNOB_FIELDS = frozenset({
     "type", "range", "bounds", "choices", "default", "default_rule", "unit", "log", "applies", "key",
-    "value_map", "reload", "live", "condition", "special", "description", "sources", "notes", "best_practice"})
+    "value_map", "reload", "live", "condition", "special", "description", "sources", "notes", "best_practice",
+    "implies"})
 _REQUIRED_FIELDS = ("type", "default", "applies", "key", "description")
 _TOP_FIELDS = frozenset({"system", "version", "reference_setup", "knobs", "knob_sets"})
 _SET_FIELDS = frozenset({"description", "source", "knobs", "ranges", "choices"})
@@ -151,6 +152,7 @@ class Knob:
     default_rule: str | None = None
     bounds: tuple | None = None    # what the datastore accepts (None side: unbounded)
     best_practice: dict | None = field(default=None, hash=False)  # {rule, source}: a documented rule of thumb
+    implies: dict | None = field(default=None, hash=False)  # enum choice -> {yaml key: value} it needs beside it
 
     def __post_init__(self) -> None:
         for name in ("range", "choices", "bounds"):
@@ -649,6 +651,17 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
             if isinstance(written, bool) or not isinstance(written, (str, int, float)):
                 raise fail(f"field value_map maps {choice!r} to {written!r}; expected a string or number")
         value_map = dict(value_map)
+    implies = spec.get("implies")
+    if implies is not None:
+        if kind != "enum" or applies != "yaml" or not isinstance(implies, Mapping):
+            raise fail("field implies is a mapping for enum knobs of the yaml only")
+        for choice, settings in implies.items():
+            if choice not in choices:
+                raise fail(f"field implies names {choice!r}, which is not a choice")
+            if not isinstance(settings, Mapping) or not settings or not all(
+                    isinstance(k, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", k) for k in settings):
+                raise fail(f"field implies for {choice!r} must map yaml keys to values")
+        implies = {choice: dict(settings) for choice, settings in implies.items()}
     for flag in ("reload",):
         if not isinstance(spec.get(flag, False), bool):
             raise fail(f"field {flag} must be true or false")
@@ -691,7 +704,7 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
                 key=key, range=rng, choices=choices, unit=unit, log=log, value_map=value_map,
                 reload=spec.get("reload", False), live=spec.get("live"), condition=spec.get("condition"),
                 special=(), sources=tuple(sources), notes=spec.get("notes"),
-                default_rule=spec.get("default_rule"), bounds=bounds, best_practice=best)
+                default_rule=spec.get("default_rule"), bounds=bounds, best_practice=best, implies=implies)
     try:
         default = knob.coerce(spec["default"])
     except KnobError as exc:
@@ -830,6 +843,28 @@ def parse_assignments(items: list[str] | None) -> dict[str, str]:
             raise KnobError(f"expected knob=value, got {item!r}")
         out[name] = value
     return out
+
+
+def named_configs(system: str) -> list[str]:
+    """The named configurations shipped for `system` (configs/<system>-<name>.yaml beside this module), e.g.
+    Cassandra's `latest`."""
+    folder = Path(__file__).parent / "configs"
+    prefix = f"{system}-"
+    return sorted(f.name[len(prefix):-len(".yaml")] for f in folder.iterdir()
+                  if f.name.startswith(prefix) and f.name.endswith(".yaml"))
+
+
+def load_config(ref: str | os.PathLike, system: str) -> dict[str, Any]:
+    """Knob values from a YAML file, or from a named configuration of `system` (e.g. `latest`) when `ref` is
+    no file."""
+    path = Path(ref)
+    if not path.is_file() and str(ref) in named_configs(system):
+        return load_overrides_file(Path(__file__).parent / "configs" / f"{system}-{ref}.yaml")
+    if not path.is_file():
+        names = named_configs(system)
+        also = f" (or a named configuration of {system}: {', '.join(names)})" if names else ""
+        raise KnobError(f"knob overrides file not found: {path}{also}")
+    return load_overrides_file(path)
 
 
 def load_overrides_file(path: str | os.PathLike) -> dict[str, Any]:

@@ -48,7 +48,7 @@ def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
     from ..knobs.space import TuningSpace
     from ..surrogate.features import existing_store
     from ..objective import Objective
-    from ..tuning.results import best_configuration, configurations, default_entry
+    from ..tuning.results import best_configuration, configurations, confirmed_best, default_entry
 
     store = existing_store(path)
     try:
@@ -73,7 +73,7 @@ def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
             views.append(TuningView(
                 name=study["name"], settings=study["settings"], objective=objective, space=space,
                 fixed=tune["fixed"], rows=tuned, entries=entries,
-                best=best_configuration(tuned, objective, workloads, space),
+                best=confirmed_best(best_configuration(tuned, objective, workloads, space), study["settings"], space),
                 default=default_entry(tuned, objective, workloads, space),
                 compare_rows=[r for r in rows if r["tag"] == "compare"],
                 environments=[fingerprints[i] for i in env_ids if i in fingerprints]))
@@ -128,7 +128,7 @@ def internals_runs(view: TuningView) -> dict[str, dict[str, Any]]:
         for label, entry in pick.items():
             if label in out or not entry:
                 continue
-            rows = [r for r in view.rows if r["id"] in entry["trial_ids"] and r["state"] == "COMPLETE"]
+            rows = [r for r in view.rows if r["id"] in entry.get("trial_ids", ()) and r["state"] == "COMPLETE"]
             if rows:
                 out[label] = rows[0]["metrics"]
     return out

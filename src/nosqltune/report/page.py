@@ -105,6 +105,8 @@ def summary_rows(views: list[TuningView]) -> list[list[Any]]:
         failed = sum(1 for r in v.rows if r["state"] != "COMPLETE")
         best = v.best["value"] if v.best else None
         default = v.default["value"] if v.default else None
+        if v.best and v.best.get("confirmed"):   # both means of the same confirmation rounds
+            default = v.settings["confirm"]["candidates"]["default"]["mean"]
         ratio = None
         if best and default:
             ratio = best / default if v.objective.maximize else default / best
@@ -155,8 +157,15 @@ def best_section(view: TuningView) -> str:
     from ..systems.base import TrialSettings
     from ..tuning.results import yaml_fragment
 
-    header = (f"best of study {view.name}: {view.objective.metric} {fmt(view.best['value'])} over "
-              f"{view.best['trials']} trial(s)")
+    if view.best.get("confirmed"):   # re-measured beside the default (tune's end, or `best --confirm`)
+        confirmation, interval = view.settings["confirm"], view.best["interval"]
+        header = (f"confirmed best of study {view.name}: {view.objective.metric} {fmt(view.best['value'])} (mean "
+                  f"of {confirmation['rounds']} interleaved cold rounds"
+                  + (f", 95% interval {fmt(interval[0])} .. {fmt(interval[1])}" if interval else "")
+                  + f"; the top {confirmation['top']} by single runs re-measured beside the default)")
+    else:
+        header = (f"best of study {view.name}: {view.objective.metric} {fmt(view.best['value'])} over "
+                  f"{view.best['trials']} trial(s): single cold runs, not confirmed (nosqltune best --confirm)")
     settings = TrialSettings(**view.tune["harness"])
     return f"<pre>{esc(yaml_fragment(view.space, view.best['config'], view.fixed, header, settings))}</pre>"
 
@@ -181,7 +190,7 @@ def build(views: list[TuningView], out: Path, source: str) -> tuple[Path, list[P
             "</p>",
             "<h2>Summary</h2>",
             table(["study", "system", "optimizer", "knobs", "workloads", "objective", "trials ok / failed",
-                   "default", "best (one run)", "best / default"], summary_rows(views), numeric={7, 8, 9}),
+                   "default", "best (one run, or confirmed mean)", "best / default"], summary_rows(views), numeric={7, 8, 9}),
             "<p class='muted'>Best and default here are single cold runs as measured during tuning; the "
             "comparisons below are the evidence.</p>",
             "<h2>Environment</h2>", environment_section(views),

@@ -1,21 +1,32 @@
 """Benchmark scenarios as data (scenarios.yaml beside this file): a bundle of workload, data size, memory allowance,
 measured-phase length, knob values and objective that a command takes as its defaults (`--scenario NAME`).
 
+A scenario's sizes are calibrated (`nosqltune calibrate --scenario NAME`): the shipped ones were measured on the
+project's reference machine; a calibration run on another machine stores its pick in the user's cache
+(calibration_file()), and that pick is the scenario's default on that machine from then on.
+
 Importing this module is cheap: PyYAML is read only when the scenarios are first asked for."""
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+import json
+import os
+import time
+from dataclasses import dataclass, field, replace
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..runtime.paths import cache_dir
 
 DEFAULT = "in-memory"
 _SIZES = ("records", "operations", "warmup_ops", "max_seconds", "threads")
+CALIBRATED_SIZES = ("records", "operations", "warmup_ops", "threads")   # what a calibration picks
 _FIELDS = {"summary", "why", "workload", "distribution", "heap", "memory", "knobs", "objective", "rate_fraction",
-           "sources", *_SIZES}
+           "calibration", "sources", *_SIZES}
+_CALIBRATION = {"metric", "max_cv", "max_trial_s", "measured"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +44,13 @@ class Scenario:
     objective: str = "throughput"
     rate_fraction: float | None = None
     sources: tuple[str, ...] = ()
+    # the calibration's goal: the figure whose CV over cold repeats of the default must be at most max_cv,
+    # within max_trial_s seconds per cold trial; `measured` says where the shipped sizes come from
+    calibration_metric: str = "throughput"
+    max_cv: float = 0.05
+    max_trial_s: float = 60.0
+    measured: str | None = None
+    calibrated_here: dict[str, Any] | None = None    # this machine's own pick (calibration_file()), if any
 
     @property
     def memory_capped(self) -> bool:
@@ -61,8 +79,12 @@ class Scenario:
         if self.rate_fraction is not None:
             sets["rate_fraction"] = self.rate_fraction
         sets["objective"] = self.objective
+        calibration = {"metric": self.calibration_metric, "max_cv": self.max_cv, "max_trial_s": self.max_trial_s,
+                       "measured": self.measured}
+        if self.calibrated_here:
+            calibration["calibrated_here"] = {**self.calibrated_here, "file": str(calibration_file())}
         return {"name": self.name, "summary": self.summary, "why": self.why, "sets": sets,
-                "sources": list(self.sources)}
+                "calibration": calibration, "sources": list(self.sources)}
 
 
 def _parse(name: str, spec: dict[str, Any]) -> Scenario:
@@ -81,6 +103,11 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
     memory = spec.get("memory") or {}
     if set(memory) - {"offheap_mb", "page_cache_mb"} or (memory and "page_cache_mb" not in memory):
         raise ValueError(f"{where}: memory takes offheap_mb and page_cache_mb")
+    calibration = spec.get("calibration") or {}
+    if not isinstance(calibration, dict) or set(calibration) - _CALIBRATION:
+        raise ValueError(f"{where}: calibration takes {', '.join(sorted(_CALIBRATION))}")
+    if not 0 < float(calibration.get("max_cv", 0.05)) < 1 or float(calibration.get("max_trial_s", 60)) <= 0:
+        raise ValueError(f"{where}: calibration needs 0 < max_cv < 1 and max_trial_s > 0")
     fraction = spec.get("rate_fraction")
     if fraction is not None and not 0 < float(fraction) <= 1:
         raise ValueError(f"{where}: rate_fraction must be within (0, 1]")
@@ -90,7 +117,11 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
                     page_cache_mb=memory.get("page_cache_mb"), knobs=dict(spec.get("knobs") or {}),
                     objective=spec.get("objective", "throughput"),
                     rate_fraction=None if fraction is None else float(fraction),
-                    sources=tuple(spec.get("sources") or ()))
+                    sources=tuple(spec.get("sources") or ()),
+                    calibration_metric=calibration.get("metric", spec.get("objective", "throughput")),
+                    max_cv=float(calibration.get("max_cv", 0.05)),
+                    max_trial_s=float(calibration.get("max_trial_s", 60)),
+                    measured=" ".join(str(calibration["measured"]).split()) if calibration.get("measured") else None)
 
 
 @functools.lru_cache(maxsize=None)
@@ -102,10 +133,50 @@ def scenarios() -> dict[str, Scenario]:
     return {name: _parse(name, spec) for name, spec in data["scenarios"].items()}
 
 
-def scenario(name: str | None) -> Scenario:
-    """The scenario called `name` (the default, in-memory, for None); a one-line error for an unknown name."""
+def scenario(name: str | None, system: str = "cassandra") -> Scenario:
+    """The scenario called `name` (the default, in-memory, for None), with this machine's calibrated sizes for
+    `system` over the shipped ones where `calibrate --scenario` stored a pick; a one-line error for an unknown
+    name."""
     found = scenarios().get((name or DEFAULT).strip().lower())
     if found is None:
         raise UsageError(f"unknown scenario {name!r}: use one of {', '.join(scenarios())} "
                          "(`nosqltune scenarios` says what each sets)")
-    return found
+    try:
+        here = _read_calibrations()[system][found.name]
+        sizes = {k: int(v) for k, v in here["sizes"].items() if k in CALIBRATED_SIZES and int(v) > 0}
+    except (KeyError, TypeError, ValueError, AttributeError):   # none stored, or not readable: the shipped sizes
+        return found
+    return replace(found, sizes={**found.sizes, **sizes}, calibrated_here=here)
+
+
+def calibration_file() -> Path:
+    """Where this machine's calibrated scenario sizes are kept: the user's cache, or NOSQLTUNE_CALIBRATION."""
+    return Path(os.environ.get("NOSQLTUNE_CALIBRATION") or cache_dir() / "calibrated-scenarios.json")
+
+
+def _read_calibrations() -> dict[str, Any]:
+    try:
+        data = json.loads(calibration_file().read_text())
+    except (OSError, ValueError):   # none yet, or unreadable: the shipped sizes
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_calibration(name: str, sizes: dict[str, int], figures: dict[str, Any], system: str = "cassandra") -> Path:
+    """Store `sizes` (records, operations, warmup_ops, threads) as scenario `name`'s defaults for `system` on
+    this machine, with the figures (and goal) that chose them; replaces the file atomically. Returns the file."""
+    name = scenario(name).name
+    unknown = set(sizes) - set(CALIBRATED_SIZES)
+    if unknown:
+        raise ValueError(f"not a calibrated size: {sorted(unknown)}")
+    path = calibration_file()
+    data = _read_calibrations()
+    if not isinstance(data.get(system), dict):
+        data[system] = {}
+    data[system][name] = {"sizes": {k: int(v) for k, v in sizes.items()}, "figures": figures,
+                          "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+    return path

@@ -357,7 +357,8 @@ class DatasetInfo:
                 "meta": self.meta}
 
 
-_BUILD_FIGURES = {"key", "system", "records", "keys", "created_at", "bytes", "used_memory", "estimated_bytes",
+_BUILD_FIGURES = {"key", "system", "records", "keys", "created_at", "bytes", "used_memory", "estimated_bytes", "bulk",
+                  "pending_compactions_stored",
                   "load_throughput_ops_s"}
 
 

@@ -62,6 +62,20 @@ def best_configuration(rows: list[dict], objective: Objective, workloads: list[s
     return max(pool, key=lambda e: (sign * e["value"], e["trials"]))
 
 
+def confirmed_best(best: dict[str, Any] | None, settings: dict[str, Any], space: TuningSpace) -> dict[str, Any] | None:
+    """The study's best as its stored confirmation (`best --confirm`, the end of `tune`) re-measured it: the
+    candidate with the best mean over the confirmation's rounds (the default when nothing beat it), with that
+    mean as its value and its interval; `best` (the best of single runs) when the study has no confirmation."""
+    confirmation = settings.get("confirm") or {}
+    label = confirmation.get("best")
+    if not best or not label:
+        return best
+    chosen = confirmation["candidates"][label]
+    return {"config": space.canonical(chosen["config"]), "kind": "default" if label == "default" else "suggested",
+            "value": chosen["mean"], "interval": chosen["interval"], "trials": chosen["feasible_rounds"],
+            "confirmed": True, "label": label, "single_run_best": best}
+
+
 def default_entry(rows: list[dict], objective: Objective, workloads: list[str],
                   space: TuningSpace) -> dict[str, Any] | None:
     for entry in configurations(rows, objective, workloads, space):
@@ -117,9 +131,16 @@ def format_summary(result: dict[str, Any]) -> str:
     lines.append(f"default: {value(default['value'] if default else None)}"
                  + (f" ({default['trials']} trials)" if default else " (not measured in this study)"))
     if best:
-        lines.append(f"best:    {value(best['value'])} ({best['trials']} trials)"
-                     + (f", {(result['speedup'] - 1) * 100:+.1f}% vs default (single cold runs: confirm with "
-                        "repeated interleaved runs)" if result["speedup"] else ""))
+        if best.get("confirmed"):
+            interval = best.get("interval")
+            lines.append(f"best:    {value(best['value'])} (confirmed: mean of interleaved cold rounds"
+                         + (f", 95% interval {value(interval[0])} .. {value(interval[1])}" if interval else "")
+                         + ")" + (f", {(result['speedup'] - 1) * 100:+.1f}% vs the default's mean in the same rounds"
+                                  if result["speedup"] else ""))
+        else:
+            lines.append(f"best:    {value(best['value'])} ({best['trials']} trials)"
+                         + (f", {(result['speedup'] - 1) * 100:+.1f}% vs default (single cold runs: confirm with "
+                            "repeated interleaved runs)" if result["speedup"] else ""))
         if result["changed"]:
             width = max(len(k) for k in result["changed"])
             for name, (old, new) in result["changed"].items():

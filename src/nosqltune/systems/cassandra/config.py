@@ -75,9 +75,11 @@ def place(space: KnobSpace, overrides: dict[str, Any]) -> PlacedConfig:
         if knob.reload:
             placed.reload[name] = value
         if knob.applies == "yaml":
-            placed.yaml[knob.key] = rendered
-            if knob.reload:
-                placed.reload_yaml[knob.key] = rendered
+            # with the settings the value needs beside it (e.g. bti: storage_compatibility_mode NONE)
+            for key, written in {knob.key: rendered, **(knob.implies or {}).get(value, {})}.items():
+                placed.yaml[key] = written
+                if knob.reload:
+                    placed.reload_yaml[key] = written
         elif knob.applies == "jvm":
             placed.jvm.append(knob.key.format(value=rendered))
         else:
@@ -96,7 +98,13 @@ def place(space: KnobSpace, overrides: dict[str, Any]) -> PlacedConfig:
             if sub and option in target and sub not in target[option]:
                 target[option][sub] = knob.rendered(full[knob.name])
     for option in _shaping_options(space, placed.reload):
-        placed.reload_table[option] = placed.table[option]
+        value = placed.table[option]
+        if isinstance(value, dict):   # only the parts of the map that shape the data (the dataset is keyed by
+            # them): the compaction strategy without its sizes, which ALTER TABLE sets after the restore
+            others = {k.key.partition(".")[2] for k in space
+                      if not k.reload and k.applies == "table" and k.key.startswith(option + ".")}
+            value = {k: v for k, v in value.items() if k not in others}
+        placed.reload_table[option] = value
     for options in (placed.table, placed.reload_table):
         if (options.get("compression") or {}).get("class") == "none":
             options["compression"] = {"enabled": "false"}   # uncompressed: Cassandra takes no other option

@@ -26,3 +26,26 @@ def node_stats(jmx_port: int, keyspace: str = "ycsb", table: str = "usertable", 
 
 def drain(jmx_port: int, timeout: float = 60.0) -> None:
     _run(jmx_port, ["drain", "--timeout-seconds", str(int(timeout))], timeout + 15)
+
+
+def flush(jmx_port: int, keyspace: str = "ycsb", timeout: float = 120.0) -> None:
+    """Write the keyspace's memtables to SSTables (nodetool flush)."""
+    _run(jmx_port, ["flush", "--keyspace", keyspace, "--timeout-seconds", str(int(timeout))], timeout + 15)
+
+
+def wait_compactions(jmx_port: int, timeout: float, poll: float = 2.0, keyspace: str = "ycsb",
+                     table: str = "usertable") -> dict:
+    """Wait until the node has no compaction pending (the data as its compaction strategy settles it), polling
+    its stats every `poll` seconds; returns {"settle_s", "pending"}: `pending` is what was still pending when
+    `timeout` ran out (0 once settled). A slow compaction is not a failure (the caller stores what it found);
+    a node that does not answer over JMX is (TrialError)."""
+    import time
+
+    started = time.monotonic()
+    while True:
+        stats = node_stats(jmx_port, keyspace, table)
+        pending = max(int(stats.get("pending_compactions") or 0), int(stats.get("table_pending_compactions") or 0))
+        waited = time.monotonic() - started
+        if pending == 0 or waited >= timeout:
+            return {"settle_s": round(waited, 3), "pending": pending}
+        time.sleep(min(poll, max(0.0, timeout - waited)))

@@ -39,9 +39,18 @@ def base_settings() -> dict[str, Any]:
     return yaml.safe_load(_package_file("base.yaml").read_text())
 
 
-def jvm_options() -> list[str]:
+# the shipped options that belong to G1: left off when a knob selects another collector (the JVM refuses two)
+_G1_ONLY = ("-XX:+UseG1GC", "-XX:G1", "-XX:MaxGCPauseMillis", "-XX:InitiatingHeapOccupancyPercent")
+
+
+def jvm_options(flags: list[str] = ()) -> list[str]:
+    """Cassandra 5.0's jvm17 options, without the G1 ones when `flags` (the knobs' JVM flags) select another
+    garbage collector."""
     lines = _package_file("jvm17.options").read_text().splitlines()
-    return [ln.strip() for ln in lines if ln.strip().startswith("-")]
+    options = [ln.strip() for ln in lines if ln.strip().startswith("-")]
+    if any(f.startswith("-XX:+Use") and f.endswith("GC") and f != "-XX:+UseG1GC" for f in flags):
+        options = [o for o in options if not o.startswith(_G1_ONLY)]
+    return options
 
 
 def set_dotted(settings: dict[str, Any], dotted: str, value: Any) -> None:
@@ -133,7 +142,7 @@ class CassandraNode:
         conf = self.home / "conf"
         logback = conf / "logback.xml"
         shutil.copyfile(_package_file("logback.xml"), logback)
-        cmd = [java, f"-Xms{self.heap_mb}M", f"-Xmx{self.heap_mb}M", *jvm_options(),
+        cmd = [java, f"-Xms{self.heap_mb}M", f"-Xmx{self.heap_mb}M", *jvm_options(self.jvm_flags),
                f"-javaagent:{jar_named(classpath, 'jamm')}",
                f"-Dcassandra.config=file://{conf / 'cassandra.yaml'}",
                f"-Dcassandra.jmx.local.port={self.ports.jmx}",

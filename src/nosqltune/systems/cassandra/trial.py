@@ -72,6 +72,9 @@ def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[
     return lines
 
 
+SETTLE_TIMEOUT_S = 600.0   # how long a dataset build waits for the loaded data's compactions
+
+
 def cassandra_dataset_key(version: str, data_shape: dict[str, Any], reload_knobs: dict[str, Any],
                           heap_mb: int, method: str = "cql") -> str:
     parts = {"cassandra": version, "data": data_shape, "knobs": reload_knobs, "heap_mb": heap_mb}
@@ -134,6 +137,12 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
                 load = run_client("load", loader, host=servers.hosts, port=first.ports.native,
                                   trial_dir=home / "load", timeout=client_timeout(workload, "load"),
                                   cpus=settings.client_cpus, extra=_consistency(settings))
+            # the data as its compaction strategy leaves it (bulk SSTables under leveled or unified compaction are
+            # merged now, not during the first trial); what is still pending after SETTLE_TIMEOUT_S is stored
+            progress("flushing the loaded data and waiting for its compactions")
+            for node in servers.members:   # the memtables first: their SSTables start compactions too
+                internals.flush(node.ports.jmx, KEYSPACE)
+            settled = [internals.wait_compactions(node.ports.jmx, SETTLE_TIMEOUT_S) for node in servers.members]
             started = time.monotonic()
             servers.stop(drain=True)
             drain_s = time.monotonic() - started
@@ -151,7 +160,8 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
                 "design": settings.loaded_design(),
                 "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
                 "load_method": method, **({"bulk": load["bulk"]} if "bulk" in load else {}),
-                "drain_s": drain_s, "created_at": time.time()}
+                "drain_s": drain_s, "settle_s": max(x["settle_s"] for x in settled),
+                "pending_compactions_stored": sum(x["pending"] for x in settled), "created_at": time.time()}
 
     return create_dataset(dataset, build)
 
@@ -310,6 +320,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                     except Exception as exc:
                         raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
                 applied = _read_back(sess, placed)
+            if placed.jvm:   # the JVM options the node runs with (its command line), and the collector in use
+                applied["jvm_options"] = _jvm_read_back(node)
             per_node = per_node_yaml(settings)
             if per_node:   # what every node reports for the knobs set per node (and for all)
                 wanted = set(placed.yaml).union(*per_node.values())
@@ -346,7 +358,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
 def _read_back(sess, placed: PlacedConfig) -> dict[str, Any]:
     """What the node itself reports for the overridden settings and the table/keyspace options: evidence
     that a configuration was applied, not just written."""
-    table = sess.execute("SELECT compaction, compression, caching, memtable FROM system_schema.tables "
+    table = sess.execute("SELECT compaction, compression, caching, memtable, bloom_filter_fp_chance "
+                         "FROM system_schema.tables "
                          "WHERE keyspace_name = %s AND table_name = %s", (KEYSPACE, TABLE)).one()
     keyspace = sess.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
                             (KEYSPACE,)).one()
@@ -355,8 +368,17 @@ def _read_back(sess, placed: PlacedConfig) -> dict[str, Any]:
                 if row.name in wanted} if wanted else {}
     return {"node_settings": settings,
             "table_options": {**{k: dict(getattr(table, k) or {}) for k in ("compaction", "compression", "caching")},
-                              "memtable": table.memtable},
+                              "memtable": table.memtable, "bloom_filter_fp_chance": table.bloom_filter_fp_chance},
             "keyspace_replication": dict(keyspace.replication) if keyspace else {}}
+
+
+def _jvm_read_back(node: CassandraNode) -> list[str]:
+    """The -XX options of the node's running JVM, read from its command line (the node is a local process)."""
+    try:
+        args = Path(f"/proc/{node.proc.pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+    return [a for a in args if a.startswith("-XX:")]
 
 
 def _settings_of(node: CassandraNode, wanted: set[str]) -> dict[str, str]:

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Where tuning Cassandra 5.0 can pay, per scenario (issue 20): one-at-a-time screening of the candidate set
+(`v5-screen`). Each knob at the low and the high end of its range (each other choice for an enum, the other value
+for a switch), plus `latest` (cassandra_latest.yaml), against the default configuration, in --repeat interleaved
+cold rounds: round r runs the default and every variant once, in an order that alternates between rounds, so
+every variant is paired with a default run of the same round. A knob whose condition the default leaves off is
+set together with what it needs (compression_level with Zstd, row_cache_size with row caching on, ...), and
+its label says so.
+
+Per variant: the effect on the scenario's objective (throughput, or the read p99 for latency-slo) as the mean of
+the per-round ratios to the default, better > 1, with a 95% Student t interval over the rounds; the same for
+throughput, read p99 and the node's CPU per operation.
+
+Study: bench/results/landscape/<scenario>.db (one study per variant). Resumable: a variant's finished rounds are
+not run again. Writes bench/results/landscape.{md,json} after every round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+from common import RESULTS, ROOT, log, nosqltune, study_rows  # bench/common.py
+
+sys.path.insert(0, str(ROOT / "src"))
+
+from nosqltune.evaluation.stats import mean_interval  # noqa: E402
+from nosqltune.knobs import load_space  # noqa: E402
+
+FOLDER = RESULTS / "landscape"
+SCENARIOS = ("disk-bound", "write-heavy", "latency-slo", "in-memory")
+OBJECTIVE = {"latency-slo": ("read_p99_ms", False)}   # else throughput, higher is better
+FIGURES = (("throughput_ops_s", True), ("read_p99_ms", False), ("node_cpu_us_per_op", False))
+# what a conditional knob needs beside it to act at all
+ENABLERS = {"compression_level": {"compression": "ZstdCompressor"},
+            "row_cache_size": {"caching_rows_per_partition": "ALL"},
+            "file_cache_size": {"file_cache_enabled": True},
+            "ucs_scaling_parameters": {"compaction_method": "UnifiedCompaction"}}
+
+
+def variants(knob_set: str) -> dict[str, dict]:
+    """label -> --set values: each knob at its range's ends (or each other choice), and `latest`."""
+    space = load_space("cassandra").subset(knob_set)
+    out: dict[str, dict] = {}
+    for knob in space:
+        if knob.type in ("int", "float"):
+            levels = [v for v in knob.range if v != knob.default]
+        elif knob.type == "bool":
+            levels = [not knob.default]
+        else:
+            levels = [c for c in knob.choices if c != knob.default]
+            if len(levels) > 2:   # ordered choices (chunk sizes; UCS from leveled to tiered): their two ends
+                levels = [c for c in (knob.choices[0], knob.choices[-1]) if c != knob.default]
+        for level in levels:
+            setting = {**ENABLERS.get(knob.name, {}), knob.name: level}
+            extra = "".join(f", {k}={v}" for k, v in ENABLERS.get(knob.name, {}).items())
+            out[f"{knob.name}={level}{extra}"] = setting
+    out["latest"] = {}
+    return out
+
+
+def args_of(label: str, setting: dict) -> list[str]:
+    if label == "latest":
+        return ["--config", "latest"]
+    return [a for k, v in setting.items() for a in ("--set", f"{k}={str(v).lower() if isinstance(v, bool) else v}")]
+
+
+def rows(scenario: str, label: str) -> list[dict]:
+    return [r for r in study_rows(FOLDER / f"{scenario}.db", label) if r["failure_kind"] != "interrupted"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--knobs", default="v5-screen")
+    a = p.parse_args()
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    plan = variants(a.knobs)
+    labels = ["default", *plan]
+    scenarios = [s for s in a.scenarios.split(",") if s]
+    for scenario in scenarios:
+        for round_ in range(a.repeat):
+            order = labels if round_ % 2 == 0 else list(reversed(labels))
+            for label in order:
+                if len(rows(scenario, label)) > round_:
+                    continue
+                log(f"{scenario} round {round_ + 1}/{a.repeat}: {label}")
+                nosqltune("bench", "--scenario", scenario, "--repeat", "1", *args_of(label, plan.get(label, {})),
+                          "--study", str(FOLDER / f"{scenario}.db"), "--study-name", label, "--json", ok=(0, 1))
+            write(scenarios, labels, a.repeat)
+    return 0
+
+
+def _ratios(variant: list[dict], default: list[dict], key: str, higher_better: bool) -> list[float]:
+    """Per-round ratio to the default's run of the same round, > 1 better (a failed side drops the round)."""
+    out = []
+    for v, d in zip(variant, default):
+        x = (v or {}).get(key) if v else None
+        y = (d or {}).get(key) if d else None
+        if x and y:
+            out.append(x / y if higher_better else y / x)
+    return out
+
+
+def _by_round(found: list[dict], rounds: int) -> list[dict | None]:
+    return [(found[r]["metrics"].get("summary") if r < len(found) and found[r]["state"] == "COMPLETE" else None)
+            for r in range(rounds)]
+
+
+def summarize(scenario: str, labels: list[str], rounds: int) -> dict:
+    objective, higher = OBJECTIVE.get(scenario, ("throughput_ops_s", True))
+    default = _by_round(rows(scenario, "default"), rounds)
+    out = {"objective": objective, "higher_is_better": higher, "variants": {}}
+    for label in labels:
+        found = rows(scenario, label)
+        runs = _by_round(found, rounds)
+        entry = {"rounds": sum(r is not None for r in runs), "failed": sum(r["state"] != "COMPLETE" for r in found),
+                 "errors": [r["error"] for r in found if r["state"] != "COMPLETE"][:2]}
+        for key, better in ((objective, higher), *FIGURES):
+            values = [r[key] for r in runs if r and r.get(key) is not None]
+            entry[f"{key}_mean"] = statistics.mean(values) if values else None
+            if label != "default":
+                ratios = _ratios(runs, default, key, better)
+                interval = mean_interval(ratios)
+                entry[f"{key}_effect"] = statistics.mean(ratios) if ratios else None
+                entry[f"{key}_interval"] = list(interval) if interval else None
+        out["variants"][label] = entry
+    return out
+
+
+def write(scenarios: list[str], labels: list[str], rounds: int) -> None:
+    results = {s: summarize(s, labels, rounds) for s in scenarios if (FOLDER / f"{s}.db").exists()}
+    (RESULTS / "landscape.json").write_text(json.dumps(results, indent=1))
+    md = ["# Where tuning 5.0 can pay: one knob at a time, per scenario (issue 20)", "",
+          "Generated by `bench/landscape.py`: every knob of `v5-screen` at the ends of its range (each other "
+          "choice of an enum), and `latest` (cassandra_latest.yaml), against the default, in interleaved cold "
+          "rounds on this machine (2 cores shared by node and client). Effect = mean over the rounds of the "
+          "variant's ratio to the default's run of the same round, > 1 is better (for latencies: default / "
+          "variant); the interval is Student's t at 95% over the rounds. An interval that holds 1 shows no "
+          "effect within this many rounds.", ""]
+
+    def f(v, digits=3):
+        return "-" if v is None else f"{v:.{digits}f}"
+
+    for scenario, result in results.items():
+        obj = result["objective"]
+        default = result["variants"]["default"]
+        md += [f"## {scenario}", "",
+               f"Objective {obj}; default: {f(default[f'{obj}_mean'], 2)} over {default['rounds']} rounds "
+               f"(throughput {f(default['throughput_ops_s_mean'], 0)} ops/s, read p99 "
+               f"{f(default['read_p99_ms_mean'], 2)} ms, node CPU {f(default['node_cpu_us_per_op_mean'], 1)} us/op).",
+               "", "| variant | rounds | effect on objective [95%] | throughput | read p99 | node CPU/op |",
+               "|---|---|---|---|---|---|"]
+        ranked = sorted((l for l in labels if l != "default" and l in result["variants"]),
+                        key=lambda l: -(result["variants"][l][f"{obj}_effect"] or 0))
+        for label in ranked:
+            v = result["variants"][label]
+            interval = v[f"{obj}_interval"]
+            ci = f" [{f(interval[0])}, {f(interval[1])}]" if interval else ""
+            failed = f" ({v['failed']} failed)" if v["failed"] else ""
+            md.append(f"| {label} | {v['rounds']}{failed} | x{f(v[f'{obj}_effect'])}{ci} | "
+                      f"x{f(v['throughput_ops_s_effect'])} | x{f(v['read_p99_ms_effect'])} | "
+                      f"x{f(v['node_cpu_us_per_op_effect'])} |")
+        errors = {l: v["errors"] for l, v in result["variants"].items() if v["errors"]}
+        if errors:
+            md += ["", "Failed runs (first reasons):", ""]
+            md += [f"- {l}: {'; '.join((e or '?')[:200] for e in errs)}" for l, errs in errors.items()]
+        md.append("")
+    (RESULTS / "landscape.md").write_text("\n".join(md))
+    log(f"wrote {RESULTS / 'landscape.md'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
