@@ -512,6 +512,9 @@ def test_v5_knobs_are_placed_where_they_act():
     others = jvm_options(zgc.jvm)
     assert not any(o.startswith(("-XX:+UseG1GC", "-XX:G1", "-XX:MaxGCPauseMillis")) for o in others)
     assert "-XX:+AlwaysPreTouch" in others and jvm_options(["-XX:+UseG1GC"]) == shipped
+    # under G1 the knobs' flags come after the shipped ones on the node's command line: the JVM takes the last
+    g1 = place(space, {"g1_max_pause": 100, "parallel_gc_threads": 1}).jvm
+    assert g1 == ["-XX:MaxGCPauseMillis=100", "-XX:ParallelGCThreads=1"]
     # table options that shape SSTables are set before the load (and key the dataset); UCS's fan factor after it
     placed = place(space, {"compaction_method": "UnifiedCompaction", "ucs_scaling_parameters": "L4",
                            "bloom_filter_fp_chance": 0.05, "compression": "ZstdCompressor", "compression_level": 5})

@@ -27,6 +27,23 @@ def _tuning_study(args):
     return store, study, tune
 
 
+def _context(store, study: dict, tune: dict):
+    """A tuning study's harness settings, full knob space, spec, objective, tuned space and tuning trials."""
+    from ..knobs.space import TuningSpace
+    from ..objective import Objective
+    from ..systems import TrialSettings
+    from ..tuning.loop import TuneSpec
+    from .options import trial_target
+
+    settings = TrialSettings(**tune["harness"])
+    full_space = trial_target(settings).knob_space(settings)
+    spec = TuneSpec(**tune["spec"])
+    objective = Objective.from_dict(spec.objective)
+    space = TuningSpace(full_space.subset(tune["knobs"]), tune["fixed"])
+    rows = [r for r in store.trials(study["id"]) if r["tag"] == "tune"]
+    return settings, full_space, spec, objective, space, rows
+
+
 CONFIRM_TOP = 3       # configurations re-measured by `best --confirm` ...
 CONFIRM_ROUNDS = 3    # ... in this many interleaved cold rounds with the default
 
@@ -40,20 +57,11 @@ def confirm_best(store, study: dict, tune: dict, *, top: int = CONFIRM_TOP, roun
     study has no completed configuration but the default."""
     from ..evaluation.compare import run_interleaved
     from ..evaluation.stats import compare, mean_interval
-    from ..knobs.space import TuningSpace
-    from ..objective import Objective
-    from ..systems import TrialSettings
-    from ..tuning.loop import TuneSpec
     from ..tuning.results import configurations, default_entry
     from ..workloads.spec import Workload
     from .options import trial_target
 
-    settings = TrialSettings(**tune["harness"])
-    full_space = trial_target(settings).knob_space(settings)
-    spec = TuneSpec(**tune["spec"])
-    objective = Objective.from_dict(spec.objective)
-    space = TuningSpace(full_space.subset(tune["knobs"]), tune["fixed"])
-    rows = [r for r in store.trials(study["id"]) if r["tag"] == "tune"]
+    settings, full_space, spec, objective, space, rows = _context(store, study, tune)
     sign = 1 if objective.maximize else -1
     ranked = sorted((e for e in configurations(rows, objective, spec.workloads, space)
                      if e["value"] is not None and e["feasible"] and not e["partial"] and e["kind"] != "default"),
@@ -199,10 +207,7 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from .options import trial_target
-    from ..knobs.space import TuningSpace
-    from ..systems import TrialSettings
-    from ..tuning.loop import TuneSpec
-    from ..objective import Objective, check_metric, metric_unit, metric_value
+    from ..objective import check_metric, metric_unit, metric_value
     from ..tuning.results import best_configuration, confirmed_best
     from ..workloads.spec import Workload
     from ..runtime.paths import cache_dir
@@ -219,12 +224,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     lease = None
     try:
         lease = store.acquire_lease(study["id"])   # compare runs trials in the study: not beside a tune
-        settings = TrialSettings(**tune["harness"])
-        full_space = trial_target(settings).knob_space(settings)
-        spec = TuneSpec(**tune["spec"])
-        objective = Objective.from_dict(spec.objective)
-        space = TuningSpace(full_space.subset(tune["knobs"]), tune["fixed"])
-        rows = [r for r in store.trials(study["id"]) if r["tag"] == "tune"]
+        settings, full_space, spec, objective, space, rows = _context(store, study, tune)
         # the confirmed best when the study has one (`best --confirm`, or the end of `tune`)
         best = confirmed_best(best_configuration(rows, objective, spec.workloads, space), study["settings"], space)
         best_source = None if not best else ("the best single run" if not best.get("confirmed") else
