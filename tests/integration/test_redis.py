@@ -216,6 +216,7 @@ def test_bad_target_file_is_a_one_line_error(nosqltune_home, tmp_path, capsys):
     assert not (tmp_path / "x.db").exists()
 
 
+@pytest.mark.slow   # 30 s; the external target's command files are exercised on Redis in `make test`
 def test_external_target_with_a_cassandra_node_standing_in_for_a_cql_datastore(nosqltune_home, tmp_path, capsys):
     """The CQL path of the external target (ScyllaDB's, which cannot be installed here): schema and YCSB load
     through the Cassandra binding, snapshot after a drained stop, reset from it, the rendered yaml read by the

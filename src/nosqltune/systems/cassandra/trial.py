@@ -73,6 +73,7 @@ def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[
 
 
 SETTLE_TIMEOUT_S = 600.0   # how long a dataset build waits for the loaded data's compactions
+BUILD_YAML = {"compaction_throughput": "0MiB/s"}   # the node that builds a dataset: compaction unthrottled
 
 
 def cassandra_dataset_key(version: str, data_shape: dict[str, Any], reload_knobs: dict[str, Any],
@@ -112,8 +113,10 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
     method = load_method(settings)
 
     def build(home: Path) -> dict[str, Any]:
-        # only the knobs that shape the loaded data (e.g. num_tokens) are set while loading
-        servers = _Servers(home, placed.reload_yaml, [], settings)
+        # only the knobs that shape the loaded data (e.g. num_tokens) are set while loading, and compaction runs
+        # unthrottled: the build waits for it (leveled compaction of 2M records took 338 s at the default
+        # 64 MiB/s), and its speed does not shape the data
+        servers = _Servers(home, {**placed.reload_yaml, **BUILD_YAML}, [], settings)
         with servers:
             progress(f"loading {workload.records} records (dataset {dataset.key})")
             if method == "bulk":   # the records written as SSTables by Cassandra's own writer, before the node boots
