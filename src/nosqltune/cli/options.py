@@ -184,13 +184,13 @@ def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):
 def _overrides(args: argparse.Namespace, space, *, searched: Any = ()) -> dict[str, Any]:
     """--config and --set over the scenario's knob values (those of the scenario's datastore, and not among the
     `searched` knobs: a tuned knob is the search's)."""
-    from ..knobs import load_config, named_configs, parse_assignments
+    from ..knobs import is_named_config, load_config, parse_assignments
 
     typed: dict[str, Any] = {}
     if args.config:   # a file or a named configuration (latest); per_node: the harness's (_per_node)
         config = {k: v for k, v in load_config(args.config, space.system).items() if k != PER_NODE}
         # a named configuration is the project's own (latest: a column index below the tuning range)
-        named = not Path(args.config).is_file() and args.config in named_configs(space.system)
+        named = is_named_config(args.config, space.system)
         typed.update(space.validate(config, allow_outside_range=args.force or named))
     typed.update(space.validate(parse_assignments(args.assignments), allow_outside_range=args.force))
     scenario = {k: v for k, v in _scenario(args).knobs.items() if k in space and k not in searched}

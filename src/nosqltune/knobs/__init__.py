@@ -22,7 +22,7 @@ from typing import Any, Iterator, Mapping
 from ..errors import NosqltuneError
 
 __all__ = ["KnobError", "Knob", "KnobSpace", "load_space", "load_space_file", "parse_assignments",
-           "load_overrides_file", "load_config", "named_configs"]
+           "load_overrides_file", "load_config", "named_configs", "is_named_config"]
 
 TYPES = ("int", "float", "bool", "enum")
 APPLIES = ("yaml", "table", "keyspace", "jvm", "config", "design")
@@ -854,11 +854,16 @@ def named_configs(system: str) -> list[str]:
                   if f.name.startswith(prefix) and f.name.endswith(".yaml"))
 
 
+def is_named_config(ref: str | os.PathLike, system: str) -> bool:
+    """Whether `ref` names a shipped configuration of `system` (and no file of that name exists)."""
+    return not Path(ref).is_file() and str(ref) in named_configs(system)
+
+
 def load_config(ref: str | os.PathLike, system: str) -> dict[str, Any]:
     """Knob values from a YAML file, or from a named configuration of `system` (e.g. `latest`) when `ref` is
     no file."""
     path = Path(ref)
-    if not path.is_file() and str(ref) in named_configs(system):
+    if is_named_config(ref, system):
         return load_overrides_file(Path(__file__).parent / "configs" / f"{system}-{ref}.yaml")
     if not path.is_file():
         names = named_configs(system)
