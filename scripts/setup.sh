@@ -15,11 +15,19 @@ command -v taskset >/dev/null 2>&1 || need_apt+=(util-linux)
 [ -x /usr/lib/R/site-library/irace/bin/irace ] || need_apt+=(r-base-core r-cran-irace)
 # Debian's redis-server (Redis 7.0), the second datastore (issue 7); no service is started for it
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+# Debian's PostgreSQL 15 server binaries: the store tests start a throwaway server (initdb + postgres in a temporary
+# folder); no cluster is created or started by the package (see below)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql-15)
 # Debian's chromium: the tests open the HTML report in a real headless browser
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} with apt-get" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  if [[ " ${need_apt[*]} " == *" postgresql-15 "* ]] && [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+    # the package would otherwise create and start a system-wide cluster that nothing here uses
+    $SUDO mkdir -p /etc/postgresql-common
+    echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.conf >/dev/null
+  fi
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${need_apt[@]}"
 fi

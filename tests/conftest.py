@@ -29,3 +29,21 @@ def shipped_scenario_sizes(tmp_path_factory):
         os.environ.pop("NOSQLTUNE_CALIBRATION", None)
     else:
         os.environ["NOSQLTUNE_CALIBRATION"] = old
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One throwaway PostgreSQL server for the session (tests/pgserver.py), stopped and removed at its end."""
+    from tests.pgserver import PostgresServer
+
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A new, empty trial store on each backend: the store conformance suite runs once per backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'study.db'}"
+    return request.getfixturevalue("postgres_server").new_database()

@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    for name in ("study", "from_study"):   # a store's password goes to libpq's environment, never into output
+        if getattr(args, name, None):
+            setattr(args, name, _password_to_environment(getattr(args, name)))
     install_signal_handlers()
     try:
         return args.func(args)
@@ -58,6 +61,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         reap_all()
+
+
+def _password_to_environment(url: str) -> str:
+    """A PostgreSQL study URL's password moved into PGPASSWORD (libpq reads it from there; child processes
+    inherit it): what the commands print, store and pass on is the URL without it."""
+    from ..store import is_server_url, public_url
+
+    if is_server_url(url):
+        from urllib.parse import unquote, urlsplit
+
+        password = urlsplit(url).password
+        if password:
+            os.environ["PGPASSWORD"] = unquote(password)
+        return public_url(url)
+    return url
 
 
 if __name__ == "__main__":

@@ -341,7 +341,7 @@ def add_parsers(sub) -> None:
                     "continues where it stopped.\n\nExamples:\n"
                     "  nosqltune compare --study runs/a.db --repeat 10\n"
                     "  nosqltune compare --study runs/a.db --candidates best,mine.yaml --repeat 10 --scale 10")
-    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
+    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store: SQLite path or postgresql:// URL (default {DEFAULT_STUDY})")
     p.add_argument("--study-name", default=None, help="tuning study within the store (default tune)")
     p.add_argument("--candidates", default="best", metavar="LIST",
                    help="comma-separated: best (the study's best), default, best-practice (Cassandra's documented "

@@ -78,7 +78,7 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("export", help="every trial of a store as CSV or JSON",
                        description="Write the trials (all studies, or --study-name) as CSV (one flat row per trial: "
                                    "knob.*, metric.*, timing.* columns) or JSON (the stored records).")
-    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
+    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store: SQLite path or postgresql:// URL (default {DEFAULT_STUDY})")
     p.add_argument("--study-name", default=None, help="only this study")
     p.add_argument("--format", choices=["csv", "json"], default="csv", help="output format (csv)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")

@@ -69,7 +69,8 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
     h.add_argument("--repeat", type=int, metavar="N", default=repeat, help=f"cold trials per configuration "
                                                                            f"(default {repeat})")
     h.add_argument("--study", metavar="PATH_OR_URL", default=DEFAULT_STUDY,
-                   help=f"trial store: SQLite path or sqlite:///path (default {DEFAULT_STUDY})")
+                   help=f"trial store: a SQLite path, sqlite:///path or postgresql://user@host:port/db (default "
+                        f"{DEFAULT_STUDY})")
     h.add_argument("--study-name", default=None, help="study within the store (default: the command's name)")
     h.add_argument("--cassandra-version", default=None, help="Cassandra release from Maven (default 5.0.6)")
     h.add_argument("--heap", default=None, metavar="SIZE",
@@ -427,9 +428,8 @@ def domain_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def study_path(study: str):
-    """The file of a SQLite study URL or path (where a study's side files go: irace's folder, models)."""
-    from pathlib import Path
+    """Where a study's side files go (irace's folder, models): beside its SQLite file, or a folder of this machine
+    for an in-memory or a PostgreSQL study."""
+    from ..store import side_folder
 
-    from ..store import store_path
-
-    return store_path(study) or Path(".nosqltune") / "memory"
+    return side_folder(study)

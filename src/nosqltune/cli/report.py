@@ -39,7 +39,7 @@ def add_parsers(sub) -> None:
                     "cassandra.yaml fragment with its diff against the default.\n\nExamples:\n"
                     "  nosqltune report --study runs/a.db --out report/\n"
                     "  nosqltune report --study runs/a.db --study-name tune-gp --out report-gp/ --json")
-    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
+    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store: SQLite path or postgresql:// URL (default {DEFAULT_STUDY})")
     p.add_argument("--study-name", default=None, help="only this tuning study (default: every tuning study)")
     p.add_argument("--out", default="report", metavar="DIR", help="output folder (default report/)")
     p.add_argument("--json", action="store_true", help="print the written files as JSON")

@@ -15,6 +15,7 @@ from ..errors import NosqltuneError, UsageError
 from ..tuning.loop import DEFAULT_BUDGET, DEFAULT_STUDY_NAME
 from ..tuning.results import format_summary, stored_subset, summarize, yaml_fragment
 from .compare import CONFIRM_ROUNDS, CONFIRM_TOP, apply_confirmation, confirm_best, confirm_plan, format_confirmation
+from ..store import store_exists
 from .options import DEFAULT_STUDY, _common, _progress, study_path
 
 
@@ -51,7 +52,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         settings = _settings(args, surrogate=True)
         full_space = trial_target(settings).knob_space(settings)
         fresh = _new_run(args, full_space, settings)
-    if args.resume and not study_path(args.study).exists():
+    if args.resume and not store_exists(args.study):
         raise UsageError(f"nothing to resume: no study store at {args.study}")
     store = open_store(args.study)
     leases = contextlib.ExitStack()   # one process at a time runs trials in a study
@@ -259,7 +260,7 @@ def cmd_best(args: argparse.Namespace) -> int:
     from ..store import open_store
     from ..tuning.loop import TuneSpec
 
-    if not study_path(args.study).exists():
+    if not store_exists(args.study):
         raise UsageError(f"no study store at {args.study}")
     study_name = args.study_name or DEFAULT_STUDY_NAME
     store = open_store(args.study)
@@ -390,7 +391,7 @@ def add_parsers(sub) -> None:
                        description="Print the best configuration found by `nosqltune tune`: as a cassandra.yaml "
                                    "fragment with the diff against the default (--format yaml), as JSON, or as a "
                                    "table.")
-    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store (default {DEFAULT_STUDY})")
+    p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store: SQLite path or postgresql:// URL (default {DEFAULT_STUDY})")
     p.add_argument("--study-name", default=None, help="study within the store (default tune)")
     p.add_argument("--format", choices=["table", "yaml", "json"], default="table", help="output format (table)")
     p.add_argument("--confirm", action="store_true",

@@ -1,5 +1,6 @@
 """Trial store: studies, trials and environment fingerprints behind one interface (`base.Store`), addressed by
-URL. SQLite is the backend today (a path or sqlite:///path)."""
+URL: SQLite (a path or sqlite:///path, the default) or PostgreSQL (postgresql://user@host:port/db), the same
+behaviour on both (store.sql holds what they share)."""
 
 from __future__ import annotations
 
@@ -7,30 +8,75 @@ import os
 from pathlib import Path
 
 from ..errors import UsageError
-from .base import LEASE_TTL_S, SCHEMA_VERSION, Lease, Store, StudyBusy, TrialState
+from .base import LEASE_TTL_S, Lease, Store, StudyBusy, TrialState
+from .sql import SCHEMA_VERSION
 from .sqlite import SqliteStore
 
 __all__ = ["LEASE_TTL_S", "SCHEMA_VERSION", "Lease", "SqliteStore", "Store", "StudyBusy", "TrialState",
-           "open_existing_store", "open_store", "store_path"]
+           "is_server_url", "open_existing_store", "open_store", "public_url", "side_folder", "store_exists",
+           "store_path"]
+
+SERVER_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_server_url(url_or_path: str) -> bool:
+    """Whether a study URL names a database server (PostgreSQL) rather than a SQLite file."""
+    return str(url_or_path).startswith(SERVER_SCHEMES)
 
 
 def store_path(url_or_path: str) -> Path | None:
-    """The file behind a SQLite study URL or path (None for an in-memory store); UsageError for another scheme."""
+    """The file behind a SQLite study URL or path (None for an in-memory store or a PostgreSQL URL); UsageError
+    for another scheme."""
     text = str(url_or_path)
-    if text.startswith(("postgresql:", "postgres:")):
-        raise UsageError(f"PostgreSQL studies are not supported yet ({text.split(':')[0]}://...): use a SQLite path "
-                         "or sqlite:///path")
+    if is_server_url(text):
+        return None
     if "://" in text and not text.startswith("sqlite://"):
-        raise UsageError(f"unsupported study URL {text!r}: a study store is a SQLite file, given as a path or "
-                         "sqlite:///path")
+        raise UsageError(f"unsupported study URL {text.split('://')[0]}://...: a study store is a SQLite file (a "
+                         "path or sqlite:///path) or a PostgreSQL database (postgresql://user@host:port/db)")
     path = text[len("sqlite:///"):] if text.startswith("sqlite:///") else text
     return None if path == ":memory:" else Path(path)
 
 
+def store_exists(url_or_path: str) -> bool:
+    """Whether there is a store to read or resume: a SQLite file that exists, or any PostgreSQL URL (the server
+    says, when it is opened)."""
+    path = store_path(url_or_path)
+    return is_server_url(url_or_path) or (path is not None and path.exists())
+
+
+def public_url(url_or_path: str) -> str:
+    """A study URL fit to be printed or stored: a PostgreSQL URL without its password."""
+    if is_server_url(url_or_path):
+        from .postgresql import redact
+
+        return redact(str(url_or_path))
+    return str(url_or_path)
+
+
+def side_folder(url_or_path: str) -> Path:
+    """Where a study's side files go (irace's folder, models): beside a SQLite file; for a PostgreSQL study a
+    folder of this machine named after the server and database (no credentials), under .nosqltune/."""
+    path = store_path(url_or_path)
+    if path is not None:
+        return path
+    if is_server_url(url_or_path):
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(str(url_or_path))
+        name = "-".join(p for p in (parts.hostname or "local", str(parts.port or ""), parts.path.strip("/")) if p)
+        return Path(".nosqltune") / f"pg-{''.join(c if c.isalnum() or c in '-_.' else '_' for c in name)}"
+    return Path(".nosqltune") / "memory"
+
+
 def open_store(url_or_path: str) -> Store:
-    """`sqlite:///path/to.db`, `sqlite:///:memory:` or a plain file path; the file and its folder are created
-    when missing. Bad input (another scheme, a directory, a place that cannot be written, a file that is not a
-    store) is a one-line UsageError and leaves nothing behind."""
+    """`sqlite:///path/to.db`, `sqlite:///:memory:`, a plain file path (the file and its folder are created when
+    missing) or `postgresql://user@host:port/db` (the database must exist; the tables are created). Bad input
+    (another scheme, a directory, a place that cannot be written, a file that is not a store, a server that
+    refuses) is a one-line UsageError and leaves nothing behind."""
+    if is_server_url(url_or_path):
+        from .postgresql import PostgresStore
+
+        return PostgresStore(str(url_or_path))
     path = store_path(url_or_path)
     if path is None:
         return SqliteStore(":memory:")
@@ -58,8 +104,7 @@ def open_store(url_or_path: str) -> Store:
 
 def open_existing_store(url_or_path: str) -> Store:
     """A store that must exist already (reading commands never create one)."""
-    path = store_path(url_or_path)
-    if path is not None and not path.exists():
+    if not is_server_url(url_or_path) and not store_exists(url_or_path):
         raise UsageError(f"no study store at {url_or_path}")
     return open_store(url_or_path)
 

@@ -1,7 +1,8 @@
-"""The trial store's interface: what every backend (SQLite today, PostgreSQL later) offers the layers above.
+"""The trial store's interface: what every backend (SQLite, PostgreSQL) offers the layers above.
 
 Rows come back as plain dicts with JSON columns decoded. Writes that read first (trial numbers, merged
-settings, meta) are atomic; one process at a time runs trials in a study, holding its lease."""
+settings, meta) are atomic; one process at a time runs trials in a study, holding its lease, unless the
+trials go through the store's queue (store.sql: enqueue, claim, heartbeat, stale trials given again once)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from typing import Any, Callable, Iterator
 
 from ..errors import UsageError
 
-SCHEMA_VERSION = 2
 LEASE_TTL_S = 20.0
 
 
 class TrialState(str, enum.Enum):
+    WAITING = "WAITING"      # queued for a worker (store.sql's queue)
     RUNNING = "RUNNING"
     COMPLETE = "COMPLETE"
     FAIL = "FAIL"
@@ -30,8 +31,9 @@ class StudyBusy(UsageError):
 
 
 class Lease:
-    """The right to run trials in one study, kept alive by a heartbeat thread until released. Use it as a
-    context manager; `lost` turns true if another process took the study over (our heartbeat had stopped)."""
+    """The right to run trials in one study (or one claimed trial), kept alive by a heartbeat thread until
+    released. Use it as a context manager; `lost` turns true if another process took it over (our heartbeat
+    had stopped)."""
 
     def __init__(self, beat: Callable[[], bool], release: Callable[[], None], ttl_s: float) -> None:
         self._beat, self._release, self.ttl_s = beat, release, ttl_s
@@ -138,7 +140,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def finish_trial(self, trial_id: int, state: TrialState, *, metrics: dict | None = None,
                      internals: dict | None = None, timings: dict | None = None, failure_kind: str | None = None,
-                     error: str | None = None, log_excerpt: str | None = None) -> None: ...
+                     error: str | None = None, log_excerpt: str | None = None, worker: str | None = None) -> bool:
+        """Store a trial's end; with `worker`, only while that worker still holds it (False: nothing written)."""
 
     @abc.abstractmethod
     def update_meta(self, trial_id: int, meta: dict) -> None:
