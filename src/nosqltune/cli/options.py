@@ -375,15 +375,10 @@ def _design(args: argparse.Namespace, system: str) -> dict[str, Any]:
 
 
 def trial_target(settings, system: str | None = None, *, seed: int = 0, metrics: tuple[str, ...] = ("throughput",)):
-    """The target that runs the trials (systems.Target): the settings' datastore, or for `system`
-    surrogate:NAME[:KIND] the model of a recorded dataset (seeded; predicting `metrics`)."""
-    if system and system.startswith("surrogate:"):
-        from ..surrogate.dataset import surrogate_target
+    """The target that runs the trials (tuning.workers.trial_target: the datastore or the surrogate)."""
+    from ..tuning.workers import trial_target as target_of
 
-        return surrogate_target(system, seed, metrics)
-    from ..systems import target
-
-    return target(settings.system)
+    return target_of(settings, system, seed=seed, metrics=metrics)
 
 
 def _progress(args: argparse.Namespace):

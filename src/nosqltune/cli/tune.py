@@ -48,6 +48,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if (args.confirm_top is not None and args.confirm_top < 0) or (args.confirm_rounds is not None
                                                                    and args.confirm_rounds < 2):
         raise UsageError("--confirm-top must be at least 0 and --confirm-rounds at least 2")
+    _check_parallel(args)
     if not args.resume:   # bad input is refused before the store is touched
         settings = _settings(args, surrogate=True)
         full_space = trial_target(settings).knob_space(settings)
@@ -112,14 +113,25 @@ def cmd_tune(args: argparse.Namespace) -> int:
                                     progress=display.trial_phase)
 
         # the search gets the budget less the confirmation's trials (confirm_plan)
-        loop = TuningLoop(store, study_id, dataclasses.replace(spec, budget=plan["search_budget"]), space, runner,
-                          workdir=_workdir(args, study_name, spec.optimizer),
-                          environment_id=env_id, display=display,
-                          workload_info=lambda name: {**by_name[name].to_dict(), "harness": settings.to_dict()})
+        loop_args = (store, study_id, dataclasses.replace(spec, budget=plan["search_budget"]), space, runner)
+        loop_kwargs = dict(workdir=_workdir(args, study_name, spec.optimizer), environment_id=env_id,
+                           display=display,
+                           workload_info=lambda name: {**by_name[name].to_dict(), "harness": settings.to_dict()})
+        executor = _executor(args, spec, study_name)
         try:
+            if executor is None:
+                loop = TuningLoop(*loop_args, **loop_kwargs)
+            else:
+                from ..tuning.parallel import ParallelLoop
+
+                loop = ParallelLoop(*loop_args, **loop_kwargs, executor=executor,
+                                    window=spec.options.get("parallel", 1), ttl_s=_stale_after(args))
             reason = loop.run()
         except RuntimeError as exc:  # irace stopped with an error of its own
             raise NosqltuneError(str(exc)) from None
+        finally:
+            if executor is not None:
+                executor.close()
         confirmation = None
         if plan["top"] and reason != "time":   # the top configurations re-measured beside the default
             confirmation = confirm_best(store, store.find_study(study_name), store.find_study(study_name)["settings"]
@@ -144,6 +156,45 @@ def cmd_tune(args: argparse.Namespace) -> int:
               f"{args.study}" + (f" --study-name {study_name}" if study_name != DEFAULT_STUDY_NAME else "")
               + " --format yaml")
     return 0
+
+
+def _check_parallel(args: argparse.Namespace) -> None:
+    """Bad --parallel / --executor input, refused before the store is touched."""
+    from ..store import store_path, is_server_url
+
+    if args.parallel is not None and args.parallel < 1:
+        raise UsageError(f"--parallel must be at least 1, got {args.parallel}")
+    if args.stale_after is not None and args.stale_after <= 0:
+        raise UsageError(f"--stale-after must be a positive number of seconds, got {args.stale_after}")
+    if args.address and args.executor != "ray":
+        raise UsageError("--address names a Ray cluster: add --executor ray")
+    if (args.executor == "ray" or (args.parallel or 1) > 1) and not is_server_url(args.study) \
+            and store_path(args.study) is None:
+        raise UsageError("several trials at once need a store the workers can open: a SQLite file or a "
+                         "postgresql:// URL, not :memory:")
+
+
+def _stale_after(args: argparse.Namespace) -> float:
+    from ..store import LEASE_TTL_S
+
+    return args.stale_after or LEASE_TTL_S
+
+
+def _executor(args: argparse.Namespace, spec, study_name: str):
+    """The executor of a parallel study (None: the serial loop, trials run in this process one at a time)."""
+    window = spec.options.get("parallel", 1)
+    slots = args.parallel or window
+    if args.executor == "local" and window == 1 and slots == 1:
+        return None
+    if args.executor == "ray":
+        from ..tuning.executors import RayExecutor
+
+        return RayExecutor(args.study, study_name, slots, args.address, _stale_after(args))
+    from ..tuning.executors import LocalExecutor
+    from ..tuning.workers import run_one
+
+    ttl = _stale_after(args)
+    return LocalExecutor(lambda: run_one(args.study, study_name, ttl_s=ttl), slots)
 
 
 def design_knobs(args: argparse.Namespace, full_space, subset):
@@ -227,6 +278,8 @@ def _new_run(args: argparse.Namespace, full_space, settings):
         target.preflight(workload, settings)
     searched = len(searched_space.knobs)
     options: dict[str, Any] = {k: v for k, v in (("initial", args.initial),) if v is not None}
+    if (args.parallel or 1) > 1:
+        options["parallel"] = args.parallel
     if args.space_adapter == "llamatune":
         from ..optimizers.llamatune import Projection
 
@@ -385,6 +438,18 @@ def add_parsers(sub) -> None:
     t.add_argument("--resume", action="store_true",
                    help="continue the study (--study, --study-name) with its stored settings; --budget and "
                         "--max-time may be raised")
+    w = p.add_argument_group("several trials at once (the store is the queue; see docs/distributed.md)")
+    w.add_argument("--parallel", type=int, default=None, metavar="N",
+                   help="keep up to N suggestions outstanding and run up to N trials at once (default 1). N is "
+                        "stored with the study: a resume asks in the same batches")
+    w.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="where the trials run: local (threads of this process: for the surrogate, or targets that "
+                        "can share a machine) or ray (one trial per Ray node with a nosqltune_slot resource)")
+    w.add_argument("--address", default=None, metavar="ADDR",
+                   help="--executor ray: the cluster to join (default: RAY_ADDRESS or the local cluster)")
+    w.add_argument("--stale-after", type=float, default=None, metavar="SECONDS",
+                   help="a running trial whose worker sent no heartbeat for this long is given again, once "
+                        "(default 20)")
     p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("best", help="the best configuration of a tuning study, as a table, YAML or JSON",

@@ -21,10 +21,16 @@ class Suggestion:
 
 
 class Optimizer:
-    """Suggests configurations (`ask`) and learns their costs (`tell`)."""
+    """Suggests configurations (`ask`) and learns their costs (`tell`).
+
+    Batches: a parallel study asks again before the costs of earlier suggestions come back (up to
+    `max_pending` suggestions outstanding; None: no limit). An optimizer that can be asked so keeps its pending
+    suggestions apart from one another (GP: a constant liar; SMAC: its own intensifier; random: independent
+    draws)."""
 
     name = "?"
     picks_instances = False  # True: each suggestion names one workload (irace's instances)
+    max_pending: int | None = None
 
     def __init__(self, space: TuningSpace, *, seed: int, budget: int, workloads: list[str], workdir: Path,
                  include_default: bool = True, options: dict[str, Any] | None = None) -> None:

@@ -6,6 +6,11 @@ mapped to [0, 1] (log scale where the knob says so) and categories one-hot (inte
 decoded), which is how mixed integer / real / categorical spaces are usually given to a GP. The acquisition
 function is expected improvement, maximized over random configurations plus neighbours of the best ones.
 The first `initial` suggestions are random (a space-filling start).
+
+Asked again before earlier suggestions are told (a parallel study), the GP is fitted with each pending
+configuration given the best cost seen so far as a stand-in (the "constant liar" CL-min of Ginsbourger, Le Riche
+and Carraro, "Kriging is well-suited to parallelize optimization", 2010): expected improvement vanishes near a
+pending point, so one batch spreads over the space instead of asking for the same optimum N times.
 """
 
 from __future__ import annotations
@@ -30,17 +35,23 @@ class GaussianProcessBO(Optimizer):
         self._rng = random.Random(self.seed)
         self._configs: list[dict[str, Any]] = []
         self._costs: list[float] = []
+        self._pending: dict[int, dict[str, Any]] = {}   # asked, not told yet: id(suggestion) -> config
         self._asked = 0
 
     # -- the interface
     def ask(self) -> Suggestion:
         self._asked += 1
         if len(self._costs) < self.initial or len(set(self._costs)) < 2:
-            return Suggestion(self._fresh(lambda: self.space.sample(self._rng)), meta={"phase": "initial"})
-        config, ei = self._maximize_ei()
-        return Suggestion(config, meta={"phase": "ei", "ei": ei})
+            suggestion = Suggestion(self._fresh(lambda: self.space.sample(self._rng)), meta={"phase": "initial"})
+        else:
+            config, ei = self._maximize_ei()
+            suggestion = Suggestion(config, meta={"phase": "ei", "ei": ei,
+                                                  **({"pending": len(self._pending)} if self._pending else {})})
+        self._pending[id(suggestion)] = suggestion.config
+        return suggestion
 
     def tell(self, suggestion: Suggestion, cost: float) -> None:
+        self._pending.pop(id(suggestion), None)
         self.observe(suggestion.config, cost)
 
     def observe(self, config: dict[str, Any], cost: float) -> None:
@@ -48,8 +59,11 @@ class GaussianProcessBO(Optimizer):
         self._costs.append(float(cost))
 
     # -- internals
+    def _seen(self) -> set:
+        return {self.space.key(c) for c in [*self._configs, *self._pending.values()]}
+
     def _fresh(self, draw) -> dict[str, Any]:
-        seen = {self.space.key(c) for c in self._configs}
+        seen = self._seen()
         config = draw()
         for _ in range(50):
             if self.space.key(config) not in seen:
@@ -62,8 +76,9 @@ class GaussianProcessBO(Optimizer):
         from sklearn.gaussian_process import GaussianProcessRegressor
         from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
-        X = np.array([self.space.encode(c) for c in self._configs])
-        y = np.array(self._costs)
+        lie = min(self._costs)   # pending configurations: the constant liar
+        X = np.array([self.space.encode(c) for c in [*self._configs, *self._pending.values()]])
+        y = np.array([*self._costs, *[lie] * len(self._pending)])
         kernel = (ConstantKernel(1.0, (1e-3, 1e3))
                   * Matern(length_scale=np.full(X.shape[1], 0.5), length_scale_bounds=(1e-2, 1e2), nu=2.5)
                   + WhiteKernel(1e-2, (1e-6, 1.0)))
@@ -92,7 +107,7 @@ class GaussianProcessBO(Optimizer):
         from scipy.stats import norm
 
         gp = self._fit()
-        seen = {self.space.key(c) for c in self._configs}
+        seen = self._seen()
         order = np.argsort(self._costs)
         best = [self._configs[i] for i in order[:5]]
         pool = [self.space.sample(self._rng) for _ in range(self.candidates)]

@@ -11,6 +11,9 @@ conditions as R expressions), scenario.txt, instances.txt (the workloads; irace 
 in seed 001's W6 scenario), default.txt (the default configuration, when included: the paper's D-x runs),
 target-runner, and irace's own log (irace.log, irace.Rdata).
 
+In a parallel study irace is still asked one request at a time (max_pending 1): its requests within a race
+arrive in an order that varies from run to run, which would break the exact replay a resume relies on.
+
 Small budgets: irace refuses a maxExperiments below a minimum it computes from the number of parameters,
 iterations, survivors and firstTest; `race_settings` keeps irace's defaults when the budget allows them and
 otherwise lowers firstTest to 2, then the iterations and survivors, until it does. irace is made for large
@@ -140,6 +143,7 @@ def race_settings(n_parameters: int, budget: int) -> dict[str, int]:
 # ------------------------------------------------------------------------------------ the optimizer
 
 class IraceOptimizer(Optimizer):
+    max_pending = 1
     name = "irace"
     picks_instances = True
 

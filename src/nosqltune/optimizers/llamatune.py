@@ -112,6 +112,7 @@ class LlamaTune(Optimizer):
                                     workloads=self.workloads, workdir=self.workdir,
                                     include_default=False, options=inner_options)
         self.picks_instances = self.inner.picks_instances
+        self.max_pending = self.inner.max_pending
         self._pending: dict[int, Suggestion] = {}
 
     def ask(self) -> Suggestion | None:

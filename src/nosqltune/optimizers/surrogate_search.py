@@ -35,16 +35,26 @@ class SurrogateSearch(Optimizer):
         initial = self.options.get("initial") or max(5, min(15, self.budget // 4))
         self._initial = [self.space.sample(self._rng) for _ in range(initial)]
         self._observed: dict[str, tuple[dict[str, Any], float]] = {}
+        self._pending: dict[int, str] = {}   # asked, not told yet (a parallel study): never suggested twice
         self._asked = 0
         self._radius = self.RADIUS[0]
         self._best: float | None = None
         self._misses = 0
 
     def ask(self) -> Suggestion:
+        suggestion = self._next()
+        self._pending[id(suggestion)] = self.space.key(suggestion.config)
+        return suggestion
+
+    def _taken(self, config: dict[str, Any]) -> bool:
+        key = self.space.key(config)
+        return key in self._observed or key in self._pending.values()
+
+    def _next(self) -> Suggestion:
         self._asked += 1
         while self._initial:
             config = self._initial.pop(0)
-            if self.space.key(config) not in self._observed:
+            if not self._taken(config):
                 return Suggestion(config, meta={"phase": "initial"})
         if len(self._observed) < 3:
             return Suggestion(self.space.sample(self._rng), meta={"phase": "random"})
@@ -72,12 +82,13 @@ class SurrogateSearch(Optimizer):
             result = search(codec, lambda rows: sign * np.log(model.predict(rows)), method=self.method,
                             seed=self.seed * 7919 + self._asked * 31 + attempt, start=[codec.genome(best)],
                             **self.SEARCH[self.method])
-            if self.space.key(result.config) not in self._observed:
+            if not self._taken(result.config):
                 predicted = float(np.exp(sign * result.value))
                 return Suggestion(result.config, meta={"phase": "model", "predicted": round(predicted, 6)})
         return Suggestion(self.space.sample(self._rng), meta={"phase": "random (model repeated itself)"})
 
     def tell(self, suggestion: Suggestion, cost: float) -> None:
+        self._pending.pop(id(suggestion), None)
         self.observe(suggestion.config, cost)
 
     def observe(self, config: dict[str, Any], cost: float) -> None:

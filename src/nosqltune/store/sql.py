@@ -233,9 +233,11 @@ class SqlStore(Store):
             return self._insert_trial(db, study_id, TrialState.WAITING, config, workload, tag=tag,
                                       environment_id=environment_id, meta=meta)
 
-    def claim_trial(self, study_id: int, worker: str, tag: str | None = None) -> dict[str, Any] | None:
+    def claim_trial(self, study_id: int, worker: str, tag: str | None = None,
+                    environment_id: int | None = None) -> dict[str, Any] | None:
         """The study's waiting trial of the lowest number (of `tag`, if given), now RUNNING for `worker` with a
-        fresh heartbeat; None when nothing waits. Two workers never claim the same trial."""
+        fresh heartbeat (and the worker's environment, if given); None when nothing waits. Two workers never
+        claim the same trial."""
         query, args = "SELECT id FROM trials WHERE study_id = ? AND state = ?", [study_id, TrialState.WAITING.value]
         if tag is not None:
             query += " AND tag = ?"
@@ -245,8 +247,9 @@ class SqlStore(Store):
             if found is None:
                 return None
             now = time.time()
-            db.execute("UPDATE trials SET state = ?, worker = ?, heartbeat_at = ?, started_at = ? WHERE id = ?",
-                       (TrialState.RUNNING.value, worker, now, now, found["id"]))
+            db.execute("UPDATE trials SET state = ?, worker = ?, heartbeat_at = ?, started_at = ?, "
+                       "environment_id = COALESCE(?, environment_id) WHERE id = ?",
+                       (TrialState.RUNNING.value, worker, now, now, environment_id, found["id"]))
         return self.trial(found["id"])
 
     def trial_heartbeat(self, trial_id: int, worker: str, ttl_s: float = LEASE_TTL_S) -> Lease:
