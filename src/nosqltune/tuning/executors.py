@@ -70,6 +70,7 @@ class RayExecutor(Executor):
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise UsageError(f"cannot reach the Ray cluster at {address or 'auto'}: {str(exc).splitlines()[0]} "
                              "(start one with `ray start --head --resources '{\"nosqltune_slot\": 1}'`)") from None
+        _ray_messages_to_stderr()
         total = ray.cluster_resources().get(SLOT, 0)
         if total < 1:
             ray.shutdown()
@@ -102,3 +103,22 @@ class RayExecutor(Executor):
 
     def close(self) -> None:
         self.ray.shutdown()
+
+
+def _ray_messages_to_stderr() -> None:
+    """Ray prints the cluster's error messages (e.g. "a worker died") on the driver's stdout, where our commands
+    write their result for scripts: send them to stderr. Ray has no setting for it; this wraps its printer (if a
+    later Ray moves it, the messages simply stay on stdout)."""
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:
+        return
+    original = getattr(ray_worker, "print_to_stdstream", None)
+    if original is None or getattr(original, "nosqltune_wrapped", False):
+        return
+
+    def to_stderr(data, *args, **kwargs):
+        return original({**data, "is_err": True}, *args, **kwargs)
+
+    to_stderr.nosqltune_wrapped = True
+    ray_worker.print_to_stdstream = to_stderr

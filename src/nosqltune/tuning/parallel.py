@@ -23,6 +23,7 @@ from ..optimizers import make_optimizer
 from ..optimizers.base import Suggestion
 from ..store import LEASE_TTL_S, TrialState
 from .loop import TAG, Point, TuningLoop
+from .results import counted
 from .executors import Executor
 
 FINAL = (TrialState.COMPLETE.value, TrialState.FAIL.value)
@@ -49,12 +50,7 @@ class ParallelLoop(TuningLoop):
     def _final(rows: list[dict]) -> dict[str, dict]:
         """The row that counts per workload among one suggestion's rows: finished, not interrupted, and not a
         stale trial that was given again (its retry counts instead)."""
-        retried = {r["retry_of"] for r in rows if r.get("retry_of") is not None}
-        out: dict[str, dict] = {}
-        for row in rows:
-            if row["state"] in FINAL and row["failure_kind"] != "interrupted" and row["id"] not in retried:
-                out[row["meta"]["instance"]] = row
-        return out
+        return {row["meta"]["instance"]: row for row in counted(rows) if row["state"] in FINAL}
 
     def _queue(self, point: Point, suggestion: Suggestion, workloads: list[str], rows: list[dict]) -> int:
         """Queue the trials of `point` that have neither a final nor a live row; returns how many."""
@@ -118,8 +114,8 @@ class ParallelLoop(TuningLoop):
         finished = sum(len(self._final(rows)) for rows in stored.values())
         self.trials_used = finished
         self.display.start(self)
-        outstanding: deque[tuple[Point, Suggestion, list[str], bool]] = deque()   # (..., is the default)
-        committed = 0   # trials of outstanding points
+        outstanding: deque[tuple[Point, Suggestion, list[str], int]] = deque()   # (..., trials it still needs)
+        committed = 0   # trials the outstanding points still need
         reason = "optimizer finished"
         asking = True
         number = 0
@@ -129,9 +125,10 @@ class ParallelLoop(TuningLoop):
                 point = Point(0, default.config, "default")
                 if self.trials_used + len(self.spec.workloads) > self.spec.budget and not stored.get(0):
                     return self._finish("budget")
+                # the default is measured and observed before the first ask, as in a serial study (SMAC would
+                # otherwise suggest its own default, the same configuration, while ours runs)
                 self._queue(point, default, self.spec.workloads, stored.get(0, []))
-                outstanding.append((point, default, list(self.spec.workloads), True))
-                committed += len(self.spec.workloads)
+                self._settle(point, default, list(self.spec.workloads), stored, optimizer, is_default=True)
                 number = 1
             while True:
                 while asking and len(outstanding) < window:
@@ -147,7 +144,8 @@ class ParallelLoop(TuningLoop):
                         break
                     workloads = [suggestion.instance] if suggestion.instance else list(self.spec.workloads)
                     rows = stored.get(number, [])
-                    if self.trials_used + committed + len(workloads) - len(self._final(rows)) > self.spec.budget:
+                    missing = len([w for w in workloads if w not in self._final(rows)])
+                    if self.trials_used + committed + missing > self.spec.budget:
                         reason, asking = "budget", False
                         break
                     if rows and self.space.key(rows[0]["config"]) != self.space.key(suggestion.config):
@@ -161,27 +159,32 @@ class ParallelLoop(TuningLoop):
                         else "suggested"
                     point = Point(number, suggestion.config, kind)
                     self._queue(point, suggestion, workloads, rows)
-                    outstanding.append((point, suggestion, workloads, False))
-                    committed += len(workloads)
+                    outstanding.append((point, suggestion, workloads, missing))
+                    committed += missing
                     number += 1
                 if not outstanding:
                     break
-                point, suggestion, workloads, is_default = outstanding[0]
-                self._await(point, suggestion, workloads)
-                outstanding.popleft()
-                committed -= len(workloads)
-                point.ran = any(r["id"] not in {s["id"] for s in stored.get(point.number, [])} for r in point.rows)
-                self.trials_used += len(workloads) - len(self._final(stored.get(point.number, [])))
-                self.seconds_used += sum((r["finished_at"] or 0) - (r["started_at"] or 0) for r in point.rows
-                                         if r["id"] not in {s["id"] for s in stored.get(point.number, [])})
-                self._evaluate(point, workloads)
-                if is_default:
-                    optimizer.observe(point.config, point.cost)
-                else:
-                    optimizer.tell(suggestion, point.cost)
+                point, suggestion, workloads, missing = outstanding.popleft()
+                self._settle(point, suggestion, workloads, stored, optimizer)
+                committed -= missing
         finally:
             optimizer.close()
         return self._finish(reason)
+
+    def _settle(self, point: Point, suggestion: Suggestion, workloads: list[str], stored: dict, optimizer, *,
+                is_default: bool = False) -> None:
+        """Wait for a point's trials, evaluate it and tell the optimizer (observe, for the default)."""
+        self._await(point, suggestion, workloads)
+        before = {r["id"] for r in stored.get(point.number, [])}
+        point.ran = any(r["id"] not in before for r in point.rows)
+        self.trials_used += sum(r["id"] not in before for r in point.rows)
+        self.seconds_used += sum((r["finished_at"] or 0) - (r["started_at"] or 0) for r in point.rows
+                                 if r["id"] not in before)
+        self._evaluate(point, workloads)
+        if is_default:
+            optimizer.observe(point.config, point.cost)
+        else:
+            optimizer.tell(suggestion, point.cost)
 
     def _budget_left_parallel(self, committed: int) -> str | None:
         """Why no further suggestion may be asked for: the trials of the outstanding ones count as spent."""

@@ -18,13 +18,20 @@ def _mean_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def counted(rows: list[dict]) -> list[dict]:
+    """The trials that count: not those cut short (`interrupted`, run again) nor those whose worker went silent
+    and that were given again (`stale` with a retry: the retry counts instead)."""
+    retried = {r["retry_of"] for r in rows if r.get("retry_of") is not None}
+    return [r for r in rows if r.get("failure_kind") != "interrupted" and r["id"] not in retried]
+
+
 def configurations(rows: list[dict], objective: Objective, workloads: list[str],
                    space: TuningSpace) -> list[dict[str, Any]]:
     """One entry per distinct configuration: its trials, mean summary per workload, value and feasibility.
     A configuration with a failed trial has value None; one not measured on every workload is `partial`."""
     groups: dict[str, list[dict]] = {}
-    for row in rows:
-        if (row.get("meta") or {}).get("instance") is None or row.get("failure_kind") == "interrupted":
+    for row in counted(rows):
+        if (row.get("meta") or {}).get("instance") is None:
             continue
         groups.setdefault(space.key(row["config"]), []).append(row)
     default_key = space.key(space.default())
@@ -103,15 +110,14 @@ def summarize(store, study_id: int, spec, space) -> dict[str, Any]:
     from .results import best_configuration, changed_knobs, configurations, default_entry, speedup
 
     objective = Objective.from_dict(spec.objective)
-    rows = [r for r in store.trials(study_id) if r["tag"] == "tune"]
+    rows = counted([r for r in store.trials(study_id) if r["tag"] == "tune"])
     best = best_configuration(rows, objective, spec.workloads, space)
     default = default_entry(rows, objective, spec.workloads, space)
     entries = configurations(rows, objective, spec.workloads, space)
     return {
         "optimizer": spec.optimizer, "workloads": spec.workloads, "objective": objective.describe(),
         "metric": objective.metric, "unit": objective.unit,
-        "trials": len([r for r in rows if r["failure_kind"] != "interrupted"]),
-        "failed_trials": len([r for r in rows if r["state"] == "FAIL" and r["failure_kind"] != "interrupted"]),
+        "trials": len(rows), "failed_trials": len([r for r in rows if r["state"] == "FAIL"]),
         "configurations": len(entries), "best": best, "default": default,
         "speedup": speedup(objective, best["value"] if best else None, default["value"] if default else None),
         "changed": {k: list(v) for k, v in changed_knobs(space, best["config"]).items()} if best else {},
