@@ -64,6 +64,7 @@ def test_write_heavy_flushes_and_compacts_inside_the_measured_phase(nosqltune_ho
     assert row["internals"]["compactions_completed_run"] >= 1
 
 
+@pytest.mark.slow   # 37 s: two trials at a fixed rate after a measured maximum; the rate's arithmetic is in tests/unit
 def test_latency_slo_runs_at_a_share_of_the_defaults_maximum_measured_once(nosqltune_home, tmp_path, capsys,
                                                                            monkeypatch):
     monkeypatch.setenv("NOSQLTUNE_RATES", str(tmp_path / "rates.json"))

@@ -105,6 +105,7 @@ def test_compare_report_export_on_the_shared_study(latency_study, tmp_path, caps
                for r in records)
 
 
+@pytest.mark.slow   # 55 s; irace through R runs in `make test` on the analytic function (tests/unit)
 def test_irace_races_on_real_cassandra(nosqltune_home, tmp_path, capsys):
     knobs = tmp_path / "two.yaml"
     knobs.write_text("knobs: [compaction_method, concurrent_writes]\n")

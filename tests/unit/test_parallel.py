@@ -48,10 +48,47 @@ def test_a_batch_of_pending_suggestions_holds_no_configuration_twice(space, tmp_
         optimizer.close()
 
 
-def test_irace_is_asked_one_at_a_time(space, tmp_path):
-    from nosqltune.optimizers.irace import IraceOptimizer
+@pytest.fixture
+def needs_irace():
+    from .test_optimizers import has_irace
 
-    assert IraceOptimizer.max_pending == 1
+    if not has_irace():
+        pytest.skip("irace (r-cran-irace) not installed: run scripts/setup.sh")
+
+
+def test_irace_races_in_parallel_and_a_resume_finds_its_trials_by_name(space, tmp_path, needs_irace):
+    """irace's own parallel racing (N target-runners at once): more than one trial runs at a time, every request is
+    one trial; resumed, irace starts over with its seed and every request is answered from the store, whatever
+    order the batch's requests come in."""
+    url = f"sqlite:///{tmp_path / 'irace.db'}"
+    busy, peak = [0], [0]
+    lock = threading.Lock()
+    inner = _analytic_worker(url, "t", delay_s=0.1)
+
+    def work():
+        with lock:
+            busy[0] += 1
+            peak[0] = max(peak[0], busy[0])
+        try:
+            return inner()
+        finally:
+            with lock:
+                busy[0] -= 1
+
+    loop, store, study, executor = _parallel_loop(space, tmp_path, url, budget=40, window=3, optimizer="irace",
+                                                  work=work)
+    loop.run()
+    executor.close()
+    assert "parallel = 3" in (tmp_path / "w" / "scenario.txt").read_text()
+    rows = store.trials(study)
+    assert len(rows) >= 20 and {r["state"] for r in rows} == {"COMPLETE"} and peak[0] >= 2
+    names = [(r["meta"]["opt"]["irace_config"], r["meta"]["opt"]["irace_instance"], r["meta"]["opt"]["irace_seed"])
+             for r in rows]
+    assert len(set(names)) == len(names)
+    loop2, _, _, executor2 = _parallel_loop(space, tmp_path, url, budget=40, window=3, optimizer="irace")
+    loop2.run()
+    executor2.close()
+    assert [r["id"] for r in store.trials(study)] == [r["id"] for r in rows]     # nothing run again
 
 
 # ---------------------------------------------------------------------------------------------- the loop

@@ -13,6 +13,17 @@ from typing import Any
 from ..knobs.space import TuningSpace
 
 
+class Later:
+    """What `ask` returns when the optimizer has nothing to suggest until some pending suggestions are told
+    (irace, whose race waits for the results of its batch); None still means finished."""
+
+    def __repr__(self) -> str:
+        return "LATER"
+
+
+LATER = Later()
+
+
 @dataclass
 class Suggestion:
     config: dict[str, Any]                     # canonical values of every tunable knob
@@ -31,6 +42,7 @@ class Optimizer:
     name = "?"
     picks_instances = False  # True: each suggestion names one workload (irace's instances)
     max_pending: int | None = None
+    replay_keys: tuple[str, ...] = ()   # meta entries that name a suggestion on replay (else: its position)
 
     def __init__(self, space: TuningSpace, *, seed: int, budget: int, workloads: list[str], workdir: Path,
                  include_default: bool = True, options: dict[str, Any] | None = None) -> None:
@@ -42,8 +54,9 @@ class Optimizer:
         self.include_default = include_default
         self.options = dict(options or {})
 
-    def ask(self) -> Suggestion | None:
-        """The next configuration to evaluate, or None when the optimizer has nothing more to try."""
+    def ask(self) -> "Suggestion | Later | None":
+        """The next configuration to evaluate, or None when the optimizer has nothing more to try (or LATER,
+        in a parallel study, when the next one waits for the results of those pending)."""
         raise NotImplementedError
 
     def tell(self, suggestion: Suggestion, cost: float) -> None:

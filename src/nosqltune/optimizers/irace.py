@@ -11,8 +11,11 @@ conditions as R expressions), scenario.txt, instances.txt (the workloads; irace 
 in seed 001's W6 scenario), default.txt (the default configuration, when included: the paper's D-x runs),
 target-runner, and irace's own log (irace.log, irace.Rdata).
 
-In a parallel study irace is still asked one request at a time (max_pending 1): its requests within a race
-arrive in an order that varies from run to run, which would break the exact replay a resume relies on.
+In a parallel study (option `parallel` N > 1) irace races natively in parallel (its scenario's `parallel = N`):
+it starts up to N target-runners at once, each request is one pending suggestion, and `ask` returns LATER when
+the requests of the current batch are all out and irace waits for their results. The requests of a batch arrive
+in an order that varies from run to run, so a resume finds a stored trial by irace's own names for it
+(`replay_keys`: configuration id, instance id, seed), not by its position.
 
 Small budgets: irace refuses a maxExperiments below a minimum it computes from the number of parameters,
 iterations, survivors and firstTest; `race_settings` keeps irace's defaults when the budget allows them and
@@ -39,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SetupError
-from .base import Optimizer, Suggestion
+from .base import LATER, Later, Optimizer, Suggestion
 from ..knobs.space import TuningSpace, categorical, choices_of
 
 IRACE_PATHS = ("/usr/lib/R/site-library/irace/bin/irace", "/usr/local/lib/R/site-library/irace/bin/irace")
@@ -143,9 +146,10 @@ def race_settings(n_parameters: int, budget: int) -> dict[str, int]:
 # ------------------------------------------------------------------------------------ the optimizer
 
 class IraceOptimizer(Optimizer):
-    max_pending = 1
     name = "irace"
     picks_instances = True
+    replay_keys = ("irace_config", "irace_instance", "irace_seed")
+    LATER_AFTER_S = 0.05  # no new request for this long while some are pending: LATER (asked again while waiting)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -161,9 +165,10 @@ class IraceOptimizer(Optimizer):
         self.socket_path = os.path.join(self._sockdir, "runner.sock")
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(self.socket_path)
-        self._server.listen(1)
-        self._server.settimeout(1.0)
-        self._conn: socket.socket | None = None
+        self.parallel = max(1, int(self.options.get("parallel", 1)))
+        self.max_pending = self.parallel
+        self._server.listen(self.parallel + 2)
+        self._open: dict[int, socket.socket] = {}   # id(suggestion) -> the target-runner waiting for its cost
         self._write_files()
         self._log = open(self.execdir / "irace.log", "wb")
         from ..runtime.process import spawn
@@ -186,7 +191,7 @@ class IraceOptimizer(Optimizer):
             "parameterFile": "parameters.txt", "execDir": ".", "targetRunner": "./target-runner",
             "trainInstancesDir": "", "trainInstancesFile": "instances.txt", "logFile": "irace.Rdata",
             "maxExperiments": self.budget, "digits": DIGITS, "seed": self.seed, "deterministic": 0,
-            "parallel": 0}
+            "parallel": self.parallel if self.parallel > 1 else 0}
         scenario.update(self.settings)
         if self.include_default:
             (d / "default.txt").write_text(configurations_file(self.space, [self.space.default()]))
@@ -195,18 +200,22 @@ class IraceOptimizer(Optimizer):
                                                 for k, v in scenario.items()))
 
     # -- ask / tell over the socket
-    def ask(self) -> Suggestion | None:
-        while self._conn is None:
+    def ask(self) -> Suggestion | Later | None:
+        # with requests pending, a short look (irace may be starting the batch's next runner); with none, wait
+        # for irace's next request or its end
+        self._server.settimeout(self.LATER_AFTER_S if self._open else 1.0)
+        while True:
             try:
                 conn, _ = self._server.accept()
+                break
             except socket.timeout:
                 if self.proc.poll() is not None:
                     self._finished()
                     return None
-                continue
-            conn.settimeout(30)
-            self._conn = conn
-        request = json.loads(_read_line(self._conn))
+                if self._open:   # the batch is out: irace waits for the results of the pending requests
+                    return LATER
+        conn.settimeout(30)
+        request = json.loads(_read_line(conn))
         argv = request["argv"]
         config_id, instance_id, seed, instance = argv[:4]
         values = {}
@@ -215,18 +224,20 @@ class IraceOptimizer(Optimizer):
                 name, _, value = arg[2:].partition("=")
                 values[name] = value
         config = self.space.canonical(values)
-        return Suggestion(config, instance=os.path.basename(instance),
-                          meta={"irace_config": int(config_id), "irace_instance": int(instance_id),
-                                "irace_seed": int(seed)})
+        suggestion = Suggestion(config, instance=os.path.basename(instance),
+                                meta={"irace_config": int(config_id), "irace_instance": int(instance_id),
+                                      "irace_seed": int(seed)})
+        self._open[id(suggestion)] = conn
+        return suggestion
 
     def tell(self, suggestion: Suggestion, cost: float) -> None:
-        if self._conn is None:
+        conn = self._open.pop(id(suggestion), None)
+        if conn is None:
             raise RuntimeError("irace: tell without a pending request")
         try:
-            self._conn.sendall((json.dumps({"cost": float(cost)}) + "\n").encode())
+            conn.sendall((json.dumps({"cost": float(cost)}) + "\n").encode())
         finally:
-            self._conn.close()
-            self._conn = None
+            conn.close()
 
     def _finished(self) -> None:
         self._log.flush()
@@ -237,13 +248,13 @@ class IraceOptimizer(Optimizer):
     def close(self) -> None:
         from ..runtime.process import terminate
 
-        if self._conn is not None:
+        for conn in self._open.values():
             try:
-                self._conn.sendall(b'{"error": "the tuning loop stopped"}\n')
+                conn.sendall(b'{"error": "the tuning loop stopped"}\n')
             except OSError:
                 pass
-            self._conn.close()
-            self._conn = None
+            conn.close()
+        self._open.clear()
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)

@@ -20,7 +20,7 @@ from collections import deque
 
 from ..errors import NosqltuneError
 from ..optimizers import make_optimizer
-from ..optimizers.base import Suggestion
+from ..optimizers.base import LATER, Suggestion
 from ..store import LEASE_TTL_S, TrialState
 from .loop import TAG, Point, TuningLoop
 from .results import counted
@@ -89,7 +89,8 @@ class ParallelLoop(TuningLoop):
             time.sleep(self.poll_s)
 
     def _await(self, point: Point, suggestion: Suggestion, workloads: list[str]) -> None:
-        """Wait until every workload of `point` has its final row; queue again what was lost on the way."""
+        """Wait until every workload of `point` has its final row; queue again what was lost on the way. While
+        waiting, an optimizer that said LATER is asked again (irace's next requests of the batch)."""
         while True:
             rows = [r for r in self._tune_rows() if r["meta"].get("suggestion") == point.number]
             final = self._final(rows)
@@ -97,6 +98,8 @@ class ParallelLoop(TuningLoop):
                 point.rows = [final[w] for w in workloads]
                 return
             self._queue(point, suggestion, workloads, rows)
+            if self._later:
+                self._fill()
             self._tend()
 
     # ------------------------------------------------------------------ the loop
@@ -104,21 +107,27 @@ class ParallelLoop(TuningLoop):
         optimizer = make_optimizer(self.spec.optimizer, self.space, seed=self.spec.seed, budget=self.spec.budget,
                                    workloads=self.spec.workloads, workdir=self.workdir,
                                    include_default=self.spec.include_default, options=self.spec.options)
-        window = min(self.window, optimizer.max_pending or self.window)
-        if window < self.window:
-            self.display.note(f"{self.spec.optimizer} takes {window} suggestion(s) at a time: the study runs "
-                              f"{window} trial(s) at once")
-        stored = {}
+        self._optimizer = optimizer
+        self._window = min(self.window, optimizer.max_pending or self.window)
+        if self._window < self.window:
+            self.display.note(f"{self.spec.optimizer} takes {self._window} suggestion(s) at a time: the study runs "
+                              f"{self._window} trial(s) at once")
+        stored: dict[int, list[dict]] = {}
         for row in self._tune_rows():
             stored.setdefault(int(row["meta"]["suggestion"]), []).append(row)
-        finished = sum(len(self._final(rows)) for rows in stored.values())
-        self.trials_used = finished
+        self._stored_rows = stored
+        self._after_stored = max(stored, default=-1) + 1
+        self.trials_used = sum(len(self._final(rows)) for rows in stored.values())
         self.display.start(self)
-        outstanding: deque[tuple[Point, Suggestion, list[str], int]] = deque()   # (..., trials it still needs)
-        committed = 0   # trials the outstanding points still need
-        reason = "optimizer finished"
-        asking = True
-        number = 0
+        self._outstanding: deque[tuple[Point, Suggestion, list[str], int]] = deque()   # (..., trials it needs)
+        self._committed = 0   # trials the outstanding points still need
+        self._reason = "optimizer finished"
+        self._asking, self._later = True, False
+        self._fresh = 0   # the number of the next suggestion
+        # an optimizer that names its suggestions (irace's configuration, instance and seed) finds its stored
+        # trials by those names: the order of its requests within a batch varies from run to run
+        self._replay = {self._replay_key(optimizer, rows[0]["meta"].get("opt") or {}): n
+                        for n, rows in stored.items()} if optimizer.replay_keys else {}
         try:
             if self.spec.include_default and not optimizer.picks_instances:
                 default = Suggestion(self.space.default())
@@ -128,54 +137,78 @@ class ParallelLoop(TuningLoop):
                 # the default is measured and observed before the first ask, as in a serial study (SMAC would
                 # otherwise suggest its own default, the same configuration, while ours runs)
                 self._queue(point, default, self.spec.workloads, stored.get(0, []))
-                self._settle(point, default, list(self.spec.workloads), stored, optimizer, is_default=True)
-                number = 1
+                self._settle(point, default, list(self.spec.workloads), is_default=True)
+                self._fresh = 1
             while True:
-                while asking and len(outstanding) < window:
-                    why = self._budget_left_parallel(committed)
-                    if why:
-                        reason, asking = why, False
-                        break
-                    began = time.perf_counter()
-                    suggestion = optimizer.ask()
-                    ask_s = time.perf_counter() - began
-                    if suggestion is None:
-                        asking = False
-                        break
-                    workloads = [suggestion.instance] if suggestion.instance else list(self.spec.workloads)
-                    rows = stored.get(number, [])
-                    missing = len([w for w in workloads if w not in self._final(rows)])
-                    if self.trials_used + committed + missing > self.spec.budget:
-                        reason, asking = "budget", False
-                        break
-                    if rows and self.space.key(rows[0]["config"]) != self.space.key(suggestion.config):
-                        raise NosqltuneError(f"cannot resume: {self.spec.optimizer} now suggests a different "
-                                             f"configuration at step {number} than the stored one (was the library "
-                                             "upgraded, or --parallel changed?); start a new study (--study-name)")
-                    if not rows:
-                        self.ask_seconds.append(ask_s)
-                        suggestion.meta = {**suggestion.meta, "ask_s": round(ask_s, 4)}
-                    kind = "default" if self.space.key(suggestion.config) == self.space.key(self.space.default()) \
-                        else "suggested"
-                    point = Point(number, suggestion.config, kind)
-                    self._queue(point, suggestion, workloads, rows)
-                    outstanding.append((point, suggestion, workloads, missing))
-                    committed += missing
-                    number += 1
-                if not outstanding:
+                self._fill()
+                if not self._outstanding:
                     break
-                point, suggestion, workloads, missing = outstanding.popleft()
-                self._settle(point, suggestion, workloads, stored, optimizer)
-                committed -= missing
+                point, suggestion, workloads, missing = self._outstanding.popleft()
+                self._settle(point, suggestion, workloads)
+                self._committed -= missing
         finally:
             optimizer.close()
-        return self._finish(reason)
+        return self._finish(self._reason)
 
-    def _settle(self, point: Point, suggestion: Suggestion, workloads: list[str], stored: dict, optimizer, *,
-                is_default: bool = False) -> None:
+    def _fill(self) -> None:
+        """Ask until the window of outstanding suggestions is full, the optimizer says LATER or is done, or the
+        budget is spent; queue the trials of each suggestion."""
+        optimizer, stored = self._optimizer, self._stored_rows
+        self._later = False
+        while self._asking and len(self._outstanding) < self._window:
+            why = self._budget_left_parallel(self._committed)
+            if why:
+                self._reason, self._asking = why, False
+                return
+            began = time.perf_counter()
+            suggestion = optimizer.ask()
+            ask_s = time.perf_counter() - began
+            if suggestion is None:
+                self._asking = False
+                return
+            if suggestion is LATER:   # the optimizer waits for results before it suggests more
+                self._later = True
+                return
+            workloads = [suggestion.instance] if suggestion.instance else list(self.spec.workloads)
+            number, self._fresh = self._number(optimizer, suggestion, self._replay, self._fresh)
+            rows = stored.get(number, [])
+            missing = len([w for w in workloads if w not in self._final(rows)])
+            if self.trials_used + self._committed + missing > self.spec.budget:
+                self._reason, self._asking = "budget", False
+                return
+            if rows and self.space.key(rows[0]["config"]) != self.space.key(suggestion.config):
+                raise NosqltuneError(f"cannot resume: {self.spec.optimizer} now suggests a different "
+                                     f"configuration at step {number} than the stored one (was the library "
+                                     "upgraded, or --parallel changed?); start a new study (--study-name)")
+            if not rows:
+                self.ask_seconds.append(ask_s)
+                suggestion.meta = {**suggestion.meta, "ask_s": round(ask_s, 4)}
+            kind = "default" if self.space.key(suggestion.config) == self.space.key(self.space.default()) \
+                else "suggested"
+            point = Point(number, suggestion.config, kind)
+            self._queue(point, suggestion, workloads, rows)
+            self._outstanding.append((point, suggestion, workloads, missing))
+            self._committed += missing
+
+    @staticmethod
+    def _replay_key(optimizer, meta: dict) -> tuple:
+        return tuple(meta.get(k) for k in optimizer.replay_keys)
+
+    def _number(self, optimizer, suggestion: Suggestion, replay: dict, fresh: int) -> tuple[int, int]:
+        """The suggestion's number and the next fresh one: in order of asking; for an optimizer that names its
+        suggestions, the stored number of a replayed one, and numbers after every stored one for new ones."""
+        if optimizer.replay_keys:
+            stored_number = replay.pop(self._replay_key(optimizer, suggestion.meta), None)
+            if stored_number is not None:
+                return stored_number, fresh
+            fresh = max(fresh, self._after_stored)
+        return fresh, fresh + 1
+
+    def _settle(self, point: Point, suggestion: Suggestion, workloads: list[str], *, is_default: bool = False) -> None:
         """Wait for a point's trials, evaluate it and tell the optimizer (observe, for the default)."""
+        optimizer = self._optimizer
         self._await(point, suggestion, workloads)
-        before = {r["id"] for r in stored.get(point.number, [])}
+        before = {r["id"] for r in self._stored_rows.get(point.number, [])}
         point.ran = any(r["id"] not in before for r in point.rows)
         self.trials_used += sum(r["id"] not in before for r in point.rows)
         self.seconds_used += sum((r["finished_at"] or 0) - (r["started_at"] or 0) for r in point.rows
