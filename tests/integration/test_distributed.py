@@ -27,25 +27,26 @@ SLOT = '{"nosqltune_slot": 1}'
 
 def _ray(*args: str, env: dict) -> None:
     """`ray start/stop`; its output to a file (the daemons it leaves keep a pipe open, and a read would hang)."""
-    with open(os.path.join(env["NOSQLTUNE_HOME"], "ray-cli.log"), "ab") as log:
+    with open(os.path.join(env["NOSQLTUNE_HOME"], "ray-cli.log"), "ab") as log:   # the workers' home
         subprocess.run([sys.executable, "-m", "ray.scripts.scripts", *args], check=True, stdout=log, stderr=log,
                        stdin=subprocess.DEVNULL, env=env, timeout=120)
 
 
 @pytest.fixture(scope="module")
 def ray_cluster(nosqltune_home, tmp_path_factory):
-    """Two Ray nodes on this machine, on loopback; the workers inherit the test session's work directory and
-    dataset cache."""
+    """Two Ray nodes on this machine, on loopback; the workers inherit the test session's dataset cache and have
+    a work directory of their own (a killed worker leaves its trial's folder there)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": os.pathsep.join(sys.path),
+           "NOSQLTUNE_HOME": str(tmp_path_factory.mktemp("ray-workers-home"))}
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--resources", SLOT, "--disable-usage-stats"]
     address = f"127.0.0.1:{port}"
     try:
         _ray("start", "--head", "--port", str(port), "--include-dashboard", "false", *common, env=env)
         _ray("start", "--address", address, *common, env=env)
-        yield address
+        yield address, env["NOSQLTUNE_HOME"]
     finally:
         _ray("stop", "--force", env=env)
 
@@ -69,7 +70,7 @@ def test_a_study_on_ray_with_a_postgresql_store(ray_cluster, postgres_server, tm
     url = postgres_server.new_database()
     code, result = _run(capsys, "tune", "--system", "surrogate:wide24", "--knobs", "wide24", "--workload", "read90",
                         "--optimizer", "smac", "--budget", "12", "--confirm-top", "0", "--parallel", "2",
-                        "--executor", "ray", "--address", ray_cluster, "--study", url)
+                        "--executor", "ray", "--address", ray_cluster[0], "--study", url)
     assert code == 0 and result["trials"] == 12 and PASSWORD not in result["study"]
     store = open_store(url)
     rows = store.trials(store.find_study("tune")["id"])
@@ -88,7 +89,8 @@ def test_a_study_on_ray_with_a_postgresql_store(ray_cluster, postgres_server, tm
 
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
-def test_a_worker_killed_mid_trial_on_ray_loses_nothing(ray_cluster, postgres_server, nosqltune_home, capsys):
+def test_a_worker_killed_mid_trial_on_ray_loses_nothing(ray_cluster, postgres_server, nosqltune_home, tmp_path,
+                                                      capsys):
     url = postgres_server.new_database()
     killed: list[int] = []
 
@@ -111,8 +113,8 @@ def test_a_worker_killed_mid_trial_on_ray_loses_nothing(ray_cluster, postgres_se
     killer.start()
     code, result = _run(capsys, "tune", "--system", "redis", "--workload", "ycsb-c", "--records", "3000",
                         "--operations", "20000", "--threads", "4", "--warmup-ops", "3000", "--optimizer", "random",
-                        "--budget", "8", "--confirm-top", "0", "--parallel", "2", "--executor", "ray", "--address",
-                        ray_cluster, "--stale-after", "6", "--study", url)
+                        "--budget", "12", "--confirm-top", "0", "--parallel", "2", "--executor", "ray", "--address",
+                        ray_cluster[0], "--stale-after", "6", "--study", url)
     killer.join()
     assert code == 0 and killed, "no trial was killed"
     store = open_store(url)
@@ -120,9 +122,18 @@ def test_a_worker_killed_mid_trial_on_ray_loses_nothing(ray_cluster, postgres_se
     stale = [r for r in rows if r["failure_kind"] == "stale"]
     assert [r["id"] for r in stale] == killed
     completed = [r for r in rows if r["state"] == "COMPLETE"]
-    assert sorted(r["meta"]["suggestion"] for r in completed) == list(range(8))   # each exactly once
+    assert sorted(r["meta"]["suggestion"] for r in completed) == list(range(12))   # each exactly once
     assert [r["retry_of"] for r in completed if r["retry_of"]] == killed
     assert not [r for r in rows if r["state"] in ("WAITING", "RUNNING")]
-    assert result["trials"] == 8
-    left = subprocess.run(["pgrep", "-f", f"redis-server.*{nosqltune_home}"], capture_output=True, text=True)
-    assert not left.stdout.strip(), "a Redis server of the killed worker was left running"
+    assert result["trials"] == 12 and result["failed_trials"] == 0     # the stale trial's retry counts, not it
+    code, best = _run(capsys, "best", "--study", url, "--format", "json")
+    assert code == 0 and best["best"]["value"] == result["best"]["value"]
+    assert main(["export", "--study", url, "--out", str(tmp_path / "trials.csv")]) == 0
+    assert len((tmp_path / "trials.csv").read_text().strip().splitlines()) == 14    # 13 trials, the stale one too
+    workers_home = ray_cluster[1]
+    servers = subprocess.run(["pgrep", "redis-server"], capture_output=True, text=True).stdout.split()
+    ours = [pid for pid in servers if os.readlink(f"/proc/{pid}/cwd").startswith(workers_home)]   # run in a trial folder
+    assert not ours, "a Redis server of the killed worker was left running"
+    # only the killed trial's folder is left (a killed process cannot clean up); the others' trials cleaned theirs
+    nodes = os.path.join(workers_home, "nodes")
+    assert len([d for d in os.listdir(nodes) if d.startswith("redis-")]) <= 1
