@@ -85,12 +85,14 @@ def test_the_settings_that_move_5_0_reach_the_node(nosqltune_home, dataset_cache
     config = {"gc": "ZGC", "sstable_format": "bti", "compression": "ZstdCompressor", "compression_level": 5,
               "bloom_filter_fp_chance": 0.05, "compaction_method": "UnifiedCompaction",
               "ucs_scaling_parameters": "L4", "disk_access_mode": "standard",
-              "commitlog_disk_access_mode": "auto", "native_transport_max_threads": 64}
+              "commitlog_disk_access_mode": "auto", "native_transport_max_threads": 64, "heap_size": 1536}
     code, result = bench(study, *[a for k, v in config.items() for a in ("--set", f"{k}={v}")], capsys=capsys)
     assert code == 0, result
     (row,) = open_store(str(study)).trials()
     internals = row["internals"]
     assert "-XX:+UseZGC" in internals["jvm_options"] and "-XX:+UseG1GC" not in internals["jvm_options"]
+    heap = [a for a in internals["jvm_options"] if a.startswith(("-Xms", "-Xmx"))]
+    assert heap[-2:] == ["-Xms1536M", "-Xmx1536M"], heap     # the knob's, after the harness's 1 GiB (the last counts)
     assert any(name.startswith("ZGC") for name in internals["gc"]), internals["gc"]
     assert internals["node_settings"] == {"sstable.selected_format": "bti", "storage_compatibility_mode": "NONE",
                                           "disk_access_mode": "standard", "commitlog_disk_access_mode": "auto",

@@ -90,7 +90,7 @@ def test_irace23_has_the_23_knobs(space):
 
 
 @pytest.mark.parametrize("name,size", [("irace23", 23), ("rafiki5", 5), ("vorstella5", 5), ("mlos10", 10),
-                                       ("eppinger", 7), ("v5-screen", 26)])
+                                       ("eppinger", 7), ("v5-screen", 27)])
 def test_named_sets_resolve(space, name, size):
     sub = space.subset(name)
     assert len(sub) == size == len(space.knob_sets[name]["knobs"])
@@ -496,6 +496,20 @@ def test_latest_is_cassandra_5s_own_recommendation_as_knob_values(tmp_path):
     own = tmp_path / "mine.yaml"
     own.write_text("concurrent_writes: 48\n")
     assert load_config(own, "cassandra") == {"concurrent_writes": 48}
+
+
+def test_the_heap_knob_defaults_to_the_trials_heap_and_sets_both_flags():
+    from nosqltune.knobs.space import TuningSpace
+    from nosqltune.systems import TrialSettings
+    from nosqltune.systems.cassandra.config import place
+    from nosqltune.systems.cassandra.trial import knob_space
+
+    for heap in (1024, 2048):
+        space = knob_space(TrialSettings(heap_mb=heap))
+        assert space["heap_size"].default == heap
+        assert TuningSpace(space.subset("v5-screen")).default()["heap_size"] == heap   # the default runs as is
+    assert place(knob_space(TrialSettings(heap_mb=1024)), {"heap_size": 768}).jvm == ["-Xms768M", "-Xmx768M"]
+    assert load_space("cassandra")["heap_size"].default == 2048     # the knob file's reference heap
 
 
 def test_v5_knobs_are_placed_where_they_act():

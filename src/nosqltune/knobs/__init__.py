@@ -9,6 +9,8 @@ Importing this module is cheap: PyYAML, difflib and importlib.resources are impo
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import numbers
 import os
@@ -399,6 +401,17 @@ class KnobSpace:
         return full
 
     # -- subsets
+    def with_knob_defaults(self, defaults: Mapping[str, Any]) -> "KnobSpace":
+        """The same space with these knobs' defaults set from the harness (e.g. the heap: the default
+        configuration runs with the heap the trial settings give)."""
+        knobs = {name: dataclasses.replace(knob, default=knob.coerce(defaults[name])) if name in defaults else knob
+                 for name, knob in self.knobs.items()}
+        context = {name: knobs.get(name, knob) for name, knob in self._context.items()}
+        out = KnobSpace(self.system, self.version, knobs, self.knob_sets, reference_setup=self.reference_setup,
+                        context=context, label=self.label)
+        out.recipe = self.recipe
+        return out
+
     def subset(self, spec: Any) -> "KnobSpace":
         """A knob set name ('irace23'), a list of knob names, a mapping or a YAML file path of the form
         {knobs: [names]} or {knobs: {name: {range: [lo, hi]} | {choices: [...]}}} (narrowing only)."""

@@ -80,8 +80,8 @@ def place(space: KnobSpace, overrides: dict[str, Any]) -> PlacedConfig:
                 placed.yaml[key] = written
                 if knob.reload:
                     placed.reload_yaml[key] = written
-        elif knob.applies == "jvm":
-            placed.jvm.append(knob.key.format(value=rendered))
+        elif knob.applies == "jvm":   # a template may hold several flags (the heap: -Xms and -Xmx)
+            placed.jvm.extend(knob.key.format(value=rendered).split())
         else:
             target = placed.table if knob.applies == "table" else placed.keyspace
             option, _, sub = knob.key.partition(".")

@@ -29,9 +29,10 @@ def default_knobs(settings: TrialSettings) -> str | None:
 
 
 def knob_space(settings: TrialSettings) -> KnobSpace:
+    """Cassandra's knobs; the heap knob's default is the trial settings' heap (--heap or the scenario's)."""
     from ...knobs import load_space
 
-    return load_space("cassandra")
+    return load_space("cassandra").with_knob_defaults({"heap_size": settings.heap_mb})
 
 
 def fingerprint(settings: TrialSettings) -> dict[str, Any]:
@@ -376,12 +377,13 @@ def _read_back(sess, placed: PlacedConfig) -> dict[str, Any]:
 
 
 def _jvm_read_back(node: CassandraNode) -> list[str]:
-    """The -XX options of the node's running JVM, read from its command line (the node is a local process)."""
+    """The -XX options and the heap sizes (-Xms, -Xmx: the last of each counts) of the node's running JVM, read
+    from its command line (the node is a local process)."""
     try:
         args = Path(f"/proc/{node.proc.pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:
         return []
-    return [a for a in args if a.startswith("-XX:")]
+    return [a for a in args if a.startswith(("-XX:", "-Xms", "-Xmx"))]
 
 
 def _settings_of(node: CassandraNode, wanted: set[str]) -> dict[str, str]:
