@@ -250,7 +250,9 @@ def test_external_target_run_step_replaces_the_built_in_client(nosqltune_home, t
     workload = make_workload("ycsb-c", records=3000, operations=7000, threads=2, warmup_operations=1000)
     write_properties(props, {**workload.properties("run"), "db": "nosqltune.loadgen.RedisClient"})
     client = " ".join(shlex.quote(a) for a in loadgen_java_command(
-        "nosqltune.loadgen.PhasedClient", ["-t", "-P", str(props), "-p", "redis.port=${port}", "-s"], []))
+        "nosqltune.loadgen.PhasedClient", ["-t", "-P", str(props), "-p", "PORT", "-s"], []))
+    client = client.replace(" PORT ", ' "redis.port=${port}" ')   # a placeholder is a variable: not in '...'
+    assert '"redis.port=${port}"' in client
     custom = _target(tmp_path, run=yaml_step(client, 120))
     study = tmp_path / "run-step.db"
     code, result = run(capsys, "bench", "--system", "external", "--target-file", str(custom), "--workload",

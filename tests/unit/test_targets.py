@@ -174,3 +174,40 @@ def test_example_targets_render_each_datastore_in_its_own_terms():
     assert rendered == {"memtable_heap_space": "1024MiB", "concurrent_writes": 48}
     with pytest.raises(UsageError, match="applies to table"):
         render_config(cql, cql.knob_space(), {"compaction_method": "Leveled"}, {})
+
+
+def test_values_reach_a_target_step_through_the_environment_never_as_shell_code(tmp_path):
+    """Issue 22: a knob value (or any place) holding `;`, `$(...)` or backticks is expanded by bash as a value,
+    never parsed as a command; the log shows the command with the values written in."""
+    from nosqltune.systems.external.target import Step
+    from nosqltune.systems.external.trial import Runner
+
+    target = load_target(_write_target(tmp_path))
+    pwned = tmp_path / "pwned"
+    evil = f"x; touch {pwned}; $(touch {pwned}) `touch {pwned}`"
+    workdir = tmp_path / "work dir"      # a place with a space: quoted in the command, it stays one word
+    workdir.mkdir()
+    places = {"workdir": str(workdir), "host": "127.0.0.1", "port": "7001"}
+    log = tmp_path / "steps.log"
+    runner = Runner(target, places, {"policy": evil}, log)
+    step = Step(run='printf "%s|%s" "${policy}" "${workdir}" > "${workdir}/out.txt"; echo ${port} >> "${workdir}/out.txt"',
+                timeout=10)
+    runner.run("echo", step)
+    assert not pwned.exists()
+    assert (workdir / "out.txt").read_text() == f"{evil}|{workdir}7001\n"
+    assert evil in log.read_text()       # what ran, with its values, for the user to read
+
+
+def _write_target(tmp_path):
+    path = tmp_path / "target.yaml"
+    path.write_text(textwrap.dedent("""
+        name: shell-test
+        knobs: redis
+        binding: redis
+        config: {format: none}
+        steps:
+          start: {run: "sleep 1", background: true}
+          health: "true"
+          stop: "true"
+    """))
+    return path

@@ -22,9 +22,11 @@ datastore, each step a shell command with a timeout (irace's target-runner idea,
       version:  {run: "redis-server --version", timeout: 10}   # optional: for the environment fingerprint
 
 Commands run under bash in the trial's directory. Placeholders ${workdir}, ${host}, ${port}, ${config_file},
-${config_json}, ${dataset}, ${records}, ${target_dir} and ${<knob>} are replaced before the command runs (unknown
-ones are left to the shell), and the same values are in the environment as NOSQLTUNE_WORKDIR, ...,
-NOSQLTUNE_TARGET_DIR and KNOB_<NAME>.
+${config_json}, ${dataset}, ${records}, ${target_dir} and ${<knob>} stand for values that are in the environment
+as NOSQLTUNE_WORKDIR, ..., NOSQLTUNE_TARGET_DIR and KNOB_<NAME>: each placeholder is turned into a reference to
+its variable, so bash expands the value without ever parsing it as code (unknown placeholders are left to the
+shell). Quote a placeholder ("${config_file}") where a value may hold spaces. The log shows each command with
+the values written in.
 """
 
 from __future__ import annotations

@@ -149,12 +149,21 @@ class Runner:
         self.server_log = log.with_name("server.log")   # the output of a background start step
 
     def command(self, step: Step) -> str:
+        """The step's command with the values written in, as the log shows it (not what runs: see `script`)."""
         return string.Template(step.run).safe_substitute({**self.knob_values, **self.places})
+
+    def script(self, step: Step) -> str:
+        """What bash runs: each placeholder becomes a reference to the environment variable holding its value, so
+        a value is expanded by the shell but never parsed as shell code (a knob value with `;` or `$(...)` runs
+        nothing)."""
+        refs = {**{k: "${KNOB_%s}" % k.upper() for k in self.knob_values},
+                **{k: "${NOSQLTUNE_%s}" % k.upper() for k in self.places}}
+        return string.Template(step.run).safe_substitute(refs)
 
     def _spawn(self, name: str, step: Step, stdout) -> subprocess.Popen:
         with open(self.log, "a") as fh:
             fh.write(f"\n$ [{name}] {self.command(step)}\n")
-        return process.spawn(["bash", "-c", self.command(step)], stdout=stdout, stderr=subprocess.STDOUT,
+        return process.spawn(["bash", "-c", self.script(step)], stdout=stdout, stderr=subprocess.STDOUT,
                              env=self.env, cwd=self.places["workdir"])
 
     def run(self, name: str, step: Step | None = None, kind: str = "refused", capture: Path | None = None) -> None:
