@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The benchmark that matters (issue 20): does tuning 5.0 pay where users tune, and does it beat Cassandra's own
+modern recommendation (`latest`, cassandra_latest.yaml)?
+
+Per scenario (disk-bound, write-heavy, latency-slo): a --budget-trial study with SMAC and one with irace on the
+knob set (each ends with its confirmation: the top 3 by single runs re-measured beside the default, counted in
+the budget); then, in the SMAC study, `compare` runs the default, SMAC's confirmed best, irace's best and `latest`
+in --rounds interleaved cold rounds (ABCD DCBA ...). Per candidate against the default: the mean of the
+per-round ratios with its 95% bootstrap interval and the Wilcoxon signed-rank p-value (compare's own
+statistics); the best of the two studies against `latest` the same way, from the same rounds.
+
+Goal (issue 20): at least +30% throughput, or at least -40% read p99 (latency-slo), against the default with
+p < 0.05 in two of the three scenarios, and better than `latest` in at least one.
+
+Study files: bench/results/impact/<scenario>.db (studies `smac`, `irace`; the comparison is stored in `smac`).
+Resumable at every step (tune --resume, compare continues its rounds). Writes
+bench/results/impact_tuning.{md,json} after every scenario. Hours of cold trials: nothing else may run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import yaml
+
+from common import RESULTS, ROOT, log, nosqltune, study_rows  # bench/common.py
+
+FOLDER = RESULTS / "impact"
+SCENARIOS = ("disk-bound", "write-heavy", "latency-slo")
+GOAL = {"throughput": 1.30, "p99-read": 1 / 0.60}   # as ratios where > 1 is better
+
+
+def _tuned(db, name: str) -> bool:
+    return any(r["state"] == "COMPLETE" for r in study_rows(db, name))
+
+
+def tune(scenario: str, optimizer: str, knobs: str, budget: int) -> dict:
+    db = FOLDER / f"{scenario}.db"
+    resume = ["--resume"] if _tuned(db, optimizer) else ["--scenario", scenario, "--knobs", knobs, "--optimizer",
+                                                         optimizer, "--budget", str(budget)]
+    out = nosqltune("tune", *resume, "--study", str(db), "--study-name", optimizer, "--json")
+    return json.loads(out)
+
+
+def best_yaml(scenario: str, optimizer: str) -> str:
+    """The study's (confirmed) best as a YAML file of knob values, for compare's candidates."""
+    db = FOLDER / f"{scenario}.db"
+    best = json.loads(nosqltune("best", "--study", str(db), "--study-name", optimizer, "--format", "json"))
+    path = FOLDER / f"{scenario}-{optimizer}-best.yaml"
+    path.write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
+    return str(path)
+
+
+def paired(a: list, b: list, maximize: bool) -> dict:
+    """a against b from the same rounds: mean ratio (> 1: a better) and the Wilcoxon p-value."""
+    from scipy.stats import wilcoxon
+
+    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    ratios = [(x / y) if maximize else (y / x) for x, y in pairs]
+    if len(ratios) < 2:
+        return {"rounds": len(ratios), "mean_ratio": None, "p": None}
+    p = float(wilcoxon([x for x, _ in pairs], [y for _, y in pairs]).pvalue)
+    return {"rounds": len(ratios), "mean_ratio": sum(ratios) / len(ratios), "p": p}
+
+
+def compare(scenario: str, rounds: int, irace_best: str) -> dict:
+    db = FOLDER / f"{scenario}.db"
+    out = nosqltune("compare", "--study", str(db), "--study-name", "smac", "--candidates",
+                    f"best,latest,{irace_best}", "--repeat", str(rounds), "--json")
+    return json.loads(out)
+
+
+def summarize(scenario: str, tunes: dict, comparison: dict) -> dict:
+    metric = comparison["metric"]
+    maximize = metric == "throughput"
+    (workload,) = comparison["workloads"].values()
+    values, stats = workload["values"], workload["stats"]
+    irace_label = next(k for k in values if k not in ("default", "best", "latest"))
+    tuned = {"smac": "best", "irace": irace_label}
+    goal = GOAL.get(metric, GOAL["throughput"])
+    rows = {}
+    for optimizer, label in tuned.items():
+        s = stats[label]
+        rows[optimizer] = {"vs_default": s, "vs_latest": paired(values[label], values["latest"], maximize),
+                           "meets_goal": bool(s.get("mean_speedup") and s["mean_speedup"] >= goal
+                                             and (s.get("p_value") or 1) < 0.05),
+                           "study": {k: tunes[optimizer].get(k) for k in ("trials", "failed_trials", "speedup")}}
+    return {"scenario": scenario, "metric": metric, "latest_vs_default": stats["latest"], "tuned": rows,
+            "rounds": len(values["default"])}
+
+
+def _ratio(s: dict) -> str:
+    if s.get("mean_speedup") is None:
+        return "-"
+    ci = f" [{s['ci_low']:.3f}, {s['ci_high']:.3f}]" if s.get("ci_low") is not None else ""
+    return f"x{s['mean_speedup']:.3f}{ci}"
+
+
+def _p(s: dict) -> str:
+    return "-" if s.get("p_value") is None else f"{s['p_value']:.3g}"
+
+
+def write(results: dict) -> None:
+    (RESULTS / "impact_tuning.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    lines = ["# Does tuning 5.0 pay? Confirmed bests against the default and against `latest` (issue 20)", "",
+             "Generated by `bench/impact_tuning.py`: per scenario a SMAC and an irace study on the knob set, each "
+             "ending with its confirmation; then the default, both bests and `latest` (cassandra_latest.yaml) in "
+             "interleaved cold rounds. Ratio > 1 is better (for the read p99: default / candidate); p from the "
+             "Wilcoxon signed-rank test over the rounds. Goal: >= x1.30 throughput or a read p99 40% lower, p < "
+             "0.05, in two of three scenarios, and better than `latest` in one.", ""]
+    lines += ["| scenario | objective | candidate | vs default (mean, 95% CI) | p | vs latest | p | goal |",
+              "|---|---|---|---|---|---|---|---|"]
+    for scenario, r in results["scenarios"].items():
+        latest = r["latest_vs_default"]
+        lines.append(f"| {scenario} | {r['metric']} | latest | {_ratio(latest)} | {_p(latest)} | - | - | - |")
+        for optimizer, t in r["tuned"].items():
+            s, v = t["vs_default"], t["vs_latest"]
+            lines.append(f"| {scenario} | {r['metric']} | {optimizer} best | {_ratio(s)} | {_p(s)} | "
+                         f"{'x%.3f' % v['mean_ratio'] if v['mean_ratio'] else '-'} | "
+                         f"{'%.3g' % v['p'] if v['p'] is not None else '-'} | {'yes' if t['meets_goal'] else 'no'} |")
+    lines += ["", "## Reading", "", results.get("reading", "(to be written when the runs are done)"), ""]
+    (RESULTS / "impact_tuning.md").write_text("\n".join(lines))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--knobs", default="v5-screen", help="the knob set searched (v5 once the screening names it)")
+    p.add_argument("--budget", type=int, default=60)
+    p.add_argument("--rounds", type=int, default=10)
+    a = p.parse_args()
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    old = RESULTS / "impact_tuning.json"
+    results = json.loads(old.read_text()) if old.exists() else {"scenarios": {}}
+    results.update({"knobs": a.knobs, "budget": a.budget})
+    for scenario in [s for s in a.scenarios.split(",") if s]:
+        log(f"{scenario}: tuning")
+        tunes = {opt: tune(scenario, opt, a.knobs, a.budget) for opt in ("smac", "irace")}
+        comparison = compare(scenario, a.rounds, best_yaml(scenario, "irace"))
+        results["scenarios"][scenario] = summarize(scenario, tunes, comparison)
+        write(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
