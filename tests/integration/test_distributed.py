@@ -102,8 +102,8 @@ def test_a_worker_killed_mid_trial_on_ray_loses_nothing(ray_cluster, postgres_se
             study = store.find_study("tune")
             rows = store.trials(study["id"]) if study else []
             running = [r for r in rows if r["state"] == "RUNNING" and (r["meta"] or {}).get("worker_pid")
-                       and r["meta"]["suggestion"] >= 3 and time.time() - r["started_at"] > 1.0]
-            if running:   # a second into the trial: the datastore is up, the client runs
+                       and r["meta"]["suggestion"] >= 3 and time.time() - r["started_at"] > 0.3]
+            if running:   # 0.3 s into the trial: the datastore is up, the client runs
                 os.kill(running[0]["meta"]["worker_pid"], signal.SIGKILL)
                 killed.append(running[0]["id"])
             time.sleep(0.2)
@@ -112,7 +112,7 @@ def test_a_worker_killed_mid_trial_on_ray_loses_nothing(ray_cluster, postgres_se
     killer = threading.Thread(target=kill_one_worker)
     killer.start()
     code, result = _run(capsys, "tune", "--system", "redis", "--workload", "ycsb-c", "--records", "3000",
-                        "--operations", "20000", "--threads", "4", "--warmup-ops", "3000", "--optimizer", "random",
+                        "--operations", "50000", "--threads", "4", "--warmup-ops", "3000", "--optimizer", "random",
                         "--budget", "12", "--confirm-top", "0", "--parallel", "2", "--executor", "ray", "--address",
                         ray_cluster[0], "--stale-after", "6", "--study", url)
     killer.join()

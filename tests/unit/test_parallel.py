@@ -6,6 +6,7 @@ command line on the recorded surrogate. Trials are analytic or the surrogate her
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 
@@ -92,7 +93,7 @@ def test_irace_races_in_parallel_and_a_resume_finds_its_trials_by_name(space, tm
 
 
 # ---------------------------------------------------------------------------------------------- the loop
-def _analytic_worker(url: str, study: str, *, die_on: set | None = None, delay_s: float = 0.0):
+def _analytic_worker(url: str, study: str, *, die_on: set | None = None, delay_s: float | tuple = 0.0):
     """A worker as tuning.workers.run_one, running the analytic function; `die_on`: suggestion numbers whose
     first trial it claims and abandons (a worker killed mid-trial: no heartbeat, no result)."""
     lock = threading.Lock()
@@ -110,7 +111,7 @@ def _analytic_worker(url: str, study: str, *, die_on: set | None = None, delay_s
                     die_on.discard(row["meta"]["suggestion"])
                     return "died"
             with store.trial_heartbeat(row["id"], me, ttl_s=0.6):
-                time.sleep(delay_s)
+                time.sleep(random.uniform(*delay_s) if isinstance(delay_s, tuple) else delay_s)
                 outcome = analytic.runner(row["config"], row["meta"]["instance"])
             store.finish_trial(row["id"], TrialState.COMPLETE, metrics={"summary": outcome.summary}, worker=me)
             return row["id"]
@@ -166,11 +167,51 @@ def test_the_order_trials_finish_in_does_not_change_the_study(space, tmp_path):
     studies = []
     for slots in (1, 4):
         url = f"sqlite:///{tmp_path / f's{slots}.db'}"
-        loop, store, study, executor = _parallel_loop(space, tmp_path, url, budget=10, window=4, slots=slots)
+        loop, store, study, executor = _parallel_loop(space, tmp_path, url, budget=10, window=4, slots=slots,
+                                                      work=_analytic_worker(url, "t", delay_s=(0.0, 0.05)))
         loop.run()
         executor.close()
         studies.append(_suggestions(store, study))
     assert studies[0] == studies[1] and len(studies[0]) == 10
+
+
+def test_a_resume_runs_again_what_an_earlier_session_left_running_and_keeps_the_budget(space, tmp_path):
+    """A coordinator that died left one trial WAITING (taken by a worker now) and one RUNNING without a live worker
+    (cut short: run again, not a stale retry); the resumed study ends with exactly its budget of trials."""
+    full = f"sqlite:///{tmp_path / 'full.db'}"
+    loop, whole, whole_study, executor = _parallel_loop(space, tmp_path, full, budget=8, window=2, optimizer="random")
+    loop.run()
+    executor.close()
+    later = {r["meta"]["suggestion"]: r for r in whole.trials(whole_study) if r["meta"]["suggestion"] in (6, 7)}
+    url = f"sqlite:///{tmp_path / 'cut.db'}"
+    loop, store, study, executor = _parallel_loop(space, tmp_path, url, budget=6, window=2, optimizer="random")
+    loop.run()
+    executor.close()
+    store.enqueue_trial(study, later[6]["config"], later[6]["workload"], tag="tune",
+                        meta={k: later[6]["meta"][k] for k in ("suggestion", "kind", "optimizer", "instance")})
+    cut = store.start_trial(study, later[7]["config"], later[7]["workload"], tag="tune",
+                            meta={k: later[7]["meta"][k] for k in ("suggestion", "kind", "optimizer", "instance")})
+    loop, _, _, executor = _parallel_loop(space, tmp_path, url, budget=8, window=2, optimizer="random")
+    assert loop.run() == "budget"
+    executor.close()
+    rows = store.trials(study)
+    assert store.trial(cut)["failure_kind"] == "interrupted"
+    completed = [r for r in rows if r["state"] == "COMPLETE"]
+    assert sorted(r["meta"]["suggestion"] for r in completed) == list(range(8)) and len(rows) == 9
+    assert _suggestions(store, study) == _suggestions(whole, whole_study)
+
+
+def test_workers_that_keep_failing_stop_the_study_with_their_error(space, tmp_path):
+    from nosqltune.errors import NosqltuneError
+
+    def broken():
+        raise ConnectionError("the store refused the worker")
+
+    loop, _, _, executor = _parallel_loop(space, tmp_path, f"sqlite:///{tmp_path / 'b.db'}", budget=4, window=2,
+                                          work=broken)
+    with pytest.raises(NosqltuneError, match="5 workers in a row .* the store refused the worker"):
+        loop.run()
+    executor.close()
 
 
 def test_a_worker_killed_mid_trial_loses_nothing_and_counts_nothing_twice(space, tmp_path):

@@ -35,18 +35,19 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    # a store's password goes to libpq's environment at once, never into output, the store or a command line
+    for name in ("study", "from_study"):
+        if getattr(args, name, None):
+            setattr(args, name, _password_to_environment(getattr(args, name)))
     if argv is None and getattr(args, "command", None) == "tune" and os.environ.get("PYTHONHASHSEED") != "0":
         # SMAC (through ConfigSpace) iterates over sets of configurations, whose order follows Python's
         # per-process string hashing: fixed hashing makes a tuning run repeatable, and a resumed run (a new
         # process) replays exactly the suggestions of the interrupted one
-        os.execve(sys.executable, [sys.executable, "-m", "nosqltune", *sys.argv[1:]],
+        os.execve(sys.executable, [sys.executable, "-m", "nosqltune", *map(_without_password, sys.argv[1:])],
                   {**os.environ, "PYTHONHASHSEED": "0"})
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    for name in ("study", "from_study"):   # a store's password goes to libpq's environment, never into output
-        if getattr(args, name, None):
-            setattr(args, name, _password_to_environment(getattr(args, name)))
     install_signal_handlers()
     try:
         return args.func(args)
@@ -69,13 +70,24 @@ def _password_to_environment(url: str) -> str:
     from ..store import is_server_url, public_url
 
     if is_server_url(url):
-        from urllib.parse import unquote, urlsplit
+        from urllib.parse import parse_qs, unquote, urlsplit
 
-        password = urlsplit(url).password
+        parts = urlsplit(url)
+        password = parts.password or (parse_qs(parts.query).get("password") or [None])[0]
         if password:
-            os.environ["PGPASSWORD"] = unquote(password)
+            os.environ["PGPASSWORD"] = unquote(password) if parts.password else password
         return public_url(url)
     return url
+
+
+def _without_password(arg: str) -> str:
+    """A command-line word with a PostgreSQL URL's password taken out (the URL may be glued to its flag)."""
+    from ..store import is_server_url, public_url
+
+    flag, eq, value = arg.partition("=")
+    if eq and flag.startswith("--") and is_server_url(value):
+        return f"{flag}={public_url(value)}"
+    return public_url(arg) if is_server_url(arg) else arg
 
 
 if __name__ == "__main__":

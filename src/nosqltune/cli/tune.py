@@ -166,7 +166,7 @@ def _check_parallel(args: argparse.Namespace) -> None:
         raise UsageError(f"--parallel must be at least 1, got {args.parallel}")
     if args.stale_after is not None and args.stale_after <= 0:
         raise UsageError(f"--stale-after must be a positive number of seconds, got {args.stale_after}")
-    if args.address and args.executor != "ray":
+    if args.address and args.executor != "ray" and not args.resume:
         raise UsageError("--address names a Ray cluster: add --executor ray")
     if (args.executor == "ray" or (args.parallel or 1) > 1) and not is_server_url(args.study) \
             and store_path(args.study) is None:
@@ -181,20 +181,26 @@ def _stale_after(args: argparse.Namespace) -> float:
 
 
 def _executor(args: argparse.Namespace, spec, study_name: str):
-    """The executor of a parallel study (None: the serial loop, trials run in this process one at a time)."""
+    """The executor of a parallel study (None: the serial loop, trials run in this process one at a time). A
+    resumed study keeps its executor unless --executor says otherwise."""
+    from ..store import store_path
+
     window = spec.options.get("parallel", 1)
     slots = args.parallel or window
-    if args.executor == "local" and window == 1 and slots == 1:
+    kind = args.executor or spec.options.get("executor", "local")
+    if kind == "local" and "executor" not in spec.options and window == 1 and slots == 1:
         return None
-    if args.executor == "ray":
+    path = store_path(args.study)   # workers may run in another folder: a SQLite store by its absolute path
+    url = str(path.resolve()) if path is not None else args.study
+    ttl = _stale_after(args)
+    if kind == "ray":
         from ..tuning.executors import RayExecutor
 
-        return RayExecutor(args.study, study_name, slots, args.address, _stale_after(args))
+        return RayExecutor(url, study_name, slots, args.address, ttl)
     from ..tuning.executors import LocalExecutor
     from ..tuning.workers import run_one
 
-    ttl = _stale_after(args)
-    return LocalExecutor(lambda: run_one(args.study, study_name, ttl_s=ttl), slots)
+    return LocalExecutor(lambda: run_one(url, study_name, ttl_s=ttl), slots)
 
 
 def design_knobs(args: argparse.Namespace, full_space, subset):
@@ -278,8 +284,9 @@ def _new_run(args: argparse.Namespace, full_space, settings):
         target.preflight(workload, settings)
     searched = len(searched_space.knobs)
     options: dict[str, Any] = {k: v for k, v in (("initial", args.initial),) if v is not None}
-    if (args.parallel or 1) > 1:
-        options["parallel"] = args.parallel
+    if (args.parallel or 1) > 1 or args.executor:
+        # a parallel study keeps its window and its executor on resume (the serial loop cannot resume it)
+        options.update({"parallel": args.parallel or 1, "executor": args.executor or "local"})
     if args.space_adapter == "llamatune":
         from ..optimizers.llamatune import Projection
 
@@ -442,9 +449,10 @@ def add_parsers(sub) -> None:
     w.add_argument("--parallel", type=int, default=None, metavar="N",
                    help="keep up to N suggestions outstanding and run up to N trials at once (default 1). N is "
                         "stored with the study: a resume asks in the same batches")
-    w.add_argument("--executor", choices=["local", "ray"], default="local",
+    w.add_argument("--executor", choices=["local", "ray"], default=None,
                    help="where the trials run: local (threads of this process: for the surrogate, or targets that "
-                        "can share a machine) or ray (one trial per Ray node with a nosqltune_slot resource)")
+                        "can share a machine; the default) or ray (one trial per Ray node with a nosqltune_slot "
+                        "resource). Stored with the study: a resume uses it unless told otherwise")
     w.add_argument("--address", default=None, metavar="ADDR",
                    help="--executor ray: the cluster to join (default: RAY_ADDRESS or the local cluster)")
     w.add_argument("--stale-after", type=float, default=None, metavar="SECONDS",

@@ -28,7 +28,7 @@ import random
 from typing import Any
 
 from ..knobs import Knob, KnobSpace
-from .base import Optimizer, Suggestion
+from .base import LATER, Later, Optimizer, Suggestion
 from ..knobs.space import TuningSpace, categorical, choices_of, from_unit
 
 DEFAULT_DIMS = 16
@@ -113,12 +113,13 @@ class LlamaTune(Optimizer):
                                     include_default=False, options=inner_options)
         self.picks_instances = self.inner.picks_instances
         self.max_pending = self.inner.max_pending
+        self.replay_keys = self.inner.replay_keys
         self._pending: dict[int, Suggestion] = {}
 
-    def ask(self) -> Suggestion | None:
+    def ask(self) -> Suggestion | Later | None:
         low = self.inner.ask()
-        if low is None:
-            return None
+        if low is None or low is LATER:
+            return low
         suggestion = Suggestion(self.projection.config(low.config), instance=low.instance,
                                 meta={**low.meta, "low": [low.config[f"y{i}"] for i in range(self.projection.dims)]})
         self._pending[id(suggestion)] = low

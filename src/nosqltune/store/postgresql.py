@@ -58,6 +58,9 @@ class PostgresStore(SqlStore):
         except psycopg.Error as exc:
             raise UsageError(f"cannot open the study store {self.url}: {_one_line(exc, url)}") from None
         try:
+            # every write takes the advisory lock first and then reads: it must see what the last holder
+            # committed, whatever the server's default isolation
+            self._db.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED")
             self._migrate()
         except UsageError:
             self._db.close()

@@ -112,7 +112,7 @@ class TuningLoop:
         for row in self.store.trials(self.study_id):
             if row["tag"] != TAG:
                 continue
-            if row["state"] == TrialState.RUNNING.value:  # the process died during this trial
+            if row["state"] in (TrialState.RUNNING.value, TrialState.WAITING.value):  # cut short, or never run
                 self.store.finish_trial(row["id"], TrialState.FAIL, failure_kind="interrupted",
                                         error="the tuning process stopped during this trial")
                 continue

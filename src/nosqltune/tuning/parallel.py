@@ -8,9 +8,10 @@ replays exactly as a serial one does (N, the window, is stored with the study an
 
 Faults: a worker that dies (killed, machine gone) stops its trial's heartbeat; after `ttl_s` the coordinator
 marks the trial FAIL `stale` and the store queues it again, once. A retry that goes stale too is a failed trial
-(the optimizer is told the penalty, as for any failure). A trial found with no live row (interrupted by a Ctrl-C
-of an earlier session, for instance) is queued again. Nothing is lost and no result counts twice: a point is
-evaluated on exactly one final row per workload.
+(the optimizer is told the penalty, as for any failure). Trials RUNNING when a session starts belonged to the
+workers of an earlier session, which died with it: they are marked interrupted and queued again. Workers that
+keep failing before they reach a trial stop the study (MAX_WORKER_FAILURES in a row). Nothing is lost and no
+result counts twice: a point is evaluated on exactly one final row per workload.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .results import counted
 from .executors import Executor
 
 FINAL = (TrialState.COMPLETE.value, TrialState.FAIL.value)
+MAX_WORKER_FAILURES = 5   # workers in a row that end with an error (not a trial's failure): the study stops
 LIVE = (TrialState.WAITING.value, TrialState.RUNNING.value)
 
 
@@ -38,8 +40,9 @@ class ParallelLoop(TuningLoop):
         self.window = max(1, int(window))
         self.ttl_s = ttl_s
         self.poll_s = poll_s
-        self._handles: list = []
+        self._handles: dict = {}   # a running worker -> when it was started
         self._last_stale_check = 0.0
+        self._failed_in_a_row = 0
         self.worker_errors: list[str] = []
 
     # ------------------------------------------------------------------ the store as seen by the coordinator
@@ -75,16 +78,24 @@ class ParallelLoop(TuningLoop):
             self._last_stale_check = now
             for trial_id in self.store.fail_stale_trials(self.study_id, self.ttl_s):
                 self.display.note(f"trial {trial_id}: its worker stopped sending heartbeats; given again (once)")
-        for handle, error in self.executor.finished(self._handles, 0 if not self._handles else self.poll_s):
-            self._handles.remove(handle)
+        for handle, error in self.executor.finished(list(self._handles), 0 if not self._handles else self.poll_s):
+            self._handles.pop(handle, None)
             if error:
                 self.worker_errors.append(error)
-                self.display.note(f"a worker ended with an error (its trial goes stale and is given again): {error}")
-        states = [r["state"] for r in self.store.trials(self.study_id) if r["tag"] == TAG]
-        wanted = min(self.executor.slots, states.count(TrialState.WAITING.value)
-                     + states.count(TrialState.RUNNING.value))
-        while len(self._handles) < wanted:
-            self._handles.append(self.executor.start())
+                self._failed_in_a_row += 1
+                self.display.note(f"a worker ended with an error (its trial, if it had one, goes stale and is "
+                                  f"given again): {error}")
+                if self._failed_in_a_row >= MAX_WORKER_FAILURES:
+                    raise NosqltuneError(f"{self._failed_in_a_row} workers in a row ended with an error; the last: "
+                                         f"{error}")
+            else:
+                self._failed_in_a_row = 0
+        states = [r["state"] for r in self._tune_rows()]
+        waiting, running = states.count(TrialState.WAITING.value), states.count(TrialState.RUNNING.value)
+        # workers that have not claimed their trial yet will take waiting ones: start only for the rest
+        unclaimed = max(0, len(self._handles) - running)
+        for _ in range(min(self.executor.slots - len(self._handles), waiting - unclaimed)):
+            self._handles[self.executor.start()] = time.monotonic()
         if not self._handles:
             time.sleep(self.poll_s)
 
@@ -114,10 +125,18 @@ class ParallelLoop(TuningLoop):
                               f"{self._window} trial(s) at once")
         stored: dict[int, list[dict]] = {}
         for row in self._tune_rows():
+            if row["state"] == TrialState.RUNNING.value:
+                # its worker belonged to an earlier session of the coordinator (threads of that process, or Ray
+                # tasks of that job) and died with it: the trial is run again, not counted as a stale retry
+                self.store.finish_trial(row["id"], TrialState.FAIL, failure_kind="interrupted",
+                                        error="the tuning session stopped during this trial")
+                row = self.store.trial(row["id"])
             stored.setdefault(int(row["meta"]["suggestion"]), []).append(row)
         self._stored_rows = stored
         self._after_stored = max(stored, default=-1) + 1
-        self.trials_used = sum(len(self._final(rows)) for rows in stored.values())
+        finals = [r for rows in stored.values() for r in self._final(rows).values()]
+        self.trials_used = len(finals)
+        self.seconds_used = sum((r["finished_at"] or 0) - (r["started_at"] or 0) for r in finals)
         self.display.start(self)
         self._outstanding: deque[tuple[Point, Suggestion, list[str], int]] = deque()   # (..., trials it needs)
         self._committed = 0   # trials the outstanding points still need
@@ -208,7 +227,7 @@ class ParallelLoop(TuningLoop):
         """Wait for a point's trials, evaluate it and tell the optimizer (observe, for the default)."""
         optimizer = self._optimizer
         self._await(point, suggestion, workloads)
-        before = {r["id"] for r in self._stored_rows.get(point.number, [])}
+        before = {r["id"] for r in self._final(self._stored_rows.get(point.number, [])).values()}
         point.ran = any(r["id"] not in before for r in point.rows)
         self.trials_used += sum(r["id"] not in before for r in point.rows)
         self.seconds_used += sum((r["finished_at"] or 0) - (r["started_at"] or 0) for r in point.rows

@@ -13,7 +13,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..store import LEASE_TTL_S, TrialState, open_store
+from ..store import LEASE_TTL_S, TrialState, open_existing_store
 
 TAG = "tune"
 
@@ -68,7 +68,7 @@ def run_one(store_url: str, study_name: str, *, worker: str | None = None, ttl_s
     """Claim the study's next waiting trial, run it here, store its result; returns a short account of it
     (None when no trial was waiting). Never raises for a trial's failure (the trial says FAIL and why)."""
     worker = worker or worker_name()
-    store = open_store(store_url)
+    store = open_existing_store(store_url)   # never a new empty store (a worker in another folder)
     try:
         study = store.find_study(study_name)
         if study is None:
