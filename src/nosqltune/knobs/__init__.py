@@ -403,9 +403,15 @@ class KnobSpace:
     # -- subsets
     def with_knob_defaults(self, defaults: Mapping[str, Any]) -> "KnobSpace":
         """The same space with these knobs' defaults set from the harness (e.g. the heap: the default
-        configuration runs with the heap the trial settings give)."""
-        knobs = {name: dataclasses.replace(knob, default=knob.coerce(defaults[name])) if name in defaults else knob
-                 for name, knob in self.knobs.items()}
+        configuration runs with the heap the trial settings give); a range is widened to hold its default."""
+        def moved(knob: Knob) -> Knob:
+            value = knob._typed(defaults[knob.name])   # the harness may sit outside the tuning range
+            if knob.range is None:
+                return dataclasses.replace(knob, default=value)
+            lo, hi = knob.range   # the default stays a value of the knob's range
+            return dataclasses.replace(knob, default=value, range=(min(lo, value), max(hi, value)))
+
+        knobs = {name: moved(knob) if name in defaults else knob for name, knob in self.knobs.items()}
         context = {name: knobs.get(name, knob) for name, knob in self._context.items()}
         out = KnobSpace(self.system, self.version, knobs, self.knob_sets, reference_setup=self.reference_setup,
                         context=context, label=self.label)
