@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything nosqltune needs on a fresh Debian machine, idempotently:
-# Java 17 + Maven, R's irace, redis-server, chromium (apt-get, only if missing), the Python package with its test extras (pip),
+# Java 17 + Maven, R's irace, redis-server, PostgreSQL 15's server binaries, chromium (apt-get, only if missing), the Python package with its test extras (pip: psycopg and Ray among them),
 # Cassandra's jars (Maven, into ~/.cache/nosqltune) and the loadgen YCSB client (Maven build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
