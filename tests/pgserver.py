@@ -43,6 +43,10 @@ class PostgresServer:
         user = pwd.getpwnam("nobody") if as_root else None
 
         def drop() -> None:
+            import ctypes
+
+            # the server dies with the test process, even when that is killed (no orphan postgres)
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
             if user:
                 os.setgid(user.pw_gid)
                 os.setuid(user.pw_uid)
