@@ -40,7 +40,7 @@ class ParallelLoop(TuningLoop):
         self.window = max(1, int(window))
         self.ttl_s = ttl_s
         self.poll_s = poll_s
-        self._handles: dict = {}   # a running worker -> when it was started
+        self._handles: set = set()   # the running workers
         self._last_stale_check = 0.0
         self._failed_in_a_row = 0
         self.worker_errors: list[str] = []
@@ -79,7 +79,7 @@ class ParallelLoop(TuningLoop):
             for trial_id in self.store.fail_stale_trials(self.study_id, self.ttl_s):
                 self.display.note(f"trial {trial_id}: its worker stopped sending heartbeats; given again (once)")
         for handle, error in self.executor.finished(list(self._handles), 0 if not self._handles else self.poll_s):
-            self._handles.pop(handle, None)
+            self._handles.discard(handle)
             if error:
                 self.worker_errors.append(error)
                 self._failed_in_a_row += 1
@@ -95,7 +95,7 @@ class ParallelLoop(TuningLoop):
         # workers that have not claimed their trial yet will take waiting ones: start only for the rest
         unclaimed = max(0, len(self._handles) - running)
         for _ in range(min(self.executor.slots - len(self._handles), waiting - unclaimed)):
-            self._handles[self.executor.start()] = time.monotonic()
+            self._handles.add(self.executor.start())
         if not self._handles:
             time.sleep(self.poll_s)
 

@@ -37,7 +37,6 @@ class StudyRunner:
     tune: dict[str, Any]
 
     def __post_init__(self) -> None:
-        from ..knobs.space import TuningSpace  # noqa: F401  (the space module loads the knob files)
         from ..objective import Objective
         from ..systems import TrialSettings
         from ..workloads.spec import Workload
