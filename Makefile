@@ -5,7 +5,7 @@
 PYTHON ?= python3
 REPEAT ?= 3
 
-.PHONY: setup demo test test-all unit
+.PHONY: setup demo test test-all unit faults
 
 setup:
 	./scripts/setup.sh
@@ -33,3 +33,12 @@ test-all: setup
 
 unit:
 	$(PYTEST) tests/unit
+
+# The fault and bad-input campaign (issue 22), slow cases included; every passing case writes its row to
+# test-artifacts/faults.jsonl and bench/faults.py makes bench/results/faults.md of it. Needs root (small tmpfs
+# mounts for the full-disk cases) and a machine with nothing else measuring.
+FAULT_LOG = test-artifacts/faults.jsonl
+faults: setup
+	mkdir -p test-artifacts && rm -f $(FAULT_LOG)
+	NOSQLTUNE_SLOW=1 NOSQLTUNE_FAULT_LOG=$(CURDIR)/$(FAULT_LOG) $(PYTEST) -m faults --durations=10 tests
+	$(PYTHON) bench/faults.py $(FAULT_LOG)

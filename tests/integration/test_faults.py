@@ -9,8 +9,11 @@ from nosqltune.errors import TrialError
 from nosqltune.store import open_store
 from nosqltune.systems.cassandra import node as node_mod
 from nosqltune.systems.cassandra.node import CassandraNode, NodePorts
+from tests.faultlog import record
 
 from .conftest import SMALL
+
+pytestmark = pytest.mark.faults
 
 
 @pytest.fixture
@@ -31,6 +34,9 @@ def test_taken_port_gives_a_clear_failure(nosqltune_home, busy_port):
     assert info.value.kind == "refused"
     assert str(busy_port) in str(info.value) and "in use" in str(info.value) and "\n" not in str(info.value)
     assert not node.is_running()
+    record("fault", fault="the node's port taken by another program (a user's port)", phase="boot",
+           system="cassandra", outcome=f"refused: {info.value}", lost=0, counted_twice=0, orphans=0,
+           files_outside=0, resumed=True, detect_s=None)
 
 
 def test_port_taken_between_choice_and_launch_is_retried(nosqltune_home, busy_port, monkeypatch):
@@ -47,6 +53,9 @@ def test_port_taken_between_choice_and_launch_is_retried(nosqltune_home, busy_po
         node.start(timeout=120)
         assert node.is_running() and node.ports.storage != busy_port
     assert len(calls) == 2
+    record("fault", fault="a chosen port taken by another process just before boot", phase="boot",
+           system="cassandra", outcome="new ports chosen, the node booted (retried once)", lost=0, counted_twice=0,
+           orphans=0, files_outside=0, resumed=True, detect_s=None)
 
 
 def test_workload_the_client_rejects_is_stored_as_failed(nosqltune_home, tmp_path, capsys):

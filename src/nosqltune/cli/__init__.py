@@ -15,8 +15,16 @@ from ..errors import NosqltuneError
 COMMANDS = ("bench", "tune", "collect", "importance", "model", "recommend", "compare", "report", "export", "node", "cluster", "knobs", "scenarios", "datasets", "calibrate", "setup")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser with its own errors (an unknown flag, a value of the wrong type, a missing argument) in
+    the form of every other bad input: one line, exit 2, saying where the command's help is."""
+
+    def error(self, message: str):
+        self.exit(2, f"nosqltune: error: {message}; see `{self.prog} --help`\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="nosqltune",
         description="Tune NoSQL datastores with real benchmark trials. Every trial is cold: the node boots "
                     "on a restored copy of the loaded data, the client warms up, then the workload is measured.")

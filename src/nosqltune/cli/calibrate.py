@@ -12,17 +12,15 @@ from ..errors import UsageError
 from .options import _common
 
 
-def _ints(text: str | None, fallback: int) -> list[int]:
-    from ..errors import NosqltuneError
-
+def _ints(text: str | None, fallback: int, flag: str) -> list[int]:
     if not text:
         return [fallback]
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise NosqltuneError(f"expected a comma-separated list of integers, got {text!r}") from None
+        raise UsageError(f"{flag} expects a comma-separated list of integers like 30000,60000, got {text!r}") from None
     if not values or any(v <= 0 for v in values):
-        raise NosqltuneError(f"expected positive integers, got {text!r}")
+        raise UsageError(f"{flag} expects positive integers, got {text!r}")
     return values
 
 
@@ -68,15 +66,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     metric, max_cv, max_trial_seconds = _goal(args)
     settings = _settings(args)
-    space = trial_target(settings).knob_space(settings)
+    target = trial_target(settings)
+    space = target.knob_space(settings)
     overrides = _overrides(args, space)      # the scenario's knob values (a calibration measures the default)
     base, sizes = Workload(name="base", mix={}), _scenario(args).sizes   # where no grid or flag is given
-    grid = list(itertools.product(_ints(args.grid_records, args.records or sizes.get("records", base.records)),
+    grid = list(itertools.product(_ints(args.grid_records, args.records or sizes.get("records", base.records),
+                                        "--grid-records"),
                                   _ints(args.grid_operations, args.operations
-                                        or sizes.get("operations", base.operations)),
-                                  _ints(args.grid_threads, args.threads or sizes.get("threads", base.threads)),
+                                        or sizes.get("operations", base.operations), "--grid-operations"),
+                                  _ints(args.grid_threads, args.threads or sizes.get("threads", base.threads),
+                                        "--grid-threads"),
                                   _ints(args.grid_warmup, args.warmup_ops or sizes.get("warmup_ops",
-                                                                                       base.warmup_operations))))
+                                                                                       base.warmup_operations),
+                                        "--grid-warmup")))
+    for records, operations, threads, warmup in grid:   # bad input (e.g. too many records for Redis) said first
+        target.preflight(_build_workload(args, records=records, operations=operations, threads=threads,
+                                         warmup_operations=warmup), settings)
     say = _progress(args)
     repeats = args.repeat
     per_cell: dict[tuple, list[dict]] = {cell: [] for cell in grid}

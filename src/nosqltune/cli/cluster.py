@@ -7,11 +7,11 @@ import json
 import sys
 
 from ..errors import UsageError
-from .options import _heap_mb
+from .options import _heap_mb, cassandra_version
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from ..runtime.paths import work_dir
+    from ..runtime.paths import check_writable, work_dir
     from ..systems.cassandra import cluster
 
     home = cluster.cluster_home(work_dir(), args.name)
@@ -28,12 +28,14 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         placed = place(space, overrides)
         elsewhere = [n for n in overrides if space.knobs[n].applies != "yaml"]
         if elsewhere:
-            raise UsageError(f"cluster up sets cassandra.yaml knobs only; {elsewhere[0]} applies to "
-                             f"{space.knobs[elsewhere[0]].applies}")
+            raise UsageError(f"cluster up sets cassandra.yaml knobs only; {elsewhere[0]} applies to the "
+                             f"{space.knobs[elsewhere[0]].applies}: leave it out (bench and tune set it per trial)")
         heap = _heap_mb(args.heap)
         cluster.check_fits(args.nodes, heap)
+        check_writable("work", "cache")   # the nodes' folders, and Cassandra's jars
         local = cluster.LocalCluster(home=home, nodes=args.nodes, heap_mb=heap, detached=True,
-                                     version=args.cassandra_version or DEFAULT_VERSION, yaml_overrides=placed.yaml)
+                                     version=cassandra_version(args.cassandra_version) or DEFAULT_VERSION,
+                                     yaml_overrides=placed.yaml)
         if home.exists():
             import shutil
 

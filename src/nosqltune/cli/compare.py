@@ -201,7 +201,8 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
             raise UsageError(f"unknown candidate {item!r}: use best, default, best-practice, design-default{named} "
                              "or a YAML file of knob values")
     if len(out) < 2:
-        raise UsageError("--candidates names nothing to compare with the default")
+        raise UsageError("--candidates names nothing to compare with the default: add best, best-practice or a YAML "
+                         "file of knob values")
     return out
 
 
@@ -223,7 +224,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     store, study, tune = _tuning_study(args)
     lease = None
     try:
-        lease = store.acquire_lease(study["id"])   # compare runs trials in the study: not beside a tune
         settings, full_space, spec, objective, space, rows = _context(store, study, tune)
         # the confirmed best when the study has one (`best --confirm`, or the end of `tune`)
         best = confirmed_best(best_configuration(rows, objective, spec.workloads, space), study["settings"], space)
@@ -238,7 +238,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rules = {k: v for k, v in rules.items() if k in practice}
         candidates = parse_candidates(args.candidates, full_space, best["config"] if best else None, practice)
         candidates = {k: {**tune["fixed"], **v} for k, v in candidates.items()}
-        env_id = store.environment(target.fingerprint(settings))
 
         def run(overrides, workload):
             return target.run_trial(full_space, overrides, workload, settings, progress=say)
@@ -258,6 +257,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                      for w in tune["workloads"]]
         for workload in workloads:   # e.g. the memory guard of Redis at --scale 10
             target.preflight(workload, settings)
+        # compare runs trials in the study: not beside a tune (the lease is taken once the input is known to be
+        # good, so bad input leaves the store as it was)
+        lease = store.acquire_lease(study["id"])
+        env_id = store.environment(target.fingerprint(settings))
         for workload in workloads:
             group = f"{workload.name}-x{args.scale:g}{suffix}"
             say(f"{workload.name} at x{args.scale:g}: {args.repeat} interleaved rounds of {', '.join(candidates)}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import time
 from typing import Any
 
@@ -54,10 +53,15 @@ def _row(info) -> dict[str, Any]:
     return {**info.to_dict(), "last_used_text": _when(info.last_used)}
 
 
+def _no_action(args: argparse.Namespace) -> int:
+    raise UsageError("datasets needs an action: list or prune (`nosqltune datasets --help` says what each does)")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    from ..runtime.paths import datasets_dir
+    from ..runtime.paths import check_writable, datasets_dir
     from ..systems.dataset import dataset_budget, format_size, free_bytes, list_datasets
 
+    check_writable("datasets")
     folder = datasets_dir()
     infos = list_datasets(folder, probe_use=True)
     total = sum(i.bytes for i in infos)
@@ -83,7 +87,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from ..runtime.paths import datasets_dir
+    from ..runtime.paths import check_writable, datasets_dir
     from ..systems.dataset import budget_setting, format_size, prune
 
     if args.keep is not None and args.all:
@@ -92,6 +96,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     older = parse_age(args.older_than) if args.older_than is not None else None
     if keep is None and older is None:
         budget_setting()   # pruning down to the budget: a bad NOSQLTUNE_DATASET_BUDGET is bad input
+    check_writable("datasets")
     done = prune(datasets_dir(), keep_bytes=keep, older_than_s=older)
     left = sum(i.bytes for i in done.kept + done.in_use)
     if args.json:
@@ -118,7 +123,7 @@ def add_parsers(sub) -> None:
                                    "the smaller of 50 GiB and half the space free for them): before a build, the "
                                    "least recently used ones go until the new one fits. A dataset a running "
                                    "trial holds is never removed.")
-    p.set_defaults(func=lambda _args, _p=p: (_p.print_help(sys.stderr), 2)[1])
+    p.set_defaults(func=_no_action)
     dsub = p.add_subparsers(dest="datasets_command", metavar="ACTION")
     d = dsub.add_parser("list", help="every dataset: key, datastore, records, size, last use, what shaped it",
                         description="Every dataset, most recently used first: key, datastore, records, size on "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from ..errors import UsageError
@@ -158,10 +157,14 @@ def learning_chart(curve: list[dict], path, metric: str) -> None:
     plt.close(fig)
 
 
+def _no_action(args: argparse.Namespace) -> int:
+    raise UsageError("model needs an action: fit or report (`nosqltune model --help` says what each does)")
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("model", help="surrogate models: fit one to a study, report accuracy",
                        description="Surrogate models of performance = f(workload, knobs) learned from stored trials.")
-    p.set_defaults(func=lambda _args, _p=p: (_p.print_help(sys.stderr), 2)[1])
+    p.set_defaults(func=_no_action)
     msub = p.add_subparsers(dest="model_command", metavar="ACTION")
     m = msub.add_parser("fit", help="fit a model to a study's trials and save it",
                         description="Fit a surrogate (nn-ensemble: RAFIKI's ensemble of small neural nets; rf / gbdt: "

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import UsageError
-from .options import _heap_mb
+from .options import _heap_mb, cassandra_version
 
 
 def cmd_node(args: argparse.Namespace) -> int:
@@ -21,16 +21,22 @@ def cmd_node(args: argparse.Namespace) -> int:
     if args.yaml:
         try:
             data = yaml.safe_load(Path(args.yaml).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise UsageError(f"--yaml {args.yaml}: {str(exc).splitlines()[0]}") from None
+        except OSError as exc:
+            raise UsageError(f"--yaml {args.yaml}: {exc.strerror}: give a YAML file of cassandra.yaml "
+                             "settings") from None
+        except yaml.YAMLError as exc:
+            raise UsageError(f"--yaml {args.yaml} is not valid YAML ({str(exc).splitlines()[0]}): fix the "
+                             "file") from None
         if not isinstance(data, dict):
             raise UsageError(f"--yaml {args.yaml}: expected a mapping of cassandra.yaml settings")
         overrides = flatten_dotted(data)
     if args.port is not None and not 0 < args.port < 65536:
-        raise UsageError(f"--port must be a port number, got {args.port}")
+        raise UsageError(f"--port must be a port number within 1..65535, got {args.port}")
     home = Path(args.home).expanduser().resolve()
-    return serve(home, args.port, overrides, _heap_mb(args.heap), args.cassandra_version or DEFAULT_VERSION,
-                 say=lambda line: print(line, flush=True))
+    if home.exists() and not home.is_dir():
+        raise UsageError(f"--home {args.home} is a file: give a folder for the node's data (made when missing)")
+    return serve(home, args.port, overrides, _heap_mb(args.heap),
+                 cassandra_version(args.cassandra_version) or DEFAULT_VERSION, say=lambda line: print(line, flush=True))
 
 
 def add_parsers(sub) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import sys
@@ -288,12 +289,52 @@ def _settings(args: argparse.Namespace, *, surrogate: bool = False):
             raise SetupError(f"a memory cgroup per node is needed to cap the page cache, and none can be made here: "
                              f"{why}")
     heap = trial_heap(args, most, default=scenario.heap)
+    for flag in ("server_cpus", "client_cpus"):
+        cpu_list(getattr(args, flag), "--" + flag.replace("_", "-"))
+    from ..runtime.paths import check_writable
+
+    check_writable("cache", "work", "datasets")   # an unusable NOSQLTUNE_* folder is refused before anything runs
     return TrialSettings(system=system, target_file=target_file,
-                         cassandra_version=args.cassandra_version or DEFAULT_VERSION, heap_mb=heap,
+                         cassandra_version=cassandra_version(args.cassandra_version) or DEFAULT_VERSION, heap_mb=heap,
                          server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
                          keep_node=args.keep_nodes, jit=args.jit, per_node=_per_node(args, system, most),
                          scenario=scenario.name, page_cache_mb=page_cache,
                          offheap_mb=None if page_cache is None else scenario.offheap_mb or DEFAULT_OFFHEAP_MB, **design)
+
+
+def cassandra_version(text: str | None) -> str | None:
+    """--cassandra-version checked (a release such as 5.0.6, as Maven names it); None when not given."""
+    if text is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?(-[A-Za-z0-9.]+)?", text):
+        from ..systems.base import CASSANDRA_VERSION
+
+        raise UsageError(f"--cassandra-version {text!r} is not a Cassandra release: give one such as "
+                         f"{CASSANDRA_VERSION}")
+    return text
+
+
+def cpu_list(text: str | None, flag: str) -> None:
+    """A taskset CPU list (0, 0-1, 0,2-3) of CPUs this machine has."""
+    if text is None:
+        return
+    if not re.fullmatch(r"\s*\d+(-\d+)?(\s*,\s*\d+(-\d+)?)*\s*", text):
+        raise UsageError(f"{flag} expects a CPU list like 0, 0-1 or 0,2, got {text!r}")
+    usable = range(os.cpu_count() or 1)
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        cpus = range(int(lo), int(hi or lo) + 1)
+        if not cpus or any(cpu not in usable for cpu in cpus):
+            raise UsageError(f"{flag} {text}: use CPUs of this machine ({_ranges(list(usable))})")
+
+
+def _ranges(cpus: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'."""
+    groups: list[list[int]] = []
+    for cpu in cpus:
+        if groups and groups[-1][1] == cpu - 1:
+            groups[-1][1] = cpu
+        else:
+            groups.append([cpu, cpu])
+    return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in groups)
 
 
 DEFAULT_OFFHEAP_MB = 768   # a capped node's memory beyond its heap when the scenario does not say (see disk-bound)

@@ -16,7 +16,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a directory")
+        raise UsageError(f"--out {out} exists and is not a directory: give a folder for the report")
     views = load_views(args.study, args.study_name)
     index, files = build(views, out, source=f"{args.study}" + (f" / {args.study_name}" if args.study_name else ""))
     if args.json:

@@ -8,8 +8,12 @@ import textwrap
 
 
 def cmd_scenarios(args: argparse.Namespace) -> int:
+    from ..errors import UsageError
     from ..scenarios import scenario, scenarios
+    from ..systems import TARGETS
 
+    if args.system not in TARGETS:
+        raise UsageError(f"unknown --system {args.system!r}: use {', '.join(TARGETS)}")
     chosen = [scenario(name, args.system) for name in ([args.name] if args.name else scenarios())]
     described = [s.describe() for s in chosen]
     if args.json:

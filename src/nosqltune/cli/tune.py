@@ -54,7 +54,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         full_space = trial_target(settings).knob_space(settings)
         fresh = _new_run(args, full_space, settings)
     if args.resume and not store_exists(args.study):
-        raise UsageError(f"nothing to resume: no study store at {args.study}")
+        raise UsageError(f"nothing to resume: no study store at {args.study} (give the --study of the run, or start "
+                         "one without --resume)")
     store = open_store(args.study)
     leases = contextlib.ExitStack()   # one process at a time runs trials in a study
     try:
@@ -321,7 +322,7 @@ def cmd_best(args: argparse.Namespace) -> int:
     from ..tuning.loop import TuneSpec
 
     if not store_exists(args.study):
-        raise UsageError(f"no study store at {args.study}")
+        raise UsageError(f"no study store at {args.study}: give the --study of a tuning run")
     study_name = args.study_name or DEFAULT_STUDY_NAME
     store = open_store(args.study)
     try:
@@ -329,8 +330,9 @@ def cmd_best(args: argparse.Namespace) -> int:
         tune = (study or {}).get("settings", {}).get("tune")
         if not tune:
             names = [s["name"] for s in store.studies() if s["settings"].get("tune")]
-            raise NosqltuneError(f"no tuning study '{study_name}' in {args.study}"
-                                 + (f"; tuning studies there: {', '.join(names)}" if names else ""))
+            raise UsageError(f"no tuning study '{study_name}' in {args.study}: "
+                             + (f"give --study-name, one of {', '.join(names)}" if names else
+                                "it holds no study made by `nosqltune tune`"))
         spec = TuneSpec(**tune["spec"])
         settings = TrialSettings(**tune["harness"])
         space = TuningSpace(trial_target(settings).knob_space(settings).subset(tune["knobs"]), tune["fixed"])

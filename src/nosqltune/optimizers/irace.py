@@ -52,10 +52,16 @@ SCENARIO_OPTIONS = ("nbIterations", "minNbSurvival", "firstTest", "mu", "eachTes
 
 
 def irace_executable() -> str:
-    found = os.environ.get("NOSQLTUNE_IRACE") or next((p for p in IRACE_PATHS if os.access(p, os.X_OK)), None)
+    own = os.environ.get("NOSQLTUNE_IRACE")
+    if own and not (os.path.isfile(own) and os.access(own, os.X_OK)):
+        raise SetupError(f"NOSQLTUNE_IRACE={own} is not an executable file: point it at irace's launcher or unset it")
+    found = own or next((p for p in IRACE_PATHS if os.access(p, os.X_OK)), None)
     if not found:
         raise SetupError("irace is not installed: run scripts/setup.sh (apt-get install --no-install-recommends "
                          "r-base-core r-cran-irace)")
+    if not os.environ.get("NOSQLTUNE_IRACE") and shutil.which("Rscript") is None:   # irace's launcher runs Rscript
+        raise SetupError("irace needs R, and Rscript is not on PATH: run scripts/setup.sh (apt-get install "
+                         "--no-install-recommends r-base-core) or add R's bin folder to PATH")
     return found
 
 

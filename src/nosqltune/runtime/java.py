@@ -54,10 +54,32 @@ def run_maven(pom: Path, goals: list[str], *, offline: bool = False) -> None:
 
 
 def read_classpath(path: Path) -> list[str] | None:
-    """A classpath file written by maven-dependency-plugin, or None when absent or stale."""
+    """A classpath file written by maven-dependency-plugin, or None when absent or stale: a jar is missing, or
+    damaged (not a readable zip: a download cut short, a disk fault); damaged jars are removed from the Maven
+    cache, so that resolving again fetches them afresh."""
     if not path.exists():
         return None
     entries = [e for e in path.read_text().strip().split(os.pathsep) if e]
     if not entries or not all(Path(e).exists() for e in entries):
         return None
-    return entries
+    damaged = [e for e in entries if e.endswith(".jar") and not _readable_jar(e, *_identity(e))]
+    for entry in damaged:
+        Path(entry).unlink(missing_ok=True)
+    return None if damaged else entries
+
+
+def _identity(path: str) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=None)
+def _readable_jar(path: str, *_identity: int) -> bool:
+    """Whether a jar's central directory reads (checked once per process and file version: ~1 ms a jar)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as jar:
+            return bool(jar.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+
+from ..errors import UsageError
 
 
 def cache_dir() -> Path:
     """Per-user cache shared by all projects: Maven artifacts, resolved classpaths, CDS archives, datasets."""
     root = os.environ.get("NOSQLTUNE_CACHE")
-    if root:
-        return Path(root).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nosqltune"
+    if root:   # absolute: child processes run in folders of their own
+        return Path(root).expanduser().resolve()
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")).resolve() / "nosqltune"
 
 
 def work_dir() -> Path:
@@ -26,6 +29,39 @@ def datasets_dir() -> Path:
     if root:
         return Path(root).expanduser().resolve()
     return cache_dir() / "datasets"
+
+
+def check_writable(*which: str) -> None:
+    """Refuse, in one line (UsageError) and before anything is written, a folder nosqltune will write that cannot
+    be: `which` among "cache" (NOSQLTUNE_CACHE), "work" (NOSQLTUNE_HOME) and "datasets" (NOSQLTUNE_DATASETS).
+    A folder that does not exist yet is made and taken away again, so the check leaves nothing behind."""
+    places = {"cache": ("NOSQLTUNE_CACHE", cache_dir), "work": ("NOSQLTUNE_HOME", work_dir),
+              "datasets": ("NOSQLTUNE_DATASETS", datasets_dir)}
+    for name in which:
+        variable, where = places[name]
+        folder = where()
+        given = f"{variable}={os.environ[variable]}" if os.environ.get(variable) else f"the {name} folder {folder}"
+        fix = f"point {variable} at a folder you can write"
+        missing = []
+        existing = folder
+        while not existing.exists() and existing != existing.parent:
+            missing.append(existing)
+            existing = existing.parent
+        if not existing.is_dir():
+            raise UsageError(f"{given}: {existing} is a file, not a folder: {fix}")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise UsageError(f"{given}: {existing} cannot be written by this user: {fix}")
+        made = []
+        try:
+            for path in reversed(missing):
+                path.mkdir()
+                made.append(path)
+        except OSError as exc:
+            raise UsageError(f"{given}: cannot create {exc.filename or folder} ({exc.strerror}): {fix}") from None
+        finally:
+            for path in reversed(made):
+                with contextlib.suppress(OSError):   # another process began to use it meanwhile: it stays
+                    path.rmdir()
 
 
 def maven_repo() -> Path:

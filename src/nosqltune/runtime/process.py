@@ -71,6 +71,16 @@ def terminate(proc: subprocess.Popen, timeout: float = 20.0) -> int | None:
     return proc.returncode
 
 
+def death_cause(proc: subprocess.Popen | None) -> str | None:
+    """How an ended child ended when a signal ended it ("killed by SIGKILL ..."), else None (it exited itself)."""
+    code = None if proc is None else proc.poll()
+    if code is None or code >= 0:
+        return None
+    name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+    hint = " (by another process, or the kernel's out-of-memory killer)" if -code == signal.SIGKILL else ""
+    return f"killed by {name}{hint}"
+
+
 def reap_all() -> None:
     with _lock:
         procs = list(_live)

@@ -105,7 +105,7 @@ def open_store(url_or_path: str) -> Store:
 def open_existing_store(url_or_path: str) -> Store:
     """A store that must exist already (reading commands never create one)."""
     if not is_server_url(url_or_path) and not store_exists(url_or_path):
-        raise UsageError(f"no study store at {url_or_path}")
+        raise UsageError(f"no study store at {url_or_path}: give the path or URL of an existing store")
     return open_store(url_or_path)
 
 
@@ -118,7 +118,8 @@ def _make_parents(path: Path) -> list[Path]:
         missing.append(parent)
         parent = parent.parent
     if not parent.is_dir():
-        raise UsageError(f"cannot create the study store {path}: {parent} is not a directory")
+        raise UsageError(f"cannot create the study store {path}: {parent} is not a directory: give --study a path "
+                         "in a folder")
     created: list[Path] = []
     try:
         for folder in reversed(missing):
@@ -127,5 +128,6 @@ def _make_parents(path: Path) -> list[Path]:
     except OSError as exc:
         for folder in reversed(created):
             folder.rmdir()
-        raise UsageError(f"cannot create the study store {path}: {exc.strerror} ({exc.filename})") from None
+        raise UsageError(f"cannot create the study store {path}: {exc.strerror} ({exc.filename}): give --study a path "
+                         "in a folder you can write") from None
     return created

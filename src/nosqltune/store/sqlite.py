@@ -9,10 +9,15 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import UsageError
+from ..errors import NosqltuneError, UsageError
 from .sql import QUEUE_COLUMNS, SCHEMA_VERSION, TABLES, SqlStore, statements
 
 ID, REAL = "INTEGER PRIMARY KEY", "REAL"
+BUSY_WAIT_S = 30   # how long a write waits for another program's lock on the store before it gives up
+
+
+class StoreUnavailable(NosqltuneError):
+    """The store cannot be written now (locked by another program, disk full): the study stops, resumable."""
 
 
 def _add_meta_column(db: sqlite3.Connection) -> None:
@@ -48,26 +53,36 @@ class SqliteStore(SqlStore):
         super().__init__()
         self.path = str(path)
         self.url = self.path if self.path == ":memory:" else f"sqlite:///{self.path}"
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        self._db = sqlite3.connect(self.path, timeout=BUSY_WAIT_S, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         try:
             self._db.execute("PRAGMA foreign_keys=ON")
+            self._schema(self._db)   # before WAL mode, which rewrites the file's header: a file refused stays as it was
             if self.path != ":memory:":
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self._db.close()
-            raise UsageError(f"{self.path} is not a nosqltune study store ({exc})") from None
+            raise UsageError(f"{self.path} is not a nosqltune study store ({exc}): give --study another file") from None
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _schema(self, db: sqlite3.Connection) -> tuple[int, set[str]]:
+        """The store's schema version and tables; UsageError for a store of a newer nosqltune or another program."""
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise UsageError(f"{self.path} was written by a newer nosqltune (store schema {version}, this one "
+                             f"knows up to {SCHEMA_VERSION}): upgrade nosqltune")
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version == 0 and tables and "studies" not in tables:
+            raise UsageError(f"{self.path} is a SQLite database but not a nosqltune study store: give --study "
+                             "another file")
+        return version, tables
 
     def _migrate(self) -> None:
         with self._write() as db:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise UsageError(f"{self.path} was written by a newer nosqltune (store schema {version}, this one "
-                                 f"knows up to {SCHEMA_VERSION}): upgrade nosqltune")
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if version == 0 and tables and "studies" not in tables:
-                raise UsageError(f"{self.path} is a SQLite database but not a nosqltune study store")
+            version, tables = self._schema(db)
             if version == 0 and not tables:          # a new store: the current schema at once
                 for statement in statements(TABLES, ID, REAL):
                     db.execute(statement)
@@ -80,18 +95,37 @@ class SqliteStore(SqlStore):
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken before its first read (BEGIN IMMEDIATE): no other writer in between."""
-        with self._lock:
+        with self._lock, self._unavailable_as_error():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
     def _read(self, query: str, args: tuple | list = ()) -> list[dict[str, Any]]:
-        with self._lock:
+        with self._lock, self._unavailable_as_error():
             return [dict(r) for r in self._db.execute(query, args).fetchall()]
+
+    @contextlib.contextmanager
+    def _unavailable_as_error(self) -> Iterator[None]:
+        """A store that another program holds locked past the wait, or whose disk is full or read-only, is the
+        user's to fix: one line saying so (what was stored stays; `tune --resume` goes on from there)."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "locked" in text or "busy" in text:
+                raise StoreUnavailable(f"the study store {self.path} stayed locked by another program for more "
+                                       f"than {BUSY_WAIT_S} s: stop it (e.g. an open sqlite3 shell), then run again "
+                                       "(tune --resume to go on)") from None
+            if "full" in text or "disk I/O" in text or "readonly" in text or "read-only" in text:
+                raise StoreUnavailable(f"cannot write the study store {self.path} ({text}): free space or make it "
+                                       "writable, then run again (tune --resume to go on)") from None
+            raise
 
     def close(self) -> None:
         with self._lock:

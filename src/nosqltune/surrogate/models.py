@@ -164,7 +164,14 @@ def load(directory: Path) -> tuple[Any, dict[str, Any]]:
     directory = Path(directory)
     if not (directory / "model.pkl").exists() or not (directory / "model.json").exists():
         raise UsageError(f"no fitted model in {directory} (fit one with `nosqltune model fit`)")
-    meta = json.loads((directory / "model.json").read_text())
-    with open(directory / "model.pkl", "rb") as fh:
-        model = pickle.load(fh)
+    name = "model.json"
+    try:
+        meta = json.loads((directory / name).read_text())
+        name = "model.pkl"
+        with open(directory / name, "rb") as fh:
+            model = pickle.load(fh)
+    except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
+        problem = " ".join(str(exc).split()) or type(exc).__name__
+        raise UsageError(f"the model in {directory} cannot be read ({name}: {problem}): fit it again with "
+                         "`nosqltune model fit`") from None
     return model, meta

@@ -65,6 +65,10 @@ class Datastore:
 
         budget_setting()   # a bad NOSQLTUNE_DATASET_BUDGET is refused before anything runs
         self.module.preflight(workload, settings)
+        if settings.system in ("cassandra", "redis"):
+            from ..runtime.java import java_executable
+
+            java_executable()   # the YCSB client (and Cassandra) run on Java: no JDK is said before a study is written
 
     def fingerprint(self, settings: TrialSettings) -> dict:
         return self.module.fingerprint(settings)

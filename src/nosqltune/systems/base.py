@@ -6,6 +6,7 @@ make a failed trial."""
 
 from __future__ import annotations
 
+import errno
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -130,9 +131,24 @@ def failures_recorded(result: TrialResult, log_excerpt: Callable[[], str]) -> It
         raise
     except SetupError:
         raise
-    except Exception as exc:  # a bug or an unforeseen fault: the trial still ends as FAIL with the reason
-        result.state, result.failure_kind, result.error = "FAIL", "error", f"{type(exc).__name__}: {exc}"
+    except TimeoutError as exc:   # a call to the datastore that got no answer in its time: hung or overloaded
+        result.state, result.failure_kind = "FAIL", "timeout"
+        result.error = f"the datastore stopped answering ({exc or 'no reply in time'}): hung, or too slow to answer"
         result.log_excerpt = log_excerpt()
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:   # a full disk fails every trial after it too: the study stops, resumable
+            where = exc.filename2 or exc.filename or "the work directory"
+            raise SetupError(f"no space left on the disk of {where}: free space (`nosqltune datasets` shows and "
+                             "prunes the dataset cache), then go on with `tune --resume`") from None
+        _unforeseen(result, exc, log_excerpt)
+    except Exception as exc:
+        _unforeseen(result, exc, log_excerpt)
+
+
+def _unforeseen(result: TrialResult, exc: Exception, log_excerpt: Callable[[], str]) -> None:
+    """A bug or an unforeseen fault: the trial still ends as FAIL with the reason."""
+    result.state, result.failure_kind, result.error = "FAIL", "error", f"{type(exc).__name__}: {exc}"
+    result.log_excerpt = log_excerpt()
 
 
 def record_run(result: TrialResult, timings: dict[str, float], metrics: dict[str, Any]) -> None:

@@ -30,12 +30,15 @@ def loadgen_classpath() -> tuple[str, ...]:
     jar = root / "target" / "nosqltune-loadgen.jar"
     cp_file = root / "target" / "classpath.txt"
     deps = read_classpath(cp_file)
-    if deps is None or not jar.exists() or jar.stat().st_mtime < _newest_source_mtime(root):
+    for _ in range(2):   # a damaged jar found in the resolved classpath is removed, and fetched again
+        if deps is not None and jar.exists() and jar.stat().st_mtime >= _newest_source_mtime(root):
+            break
         run_maven(root / "pom.xml", ["package", "dependency:build-classpath",
                                      f"-Dmdep.outputFile={cp_file}", "-DskipTests"])
         deps = read_classpath(cp_file)
-        if deps is None or not jar.exists():
-            raise SetupError("building loadgen produced no jar/classpath")
+    if deps is None or not jar.exists():
+        raise SetupError("building loadgen gave no jar or no intact classpath (a dependency is missing or damaged "
+                         "in the Maven cache): check the network, then run `nosqltune setup`")
     return (str(jar), *deps)
 
 

@@ -13,6 +13,8 @@ import yaml
 
 from ..errors import NosqltuneError
 
+# property names that hold a credential (loadgen's redis.password, another binding's password or secret)
+_CREDENTIAL = re.compile(r"passw(or)?d|secret|credential", re.IGNORECASE)
 DISTRIBUTIONS = ("zipfian", "uniform", "latest", "hotspot", "sequential", "exponential")
 
 
@@ -115,11 +117,32 @@ def _mix_for(name: str) -> tuple[str, dict[str, Any]]:
             raise WorkloadError(f"read ratio in {name!r} must be within 0..1 (or 0..100%)")
         return f"read{round(value * 100):g}", read_ratio_mix(value, "zipfian")
     path = Path(name)
+    if path.is_dir():
+        raise WorkloadError(f"workload {name!r} is a folder: give a YCSB properties file (key=value lines)")
     if path.exists():
-        props = _read_properties(path)
+        try:
+            props = _read_properties(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise WorkloadError(f"cannot read workload file {name} ({getattr(exc, 'strerror', None) or exc}): give a "
+                                "readable YCSB properties file") from None
+        secret = [k for k in props if _CREDENTIAL.search(k)]
+        if secret:   # the workload is stored with every trial, printed and exported
+            raise WorkloadError(f"workload file {path} holds {secret[0]}: a credential there would be stored with "
+                                f"every trial; name the environment variable holding it in the target file "
+                                f"instead (endpoint: password_env: VARIABLE)")
         return path.stem, props
     raise WorkloadError(f"unknown workload {name!r}: use ycsb-a..ycsb-f, readNN (e.g. read95), "
                         f"or the path of a YCSB properties file")
+
+
+def _number(workload: str, prop: str, text: Any, kind: type) -> Any:
+    """A number of a properties file, or a one-line error naming the property."""
+    try:
+        return kind(text)
+    except (TypeError, ValueError):
+        what = "an integer" if kind is int else "a number"
+        raise WorkloadError(f"workload {workload!r}: {prop} must be {what}, got {text!r}; fix the properties "
+                            "file") from None
 
 
 def read_ratio_mix(read_ratio: float, distribution: str) -> dict[str, Any]:
@@ -151,7 +174,7 @@ def make_workload(name: str | None = None, *, read_ratio: float | None = None, d
     for key, prop in (("records", "recordcount"), ("operations", "operationcount"), ("threads", "threadcount"),
                       ("fieldcount", "fieldcount"), ("fieldlength", "fieldlength")):
         if prop in mix:
-            sizes.setdefault(key, int(mix.pop(prop)))
+            sizes.setdefault(key, _number(resolved, prop, mix.pop(prop), int))
     for key, value in (defaults or {}).items():
         if value is not None:
             sizes.setdefault(key, value)
@@ -162,8 +185,16 @@ def make_workload(name: str | None = None, *, read_ratio: float | None = None, d
         if value is not None and key in ("records", "operations", "threads", "fieldcount", "fieldlength") \
                 and int(value) <= 0:
             raise WorkloadError(f"--{key} must be a positive integer, got {value}")
+        if value is not None and key in ("target", "warmup_operations", "warmup_max_seconds", "warmup_steady_window") \
+                and value < 0:
+            flag = {"warmup_operations": "warmup-ops", "warmup_steady_window": "steady-window"}.get(key, key)
+            raise WorkloadError(f"--{flag.replace('_', '-')} must be 0 or more, got {value}")
     proportions = [p for p in ("readproportion", "updateproportion", "scanproportion", "insertproportion",
                                "readmodifywriteproportion") if p in mix]
+    for p in proportions:
+        if _number(resolved, p, mix[p], float) < 0:
+            raise WorkloadError(f"workload {resolved!r}: {p} must be 0 or more, got {mix[p]}; fix the properties file")
     if proportions and sum(float(mix[p]) for p in proportions) <= 0:
-        raise WorkloadError(f"workload {resolved!r} has no operations (all proportions are 0)")
+        raise WorkloadError(f"workload {resolved!r} has no operations (all proportions are 0): give one of them a "
+                            "share above 0")
     return Workload(name=resolved, mix=mix, **{k: v for k, v in sizes.items() if v is not None})

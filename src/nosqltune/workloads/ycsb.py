@@ -171,6 +171,11 @@ def write_properties(path: Path, props: dict[str, Any]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def _escaped(value: str) -> str:
+    """A value as a Java properties file reads it back unchanged."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
 def client_timeout(workload: Workload, phase: str) -> float:
     """Seconds after which a client phase counts as hung."""
     if phase == "load":
@@ -182,12 +187,13 @@ def client_timeout(workload: Workload, phase: str) -> float:
 def run_client(phase: str, workload: Workload, *, host: str, port: int, trial_dir: Path,
                timeout: float, cpus: str | None = None, jvm_flags: list[str] | None = None,
                jmx_port: int | None = None, binding: str = "cassandra", cost: list[str] | None = None,
-               extra: dict[str, Any] | None = None) -> dict[str, Any]:
+               extra: dict[str, Any] | None = None, secrets: dict[str, str] | None = None) -> dict[str, Any]:
     """Run PhasedClient for `phase` ('load' or 'run') with one of loadgen's BINDINGS; returns parsed metrics
     plus 'wall_seconds'. `jmx_port`: a Cassandra node's JMX port, for node internals sampled every second of
     the measured phase. `cost`: the datastore's processes whose CPU and GC time the client reads at the measured
 phase's start and end (loadgen's NodeCost: `jmx:HOST:PORT[:PID]`, `redis:HOST:PORT`, `pid:PID`; the client's own
-is always read). `extra`: more client properties (e.g. consistency levels).
+is always read). `extra`: more client properties (e.g. consistency levels). `secrets`: client properties that must
+not be kept (a password): written to a file of their own, readable by this user only, removed when the client ends.
 
     TrialError('workload') when the client fails, prints no result or exceeds `timeout` (a hang)."""
     trial_dir.mkdir(parents=True, exist_ok=True)
@@ -202,13 +208,26 @@ is always read). `extra`: more client properties (e.g. consistency levels).
     props["cost.clktck"] = os.sysconf("SC_CLK_TCK")
     write_properties(props_file, props)
     args = ["-load" if phase == "load" else "-t", "-P", str(props_file), "-s"]
-    cmd = loadgen_java_command(CLIENT_CLASS, args, CLIENT_JVM_FLAGS + (jvm_flags or []))
+    secret_file = trial_dir / f".{phase}-secrets.properties"
+    if secrets:   # later -P files win; neither the command line (ps shows it) nor props_file holds them
+        fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.writelines(f"{k}={_escaped(v)}\n" for k, v in secrets.items())
+        args += ["-P", str(secret_file)]
+    # the JVM's temporary files (native libraries a driver unpacks) in the trial's folder, not in /tmp
+    cmd = loadgen_java_command(CLIENT_CLASS, args, [*CLIENT_JVM_FLAGS, f"-Djava.io.tmpdir={trial_dir}",
+                                                    *(jvm_flags or [])])
     if cpus:
         cmd = ["taskset", "-c", cpus, *cmd]
     out_path, err_path = trial_dir / f"{phase}.out", trial_dir / f"{phase}.err"
-    proc, wall = run_client_process(cmd, out_path, err_path, timeout, f"YCSB {phase}")
+    try:
+        proc, wall = run_client_process(cmd, out_path, err_path, timeout, f"YCSB {phase}")
+    finally:
+        if secrets:
+            secret_file.unlink(missing_ok=True)
     if proc.returncode != 0:
-        raise TrialError("workload", f"YCSB {phase} failed (exit {proc.returncode}): {_last_line(err_path)}",
+        how = process.death_cause(proc) or f"failed (exit {proc.returncode})"
+        raise TrialError("workload", f"YCSB {phase} {how}: {_last_line(err_path)}",
                          _tail(err_path))
     try:
         metrics = parse_output(out_path.read_text(errors="replace"))
@@ -226,7 +245,8 @@ def run_client_process(cmd: list[str], out_path: Path, err_path: Path, timeout: 
     TrialError('timeout') when it runs longer than `timeout` (a hang): it is stopped first."""
     started = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = process.spawn(cmd, stdout=out, stderr=err)
+        # in its output's folder: what a crashing JVM writes (hs_err_pid*.log) stays out of the user's folder
+        proc = process.spawn(cmd, stdout=out, stderr=err, cwd=str(out_path.parent))
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

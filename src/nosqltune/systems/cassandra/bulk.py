@@ -162,7 +162,9 @@ def write_sstables(workload: Workload, out_dir: Path, schema: str, *, version: s
     write_properties(props_file, props)
     classpath = writer_classpath(version)
     # the parallel collector: the buffers live for seconds and die together, G1 spent twice the time on them
-    flags = [f"-Xms{heap}M", f"-Xmx{heap}M", "-XX:+UseParallelGC",
+    tmp = out_dir.parent / "tmp"   # native libraries unpack beside the output, not into /tmp (removed with it)
+    tmp.mkdir(parents=True, exist_ok=True)
+    flags = [f"-Xms{heap}M", f"-Xmx{heap}M", "-XX:+UseParallelGC", f"-Djava.io.tmpdir={tmp}",
              f"-javaagent:{jar_named(classpath, 'jamm')}", *_JDK_ACCESS]
     cmd = [require_java(17), *flags, "-cp", os.pathsep.join(classpath), CLIENT_CLASS, "-load", "-P", str(props_file),
            "-s"]

@@ -180,7 +180,7 @@ def peers_of(node_address: str, port: int) -> set[str]:
 
 def cluster_home(root: Path, name: str) -> Path:
     if not name or "/" in name or name.startswith("."):
-        raise UsageError(f"a cluster name is a plain word, got {name!r}")
+        raise UsageError(f"--name {name!r}: a cluster name is a plain word such as local (no '/', no leading '.')")
     return root / "clusters" / name
 
 

@@ -133,7 +133,7 @@ class CassandraNode:
         return self.home / "logs" / "system.log"
 
     def prepare(self) -> None:
-        for sub in DATA_SUBDIRS + ("conf", "logs"):
+        for sub in DATA_SUBDIRS + ("conf", "logs", "tmp"):
             (self.home / sub).mkdir(parents=True, exist_ok=True)
 
     def command(self) -> list[str]:
@@ -148,6 +148,8 @@ class CassandraNode:
                f"-Dcassandra.jmx.local.port={self.ports.jmx}",
                f"-Dcassandra.logdir={self.home / 'logs'}",
                f"-Dcassandra.storagedir={self.home}",
+               # native libraries (lz4, snappy) unpack here, not into /tmp: a killed node cannot remove its copies
+               f"-Djava.io.tmpdir={self.home / 'tmp'}",
                f"-Dlogback.configurationFile={logback}",
                "-Dcassandra-foreground=yes",
                f"-Dnosqltune.node={self.home}",  # marks our JVMs for leak checks
@@ -232,8 +234,9 @@ class CassandraNode:
 
         while True:
             if self.proc.poll() is not None:
-                raise TrialError("refused", f"Cassandra exited during startup (code {self.proc.returncode}): "
-                                 f"{self.failure_cause()}", self.log_excerpt())
+                how = process.death_cause(self.proc) or f"code {self.proc.returncode}"
+                raise TrialError("refused", f"Cassandra exited during startup ({how}): {self.failure_cause()}",
+                                 self.log_excerpt())
             if try_query(self.address, self.ports.native):
                 return
             if time.monotonic() - started > timeout:
@@ -281,6 +284,16 @@ class CassandraNode:
             if line.startswith("ERROR"):
                 return _trim(line.split(" - ", 1)[-1])
         return _trim(lines[-1]) if lines else "no log output"
+
+    def crash_report(self) -> str | None:
+        """The JVM's own words when it crashed (its hs_err_pid file: the signal and where), e.g. a SIGBUS when a
+        memory-mapped commit log segment could not get disk space."""
+        report = self.home / f"hs_err_pid{self.proc.pid}.log" if self.proc else None
+        if report is None or not report.exists():
+            return None
+        lines = [ln[1:].strip() for ln in report.read_text(errors="replace").splitlines()[:12] if ln.startswith("#")]
+        said = [ln for ln in lines if ln and not ln.startswith(("A fatal error", "JRE version", "Java VM"))]
+        return f"the JVM crashed: {said[0]} ({report.name})" if said else None
 
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -8,6 +8,7 @@ from pathlib import Path
 from ...errors import SetupError
 from ...runtime.paths import cache_dir
 from ...runtime.java import read_classpath, run_maven
+from ...runtime.paths import maven_repo
 from ..base import CASSANDRA_VERSION as DEFAULT_VERSION
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -34,14 +35,17 @@ def cassandra_classpath(version: str = DEFAULT_VERSION) -> list[str]:
     home = cache_dir() / "cassandra" / version
     cp_file = home / "classpath.txt"
     entries = read_classpath(cp_file)
-    if entries is None:
+    for _ in range(2):   # a damaged jar found in the resolved classpath is removed, and fetched again
+        if entries is not None:
+            return entries
         home.mkdir(parents=True, exist_ok=True)
         pom = home / "pom.xml"
         pom.write_text(_POM.format(version=version))
         run_maven(pom, ["dependency:build-classpath", f"-Dmdep.outputFile={cp_file}"])
         entries = read_classpath(cp_file)
-        if entries is None:
-            raise SetupError(f"Maven resolved no classpath for cassandra-all {version}")
+    if entries is None:
+        raise SetupError(f"Maven gave no intact classpath for cassandra-all {version} (a jar is missing or damaged "
+                         f"in {maven_repo()}): check the network, then run `nosqltune setup`")
     return entries
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ...errors import TrialError
 from ...knobs import KnobSpace
+from ...runtime import process
 from ...runtime.paths import work_dir
 from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
                       record_run)
@@ -157,7 +158,7 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
             for i in range(1, settings.nodes + 1):
                 (home / f"node{i}" / "data").rename(home / "data" / f"node{i}")
                 shutil.rmtree(home / f"node{i}")
-        for sub in ("commitlog", "saved_caches", "hints", "cdc_raw", "conf", "logs", "load"):
+        for sub in ("commitlog", "saved_caches", "hints", "cdc_raw", "conf", "logs", "load", "tmp"):
             shutil.rmtree(home / sub, ignore_errors=True)
         return {"key": dataset.key, "records": workload.records, "data": workload.dataset_properties(),
                 "reload_knobs": placed.reload, "cassandra_version": settings.cassandra_version,
@@ -342,7 +343,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                                  cost=servers.cost_sources(), extra=_consistency(settings))
             dead = servers.dead()
             if dead is not None:
-                raise TrialError("crashed", f"Cassandra ({dead.address}) died during the run: {dead.failure_cause()}",
+                raise TrialError("crashed", f"Cassandra ({dead.address}) died during the run: "
+                                 f"{dead.crash_report() or process.death_cause(dead.proc) or dead.failure_cause()}",
                                  dead.log_excerpt())
             after = internals.node_stats(node.ports.jmx)
             memory = {f"node{i}": m for i, m in enumerate((n.memory() for n in servers.members), 1) if m}

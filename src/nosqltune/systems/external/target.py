@@ -6,6 +6,8 @@ datastore, each step a shell command with a timeout (irace's target-runner idea,
     default_knobs: mlos6          # optional: the set `tune` searches unless --knobs says otherwise
     binding: redis                # loadgen's YCSB binding: cassandra (any CQL endpoint, ScyllaDB too) | redis
     endpoint: {host: 127.0.0.1, port: auto}   # auto: a free port per trial
+                                  # password_env: NAME (binding redis): the YCSB client's password is read from
+                                  # this environment variable, never from a file nosqltune stores or keeps
     config:                       # how a configuration reaches the datastore
       format: lines               # lines (directive value) | yaml (keys over a base) | template | none
       base: base.conf             # lines/yaml: written first; template: the template (${knob} placeholders)
@@ -26,12 +28,15 @@ ${config_json}, ${dataset}, ${records}, ${target_dir} and ${<knob>} stand for va
 as NOSQLTUNE_WORKDIR, ..., NOSQLTUNE_TARGET_DIR and KNOB_<NAME>: each placeholder is turned into a reference to
 its variable, so bash expands the value without ever parsing it as code (unknown placeholders are left to the
 shell). Quote a placeholder ("${config_file}") where a value may hold spaces. The log shows each command with
-the values written in.
+the values written in. A datastore's password is for the user's environment: a step reads it as any other
+variable ("$MY_PASSWORD", left to the shell, so the log shows the reference, not the value), and the YCSB client
+gets it through `endpoint: password_env`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +73,7 @@ class Target:
     steps: dict[str, Step] = field(default_factory=dict)
     default_knobs: str | None = None
     digest: str = ""
+    password_env: str | None = None   # the environment variable holding the YCSB client's password
 
     @property
     def directory(self) -> Path:
@@ -125,8 +131,14 @@ def load_target(path: str | Path) -> Target:
     if binding not in BINDINGS:
         raise _fail(path, f"binding must be one of {', '.join(BINDINGS)}, got {binding!r}")
     endpoint = data.get("endpoint") or {}
-    if not isinstance(endpoint, dict) or set(endpoint) - {"host", "port"}:
-        raise _fail(path, "endpoint takes host and port")
+    if not isinstance(endpoint, dict) or set(endpoint) - {"host", "port", "password_env"}:
+        raise _fail(path, "endpoint takes host, port and password_env")
+    password_env = endpoint.get("password_env")
+    if password_env is not None and not (isinstance(password_env, str)
+                                         and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", password_env)):
+        raise _fail(path, f"endpoint password_env must name an environment variable, got {password_env!r}")
+    if password_env and binding != "redis":
+        raise _fail(path, "endpoint password_env needs binding redis (loadgen's CQL binding does not authenticate)")
     port = endpoint.get("port", "auto")
     if port != "auto" and not (isinstance(port, int) and 0 < port < 65536):
         raise _fail(path, f"endpoint port must be a port number or auto, got {port!r}")
@@ -160,7 +172,7 @@ def load_target(path: str | Path) -> Target:
                     config_command=_step(path, "config command", config["command"]) if config.get("command")
                     else None,
                     steps={name_: _step(path, name_, raw) for name_, raw in steps_raw.items()},
-                    default_knobs=data.get("default_knobs"),
+                    default_knobs=data.get("default_knobs"), password_env=password_env,
                     digest=hashlib.sha256(text.encode() + (base.read_bytes() if base else b"")).hexdigest()[:12])
     try:
         space = target.knob_space()

@@ -74,9 +74,22 @@ def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[
 
 
 def preflight(workload: Workload, settings: TrialSettings) -> None:
-    """The target file is readable and its default configuration renders."""
+    """The target file is readable, its default configuration renders and its password variable is set."""
     target = _target(settings)
     render_config(target, target.knob_space(), {}, {"workdir": "/nonexistent"})
+    client_secrets(target)
+
+
+def client_secrets(target: Target) -> dict[str, str]:
+    """The YCSB client's password, from the environment variable the target names (endpoint: password_env): for
+    the client alone, never in the stored workload or a kept file."""
+    if not target.password_env:
+        return {}
+    value = os.environ.get(target.password_env)
+    if not value:
+        raise UsageError(f"target file {target.path}: endpoint password_env names {target.password_env}, which is "
+                         f"not set: export {target.password_env}=... (the datastore's password) first")
+    return {"redis.password": value}
 
 
 # ------------------------------------------------------------------------------------------------ rendering
@@ -297,7 +310,7 @@ def ensure_dataset(target: Target, space: KnobSpace, workload: Workload, setting
                 loader = Workload.from_dict({**workload.to_dict(), "threads": settings.load_threads})
                 load = run_client("load", loader, host=target.host, port=port, trial_dir=home / "load",
                                   timeout=client_timeout(workload, "load"), cpus=settings.client_cpus,
-                                  binding=target.binding)
+                                  binding=target.binding, secrets=client_secrets(target))
                 if load["errors"]:
                     raise TrialError("workload", f"loading the dataset had {load['errors']} failed inserts")
         finally:
@@ -354,7 +367,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             else:
                 metrics = run_client("run", workload, host=target.host, port=port, trial_dir=home / "run",
                                      timeout=client_timeout(workload, "run"), cpus=settings.client_cpus,
-                                     jvm_flags=settings.jvm_flags(), binding=target.binding)
+                                     jvm_flags=settings.jvm_flags(), binding=target.binding,
+                                     secrets=client_secrets(target))
             if runner.server is not None and runner.server.poll() is not None:
                 raise TrialError("crashed", f"the datastore's process exited during the run (code "
                                  f"{runner.server.returncode}): {runner.last_line(runner.server_log)}",

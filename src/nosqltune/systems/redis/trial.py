@@ -17,6 +17,7 @@ from typing import Any
 
 from ...errors import SetupError, TrialError, UsageError
 from ...knobs import KnobSpace
+from ...runtime import process
 from ...runtime.paths import work_dir
 from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
                       record_run)
@@ -182,7 +183,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                                  jvm_flags=settings.jvm_flags(), binding="redis",
                                  cost=[f"redis:{server.address}:{server.port}:{server.proc.pid}"])
             if not server.is_running():
-                raise TrialError("crashed", f"redis-server died during the run: {server.failure_cause()}",
+                raise TrialError("crashed", f"redis-server died during the run: "
+                                 f"{process.death_cause(server.proc) or server.failure_cause()}",
                                  server.log_excerpt())
             with server.connect() as conn:
                 figures = {section: conn.info(section) for section in _INFO_FIGURES}
