@@ -32,7 +32,8 @@ def _cell(value) -> str:
 
 def write(rows: list[dict], out: Path) -> str:
     faults = [r for r in rows if r["kind"] == "fault"]
-    bad = [r for r in rows if r["kind"] == "bad_input"]
+    bad = [r for r in rows if r["kind"] == "bad_input" and r["exit_code"] == 2]
+    setup = [r for r in rows if r["kind"] == "bad_input" and r["exit_code"] != 2]   # e.g. no Java: exit 3
     security = [r for r in rows if r["kind"] == "security"]
     when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(min((r["time"] for r in rows), default=time.time())))
     lost = sum(int(r.get("lost") or 0) for r in faults)
@@ -46,7 +47,7 @@ def write(rows: list[dict], out: Path) -> str:
           "the fault at the named phase of trial 2; a stopped tuner is resumed with `tune --resume`.", "",
           f"**Totals**: {len(faults)} faults; trials lost {lost}, counted twice {twice}, processes left {orphans}, "
           f"files left outside our folders {stray}, studies not finished {len(unresumed)}; "
-          f"**{len(bad)} bad inputs**, each exit {sorted({r['exit_code'] for r in bad}) or '-'} with one line; "
+          f"**{len(bad)} bad inputs**, each exit 2 with one line (and {len(setup)} missing tools, exit 3); "
           f"{len(security)} security checks passed.", "",
           "| fault | phase | system | what the user sees | faulted trial stored as | lost | twice | orphans | "
           "files outside | finished | detected after (s) |",
@@ -63,10 +64,11 @@ def write(rows: list[dict], out: Path) -> str:
                   f"{_cell(r.get('orphans'))} | {_cell(r.get('files_outside'))} | {_cell(r.get('resumed'))} | "
                   f"{_cell(r.get('detect_s'))} |")
     md += ["", "## Bad inputs", "",
-           f"{len(bad)} distinct bad inputs (tests/unit/test_bad_input.py), each exiting "
-           f"{', '.join(str(c) for c in sorted({r['exit_code'] for r in bad}))} with one line naming the problem and "
-           "the fix, nothing written:", "", "| command | input | message |", "|---|---|---|"]
-    md += [f"| {_cell(r['command'])} | {_cell(r['input'])} | {_cell(r['message'])} |" for r in bad]
+           f"{len(bad)} distinct bad inputs (tests/unit/test_bad_input.py), each exiting 2 with one line naming the "
+           "problem and the fix, nothing written; below them, the missing tools (exit 3, a setup problem):", "",
+           "| command | input | exit | message |", "|---|---|---|---|"]
+    md += [f"| {_cell(r['command'])} | {_cell(r['input'])} | {r['exit_code']} | {_cell(r['message'])} |"
+           for r in bad + setup]
     if security:
         md += ["", "## Security checks", "", "| check | outcome | detail |", "|---|---|---|"]
         md += [f"| {_cell(r['check'])} | {_cell(r['outcome'])} | {_cell(r.get('detail'))[:300]} |" for r in security]

@@ -62,6 +62,7 @@ def run_cluster(capsys, nodes: int, heap: str):
     assert main(["cluster", "status"]) == 2        # nothing left to report; no_orphans checks the JVMs
 
 
+@pytest.mark.slow   # 26 s: make test-all (make test keeps the cluster code's unit tests and a 2-node Ray cluster)
 def test_two_node_cluster_up_status_down(nosqltune_home, capsys):
     run_cluster(capsys, 2, "768M")
 

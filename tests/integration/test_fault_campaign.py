@@ -110,6 +110,8 @@ def test_the_study_store_unavailable(fault, phase, lock_s, nosqltune_home, datas
     outcome = run_with_fault(fault=fault, phase=phase, home=nosqltune_home, study=folder / "study.db",
                              trial_args=REDIS_TRIAL, full=folder, lock_s=lock_s)
     check(outcome)
+    if fault == "store-locked":
+        outcome.fault = f"store-locked for {lock_s} s"
     if fault == "store-locked" and lock_s < 30:
         assert outcome.exit_code == 0 and outcome.resume_code is None   # waited out, nothing to do
     else:

@@ -54,7 +54,9 @@ def test_bench_redis_cold_trials(nosqltune_home, dataset_cache, tmp_path, capsys
     assert applied["aof_current_size"] > 0
     assert rows[0]["internals"]["server_settings"] == {}
     # one dataset (one dump.rdb) made once, restored three times; no trial directory left behind
-    redis_sets = [d for d in dataset_dirs(dataset_cache) if (d / "data" / "dump.rdb").exists()]
+    # (other tests of the session load Redis datasets of other sizes: this one's are those of 3000 records)
+    redis_sets = [d for d in dataset_dirs(dataset_cache) if (d / "data" / "dump.rdb").exists()
+                  and json.loads((d / "meta.json").read_text())["records"] == 3000]
     assert len(redis_sets) == 1
     assert not [d for d in (nosqltune_home / "nodes").iterdir() if d.name.startswith("redis-")]
 

@@ -4,6 +4,8 @@ recorded surrogate (tests/unit/test_surrogate.py)."""
 
 import json
 
+import pytest
+
 from nosqltune.cli import main
 from nosqltune.knobs import load_space
 from nosqltune.knobs.space import TuningSpace
@@ -20,6 +22,7 @@ def run(capsys, *argv: str) -> tuple[int, dict]:
     return code, (json.loads(out) if out.strip() else {})
 
 
+@pytest.mark.slow   # 40 s of Cassandra trials: make test-all (the surrogate commands run on recorded data in make test)
 def test_collect_then_fit_and_recommend(nosqltune_home, tmp_path, capsys):
     """`collect` on real Cassandra: planned, resumed (nothing re-run), extended (only the new configuration);
     then a model fitted, reported and asked for a recommendation (on the shipped dataset: a handful of real
