@@ -119,6 +119,7 @@ class Outcome:
     counted_twice: int = 0
     orphans: list[str] = field(default_factory=list)
     files_outside: list[str] = field(default_factory=list)
+    left_in_work_dir: list[str] = field(default_factory=list)   # trial folders still there at the end
     resumed: bool = False
     detect_s: float | None = None         # from the fault to the faulted trial's end
     injected: bool = False
@@ -131,7 +132,8 @@ class Outcome:
                 "user_sees": self.user_sees, "exit_code": self.exit_code, "resume_code": self.resume_code,
                 "state": self.state, "reason": self.failure_kind, "lost": self.lost,
                 "counted_twice": self.counted_twice, "orphans": len(self.orphans),
-                "files_outside": len(self.files_outside), "resumed": self.resumed,
+                "files_outside": len(self.files_outside), "left_in_work_dir": len(self.left_in_work_dir),
+                "resumed": self.resumed,
                 "detect_s": None if self.detect_s is None else round(self.detect_s, 1)}
 
 
@@ -343,4 +345,5 @@ def run_with_fault(*, fault: str, phase: str, home: Path, study: Path, trial_arg
             break
         time.sleep(0.5)
     outcome.files_outside = stray_files(before, outside_snapshot(list(outside)))
+    outcome.left_in_work_dir = sorted(p.name for p in (home / "nodes").glob("*")) if (home / "nodes").exists() else []
     return outcome

@@ -64,3 +64,30 @@ def test_free_ports_are_distinct_and_free():
     ports = process.free_ports(3)
     assert len(set(ports)) == 3
     assert not any(process.port_in_use(p) for p in ports)
+
+
+def test_orphaned_trial_folders_are_removed_and_live_or_kept_ones_stay(tmp_path, monkeypatch):
+    """A trial folder whose owner process is gone (killed: it could not clean up) is removed when the next trial
+    claims its own; one of a live process, one kept on purpose (no owner mark) and one of another machine stay."""
+    import json
+    import subprocess
+    import sys
+
+    from nosqltune.runtime import paths
+
+    monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path))
+    nodes = tmp_path / "nodes"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    me = paths._process_identity(os.getpid())
+    for name, owner in [("dead", {**me, "pid": dead_pid, "started": "1"}), ("live", me),
+                        ("reused-pid", {**me, "started": "1"}), ("elsewhere", {**me, "host": "another-machine",
+                                                                                 "pid": dead_pid})]:
+        (nodes / name).mkdir(parents=True)
+        (nodes / name / paths.OWNER_FILE).write_text(json.dumps(owner))
+    (nodes / "kept").mkdir()
+    paths.claim_trial_dir(nodes / "new")
+    assert sorted(p.name for p in nodes.iterdir()) == ["elsewhere", "kept", "live", "new"]
+    assert json.loads((nodes / "new" / paths.OWNER_FILE).read_text()) == me
+    paths.keep_trial_dir(nodes / "new")
+    assert not (nodes / "new" / paths.OWNER_FILE).exists()

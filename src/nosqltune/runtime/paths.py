@@ -71,3 +71,56 @@ def maven_repo() -> Path:
 def repo_root() -> Path:
     """The source checkout (for the loadgen Maven module)."""
     return Path(__file__).resolve().parents[3]
+
+
+OWNER_FILE = ".owner"   # in a trial's folder: the process that made it (this machine's name, pid, start time)
+
+
+def claim_trial_dir(home: Path) -> None:
+    """Make a trial's folder (under the work directory's nodes/), marked with the process that owns it. Sibling
+    folders whose owner on this machine is gone are removed first: a process killed by SIGKILL cannot remove its
+    own."""
+    import json
+
+    home.parent.mkdir(parents=True, exist_ok=True)
+    remove_orphaned_trial_dirs(home.parent)
+    home.mkdir(exist_ok=True)
+    (home / OWNER_FILE).write_text(json.dumps(_process_identity(os.getpid())))
+
+
+def keep_trial_dir(home: Path) -> None:
+    """A trial folder kept on purpose (--keep-nodes): no longer anyone's to sweep."""
+    (home / OWNER_FILE).unlink(missing_ok=True)
+
+
+def remove_orphaned_trial_dirs(nodes: Path) -> list[Path]:
+    """Remove the trial folders under `nodes` whose owner process (on this machine) no longer runs; folders without
+    an owner (kept ones, those of older versions) and those of other machines are left alone."""
+    import json
+    import shutil
+
+    removed = []
+    for owner_file in nodes.glob(f"*/{OWNER_FILE}"):
+        try:
+            owner = json.loads(owner_file.read_text())
+        except (OSError, ValueError):
+            continue
+        if owner.get("host") != _process_identity(os.getpid())["host"]:
+            continue
+        if _process_identity(int(owner.get("pid", 0))) == owner:
+            continue   # its owner still runs
+        shutil.rmtree(owner_file.parent, ignore_errors=True)
+        removed.append(owner_file.parent)
+    return removed
+
+
+def _process_identity(pid: int) -> dict:
+    """This machine's name, the pid and the process's start time (a pid used again by another process differs)."""
+    import socket
+
+    try:
+        started = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        started = None
+    return {"host": socket.gethostname(), "pid": pid, "started": started}
+

@@ -178,6 +178,10 @@ def end_trial(result: TrialResult, timings: dict[str, float], started: float, st
     result.timings = timings
     if not settings.keep_node:
         shutil.rmtree(home, ignore_errors=True)
+    elif home.exists():
+        from ..runtime.paths import keep_trial_dir
+
+        keep_trial_dir(home)
     if settings.restore_mode == "reload":
         shutil.rmtree(dataset_for("reload-" + home.name).root, ignore_errors=True)
 

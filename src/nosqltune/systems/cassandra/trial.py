@@ -11,7 +11,7 @@ from typing import Any
 from ...errors import TrialError
 from ...knobs import KnobSpace
 from ...runtime import process
-from ...runtime.paths import work_dir
+from ...runtime.paths import claim_trial_dir, work_dir
 from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
                       record_run)
 from ...workloads.spec import Workload
@@ -285,6 +285,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
     result = TrialResult(state="FAIL")
     try:
         with failures_recorded(result, lambda: servers.log_excerpt() if servers else ""):
+            claim_trial_dir(home)   # marked as ours: removed by a later trial if we are killed
             preflight(workload, settings)   # a design searched by tune may not fit: a refused trial
             placed = place(space, overrides)
             if settings.restore_mode == "reload":

@@ -21,7 +21,7 @@ import yaml
 
 from ...errors import TrialError, UsageError
 from ...knobs import KnobError, KnobSpace
-from ...runtime.paths import work_dir
+from ...runtime.paths import claim_trial_dir, work_dir
 from ..base import Progress, TrialResult, TrialSettings, failures_recorded, judge_errors, quiet, record_run
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, parse_output, run_client
@@ -337,6 +337,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
     result = TrialResult(state="FAIL")
     try:
         with failures_recorded(result, lambda: runner.tail() if runner else ""):
+            claim_trial_dir(home)   # marked as ours: removed by a later trial if we are killed
             target = _target(settings)
             dataset, built = ensure_dataset(target, space, workload, settings, progress)
             if built:

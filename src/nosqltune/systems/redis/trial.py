@@ -18,7 +18,7 @@ from typing import Any
 from ...errors import SetupError, TrialError, UsageError
 from ...knobs import KnobSpace
 from ...runtime import process
-from ...runtime.paths import work_dir
+from ...runtime.paths import claim_trial_dir, work_dir
 from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
                       record_run)
 from ...workloads.spec import Workload
@@ -147,6 +147,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
     result = TrialResult(state="FAIL")
     try:
         with failures_recorded(result, lambda: server.log_excerpt() if server else ""):
+            claim_trial_dir(home)   # marked as ours: removed by a later trial if we are killed
             at_start = {k: v for k, v in overrides.items() if k not in LIVE_AFTER_LOAD}
             live = {k: v for k, v in overrides.items() if k in LIVE_AFTER_LOAD}
             directives = render_directives(space, at_start)
