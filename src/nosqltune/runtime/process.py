@@ -19,12 +19,14 @@ _live: set[subprocess.Popen] = set()
 _lock = threading.Lock()
 
 
-def _child_setup(no_mlock: bool, detached: bool = False,
-                 preexec: Callable[[], None] | None = None) -> None:  # runs in the child between fork and exec
+def _child_setup(no_mlock: bool, detached: bool = False, preexec: Callable[[], None] | None = None,
+                 parent: int | None = None) -> None:  # runs in the child between fork and exec
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         if not detached:
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if parent is not None and os.getppid() != parent:
+                os._exit(1)   # the parent died between fork and prctl: the signal will never come
         if no_mlock:
             # root ignores RLIMIT_MEMLOCK through CAP_IPC_LOCK: drop it from the bounding set so the
             # exec'd program runs without it, then the zero limit makes mlockall fail
@@ -47,8 +49,10 @@ def spawn(cmd: Sequence[str], *, stdout: IO | int | None = None, stderr: IO | in
     `preexec`: called in the child after our own setup, just before exec (e.g. `MemoryGroup.preexec()` to start
     the child inside a memory cgroup); it may use only fork-safe calls (os.open, os.write), and if it raises,
     Popen raises subprocess.SubprocessError and no child runs."""
+    parent = os.getpid()
     proc = subprocess.Popen(list(cmd), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                            env=env, cwd=cwd, preexec_fn=lambda: _child_setup(no_mlock, detached, preexec))
+                            env=env, cwd=cwd,
+                            preexec_fn=lambda: _child_setup(no_mlock, detached, preexec, parent))
     if not detached:
         with _lock:
             _live.add(proc)
