@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 
@@ -79,11 +80,16 @@ def main() -> int:
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--knobs", default="v5-screen")
+    p.add_argument("--write-only", action="store_true",
+                   help="run nothing: write landscape.md/json from the trials stored so far")
     a = p.parse_args()
     FOLDER.mkdir(parents=True, exist_ok=True)
     plan = variants(a.knobs)
     labels = ["default", *plan]
     scenarios = [s for s in a.scenarios.split(",") if s]
+    if a.write_only:
+        write(list(SCENARIOS), labels, a.repeat)
+        return 0
     for scenario in scenarios:
         for round_ in range(a.repeat):
             order = labels if round_ % 2 == 0 else list(reversed(labels))
@@ -172,8 +178,54 @@ def write(scenarios: list[str], labels: list[str], rounds: int) -> None:
             md += ["", "Failed runs (first reasons):", ""]
             md += [f"- {l}: {'; '.join((e or '?')[:200] for e in errs)}" for l, errs in errors.items()]
         md.append("")
+    md += knob_ranking(results, plan_knobs(labels))
     (RESULTS / "landscape.md").write_text("\n".join(md))
     log(f"wrote {RESULTS / 'landscape.md'}")
+
+
+def plan_knobs(labels: list[str]) -> dict[str, list[str]]:
+    """knob -> the labels of its variants (a label starts with the knob's own setting; `latest` is its own)."""
+    out: dict[str, list[str]] = {}
+    for label in labels:
+        if label != "default":
+            out.setdefault(label.split("=")[0], []).append(label)
+    return out
+
+
+def knob_ranking(results: dict, knobs: dict[str, list[str]]) -> list[str]:
+    """Which knobs move the objective, over every scenario screened: per knob, its variant farthest from the
+    default in each scenario (as |ln effect|), and whether that variant's interval excludes 1. Knobs are ranked
+    by their largest such move over the scenarios; a knob that moves nothing anywhere is not worth searching."""
+    scenarios = [s for s, r in results.items() if r["variants"].get("default", {}).get("rounds")]
+    if not scenarios:
+        return []
+    rows = []
+    for knob, labels in knobs.items():
+        cells, score = [], 0.0
+        for s in scenarios:
+            obj = results[s]["objective"]
+            found = [(label, results[s]["variants"][label]) for label in labels if label in results[s]["variants"]]
+            found = [(label, v) for label, v in found if v.get(f"{obj}_effect")]
+            if not found:
+                cells.append("-")
+                continue
+            label, v = max(found, key=lambda lv: abs(math.log(lv[1][f"{obj}_effect"])))
+            effect, interval = v[f"{obj}_effect"], v[f"{obj}_interval"]
+            clear = interval is not None and (interval[0] > 1 or interval[1] < 1)
+            score = max(score, abs(math.log(effect)))
+            level = label.split(",")[0].split("=", 1)[1] if "=" in label else ""
+            cells.append(f"{'**' if clear else ''}x{effect:.2f}{'**' if clear else ''}"
+                         f"{f' ({level})' if level else ''}")
+        rows.append((score, knob, cells))
+    rows.sort(key=lambda r: -r[0])
+    md = ["## Which knobs move the objective", "",
+          "Per knob and scenario: its variant farthest from the default (effect on the scenario's objective, > 1 "
+          "better; the level in brackets), in bold where the 95% interval excludes 1. Ranked by the largest move "
+          "in any scenario, in either direction: a knob that can cost x0.8 at one end is one the search can move, "
+          "and a knob that moves nothing anywhere only widens the search.", "",
+          f"| rank | knob | {' | '.join(scenarios)} |", "|---|---|" + "---|" * len(scenarios)]
+    md += [f"| {i} | {knob} | {' | '.join(cells)} |" for i, (_, knob, cells) in enumerate(rows, 1)]
+    return md + [""]
 
 
 if __name__ == "__main__":
