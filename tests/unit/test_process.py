@@ -91,3 +91,19 @@ def test_orphaned_trial_folders_are_removed_and_live_or_kept_ones_stay(tmp_path,
     assert json.loads((nodes / "new" / paths.OWNER_FILE).read_text()) == me
     paths.keep_trial_dir(nodes / "new")
     assert not (nodes / "new" / paths.OWNER_FILE).exists()
+
+
+def test_children_do_not_inherit_the_store_password(monkeypatch):
+    """A PostgreSQL study's password (moved into PGPASSWORD when a command starts) is ours: a datastore, the
+    client or an external target's command does not see it; other variables pass, and an explicit env wins."""
+    monkeypatch.setenv("PGPASSWORD", "s3cret-planted")
+    monkeypatch.setenv("NOSQLTUNE_PLAIN", "kept")
+    script = ["sh", "-c", 'echo "${PGPASSWORD-unset} ${NOSQLTUNE_PLAIN-unset}"']
+    proc = process.spawn(script, stdout=subprocess.PIPE)
+    out, _ = proc.communicate(timeout=10)
+    process.terminate(proc)
+    assert out.decode().split() == ["unset", "kept"]
+    proc = process.spawn(script, stdout=subprocess.PIPE, env={"PGPASSWORD": "given"})
+    out, _ = proc.communicate(timeout=10)
+    process.terminate(proc)
+    assert out.decode().split() == ["given", "unset"]

@@ -46,12 +46,38 @@ def test_a_scenario_gives_defaults_and_every_flag_wins():
     assert settings.heap_mb == 2048 and settings.memory_limit_mb() == 2048 + 768 + 256
 
 
-def test_scenario_knobs_are_fixed_values_under_set_and_left_to_a_search():
+def test_scenario_knobs_are_fixed_values_under_set():
     space = load_space("cassandra")
     assert _overrides(_args("--scenario", "write-heavy"), space) == {"memtable_heap_space": 32}   # below the range
     assert _overrides(_args("--scenario", "write-heavy", "--set", "memtable_heap_space=512"), space) == \
         {"memtable_heap_space": 512}
-    assert _overrides(_args("--scenario", "write-heavy"), space, searched={"memtable_heap_space"}) == {}
+
+
+def test_a_searched_set_leaves_out_the_scenarios_knobs_and_a_resume_rebuilds_it(capsys):
+    """write-heavy's 32 MiB of memtable space is the scenario: a set holding memtable_heap_space must not start
+    its search (and its default trial) from Cassandra's 512 MiB."""
+    from nosqltune.cli.options import _searched_space
+    from nosqltune.tuning.results import stored_subset
+
+    full = load_space("cassandra")
+    args = build_parser().parse_args(["tune", "--scenario", "write-heavy", "--knobs", "eppinger"])
+    fixed, subset, searched = _searched_space(args, full, "tuned")
+    assert "memtable_heap_space" not in subset.knobs and "memtable_heap_space" not in searched.names
+    assert fixed == {"memtable_heap_space": 32}
+    assert len(subset.knobs) == len(full.subset("eppinger").knobs) - 1
+    assert "memtable_heap_space left out of the search: scenario write-heavy holds memtable_heap_space=32" \
+        in capsys.readouterr().err
+    stored = stored_subset(subset, full)          # what the study keeps: the set and what was left out
+    assert stored == {"set": "eppinger", "leave_out": ["memtable_heap_space"]}
+    assert list(full.subset(stored).knobs) == list(subset.knobs)
+    # without the scenario the set is searched whole, and stored by its name
+    fixed, subset, _ = _searched_space(build_parser().parse_args(["tune", "--knobs", "eppinger"]), full, "tuned")
+    assert fixed == {} and "memtable_heap_space" in subset.knobs and stored_subset(subset, full) == "eppinger"
+    # a set made only of what the scenario holds leaves nothing to search: one line, exit 2
+    only = build_parser().parse_args(["tune", "--scenario", "write-heavy", "--knobs", "memtable_heap_space.yaml"])
+    with pytest.raises(Exception) as err:
+        _searched_space(only, full, "tuned", ["memtable_heap_space"])
+    assert getattr(err.value, "exit_code", None) == 2 and "nothing is left to search" in str(err.value)
 
 
 def test_scenarios_command_lists_what_each_sets(capsys):

@@ -183,9 +183,8 @@ def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):
     return workload, f"throughput>={SUSTAINED * workload.target:g}"
 
 
-def _overrides(args: argparse.Namespace, space, *, searched: Any = ()) -> dict[str, Any]:
-    """--config and --set over the scenario's knob values (those of the scenario's datastore, and not among the
-    `searched` knobs: a tuned knob is the search's)."""
+def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
+    """--config and --set over the scenario's knob values (those of the scenario's datastore)."""
     from ..knobs import is_named_config, load_config, parse_assignments
 
     typed: dict[str, Any] = {}
@@ -195,7 +194,7 @@ def _overrides(args: argparse.Namespace, space, *, searched: Any = ()) -> dict[s
         named = is_named_config(args.config, space.system)
         typed.update(space.validate(config, allow_outside_range=args.force or named))
     typed.update(space.validate(parse_assignments(args.assignments), allow_outside_range=args.force))
-    scenario = {k: v for k, v in _scenario(args).knobs.items() if k in space and k not in searched}
+    scenario = {k: v for k, v in _scenario(args).knobs.items() if k in space}
     # the scenario's values are part of its environment (e.g. write-heavy's small memtable space)
     return {**space.validate(scenario, allow_outside_range=True), **typed}
 
@@ -241,7 +240,17 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
     from ..knobs.space import TuningSpace
 
     subset = full_space.subset(args.knobs if knobs is None else knobs)
-    fixed = _overrides(args, full_space, searched=set(subset.knobs))
+    # a scenario's knob values are its situation (write-heavy's 32 MiB of memtable space is what makes it flush
+    # and compact): held, never searched, or the study's default would be another scenario's
+    held = [name for name in _scenario(args).knobs if name in subset.knobs]
+    if held and len(held) == len(subset.knobs):
+        raise UsageError(f"scenario {_scenario(args).name} holds {', '.join(held)}: nothing is left to search; "
+                         "give --knobs other knobs, or another --scenario")
+    if held:
+        subset = leave_out(subset, full_space, held)
+        print(f"note: {', '.join(held)} left out of the search: scenario {_scenario(args).name} holds "
+              + ", ".join(f"{k}={_scenario(args).knobs[k]}" for k in held), file=sys.stderr)
+    fixed = _overrides(args, full_space)
     clash = sorted(set(fixed) & set(subset.knobs))
     if clash:
         raise UsageError(f"{', '.join(clash)} is {verb}; it cannot also be fixed with --set/--config")
@@ -249,6 +258,32 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
         return fixed, subset, TuningSpace(subset, fixed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def leave_out(subset, full_space, names: list[str], added: dict[str, Any] | None = None):
+    """The knob subset without `names` (and with the knobs of `added`, name -> {range: ...}), stored as a recipe
+    (the knob set or the written-out subset, what is added, what is left out), so a resumed study rebuilds it."""
+    from ..tuning.results import stored_subset
+
+    added = added or {}
+    base = stored_subset(subset, full_space)
+    if isinstance(base, str):
+        recipe = {"set": base, "knobs": added, "leave_out": list(names)}
+    elif "set" in base:
+        recipe = {**base, "knobs": {**base.get("knobs", {}), **added},
+                  "leave_out": [*base.get("leave_out", []), *names]}
+    else:
+        recipe = {"knobs": {**{k: v for k, v in base["knobs"].items() if k not in names}, **added}}
+    for key in ("leave_out", "knobs"):
+        if not recipe.get(key) and (key == "leave_out" or "set" in recipe):
+            recipe.pop(key, None)
+    try:
+        result = full_space.subset(recipe)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    result.recipe = recipe
+    result.label = subset.label
+    return result
 
 
 def _settings(args: argparse.Namespace, *, surrogate: bool = False):

@@ -209,7 +209,7 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
     and `replication_factor`; with any design flag (--nodes, --rf, --design) the design knobs of a knob set
     (irace23 has replication_factor) are left out of the search, so the design is what the flags say.
     Stored as a recipe (the knob set, the added ranges, what is left out), so a resume rebuilds it."""
-    from .options import parse_design
+    from .options import leave_out, parse_design
 
     searched = parse_design(getattr(args, "design", None))
     if not searched and args.nodes == 1 and args.rf is None:
@@ -217,22 +217,7 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
     leave = [k.name for k in subset if k.applies == "design" and k.name not in searched]
     if not searched and not leave:
         return subset
-    added = {name: {"range": list(span)} for name, span in searched.items()}
-    base = stored_subset(subset, full_space)
-    if isinstance(base, str):
-        recipe = {"set": base, "knobs": added, "leave_out": leave}
-    elif "set" in base:
-        recipe = {**base, "knobs": {**base.get("knobs", {}), **added},
-                  "leave_out": [*base.get("leave_out", []), *leave]}
-    else:
-        recipe = {"knobs": {**{k: v for k, v in base["knobs"].items() if k not in leave}, **added}}
-    if not recipe.get("leave_out"):
-        recipe.pop("leave_out", None)
-    try:
-        result = full_space.subset(recipe)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    result.recipe = recipe
+    result = leave_out(subset, full_space, leave, {name: {"range": list(span)} for name, span in searched.items()})
     result.label = f"{subset.label} + design" if searched else f"{subset.label} (design fixed)"
     return result
 

@@ -39,6 +39,11 @@ def _child_setup(no_mlock: bool, detached: bool = False, preexec: Callable[[], N
         preexec()
 
 
+# environment variables of nosqltune itself that its children do not inherit: the trial store's password (a
+# PostgreSQL URL's password is moved there when a command starts)
+OWN_SECRETS = ("PGPASSWORD",)
+
+
 def spawn(cmd: Sequence[str], *, stdout: IO | int | None = None, stderr: IO | int | None = None,
           env: dict | None = None, cwd: str | None = None,
           no_mlock: bool = False, detached: bool = False,
@@ -50,6 +55,8 @@ def spawn(cmd: Sequence[str], *, stdout: IO | int | None = None, stderr: IO | in
     the child inside a memory cgroup); it may use only fork-safe calls (os.open, os.write), and if it raises,
     Popen raises subprocess.SubprocessError and no child runs."""
     parent = os.getpid()
+    if env is None:   # our own secrets stay ours: a datastore, a client or a target's command needs none of them
+        env = {k: v for k, v in os.environ.items() if k not in OWN_SECRETS}
     proc = subprocess.Popen(list(cmd), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
                             env=env, cwd=cwd,
                             preexec_fn=lambda: _child_setup(no_mlock, detached, preexec, parent))

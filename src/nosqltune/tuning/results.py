@@ -182,10 +182,10 @@ def yaml_fragment(space, config: dict[str, Any], fixed: dict[str, Any], header: 
 def stored_subset(space, full_space) -> dict[str, Any] | str:
     """A knob subset as stored with the study: a named set by its name, a user's subset written out (ranges
     and choices), so a resumed study tunes the same space even if the user's file changed."""
+    if space.recipe:   # a knob set with changes (e.g. the design searched with it, a scenario's knob held)
+        return space.recipe
     if space.label and space.label in full_space.knob_sets:
         return space.label
-    if space.recipe:   # a knob set with changes (e.g. the design searched with it)
-        return space.recipe
     knobs = {}
     for knob in space:
         knobs[knob.name] = {"range": list(knob.range)} if knob.range else (
