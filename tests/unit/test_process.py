@@ -94,16 +94,26 @@ def test_orphaned_trial_folders_are_removed_and_live_or_kept_ones_stay(tmp_path,
 
 
 def test_children_do_not_inherit_the_store_password(monkeypatch):
-    """A PostgreSQL study's password (moved into PGPASSWORD when a command starts) is ours: a datastore, the
-    client or an external target's command does not see it; other variables pass, and an explicit env wins."""
-    monkeypatch.setenv("PGPASSWORD", "s3cret-planted")
-    monkeypatch.setenv("NOSQLTUNE_PLAIN", "kept")
+    """A PostgreSQL study's password, moved into PGPASSWORD when a command starts, is ours: a datastore, the
+    client, irace or an external target's command does not see it; other variables pass, an explicit env wins,
+    and a PGPASSWORD the user exported (not moved by us) is theirs to pass on."""
+    from nosqltune.cli import _password_to_environment
+
     script = ["sh", "-c", 'echo "${PGPASSWORD-unset} ${NOSQLTUNE_PLAIN-unset}"']
-    proc = process.spawn(script, stdout=subprocess.PIPE)
-    out, _ = proc.communicate(timeout=10)
-    process.terminate(proc)
-    assert out.decode().split() == ["unset", "kept"]
-    proc = process.spawn(script, stdout=subprocess.PIPE, env={"PGPASSWORD": "given"})
-    out, _ = proc.communicate(timeout=10)
-    process.terminate(proc)
-    assert out.decode().split() == ["given", "unset"]
+
+    def seen(**kw):
+        proc = process.spawn(script, stdout=subprocess.PIPE, **kw)
+        out, _ = proc.communicate(timeout=10)
+        process.terminate(proc)
+        return out.decode().split()
+
+    monkeypatch.setattr(process, "_own_secrets", set())
+    monkeypatch.setenv("PGPASSWORD", "users-own")
+    monkeypatch.setenv("NOSQLTUNE_PLAIN", "kept")
+    assert seen() == ["users-own", "kept"]
+    assert _password_to_environment("postgresql://u:s3cret-planted@127.0.0.1:5432/db") == \
+        "postgresql://u@127.0.0.1:5432/db"
+    assert os.environ["PGPASSWORD"] == "s3cret-planted"      # libpq of this process reads it
+    assert seen() == ["unset", "kept"]
+    assert "PGPASSWORD" not in process.child_env(X="1") and process.child_env(X="1")["X"] == "1"
+    assert seen(env={"PGPASSWORD": "given"}) == ["given", "unset"]

@@ -73,6 +73,21 @@ def test_a_searched_set_leaves_out_the_scenarios_knobs_and_a_resume_rebuilds_it(
     # without the scenario the set is searched whole, and stored by its name
     fixed, subset, _ = _searched_space(build_parser().parse_args(["tune", "--knobs", "eppinger"]), full, "tuned")
     assert fixed == {} and "memtable_heap_space" in subset.knobs and stored_subset(subset, full) == "eppinger"
+    # a held knob also given by --set is the user's clash, said as before
+    clash = build_parser().parse_args(["tune", "--scenario", "write-heavy", "--knobs", "eppinger",
+                                       "--set", "memtable_heap_space=512"])
+    with pytest.raises(UsageError, match="memtable_heap_space is tuned; it cannot also be fixed"):
+        _searched_space(clash, full, "tuned")
+    # a user's subset (names listed, some left out) keeps what it left out, and loses the held knob too
+    user = {"set": "eppinger", "knobs": ["compression"], "leave_out": ["concurrent_reads"]}
+    _, subset, _ = _searched_space(args, full, "tuned", user)
+    assert {"compression"} <= set(subset.knobs)
+    assert not {"concurrent_reads", "memtable_heap_space"} & set(subset.knobs)
+    assert list(full.subset(stored_subset(subset, full)).knobs) == list(subset.knobs)
+    plain = {"knobs": ["memtable_heap_space", "concurrent_reads", "concurrent_writes"], "leave_out": ["concurrent_reads"]}
+    _, subset, _ = _searched_space(args, full, "tuned", plain)
+    assert list(subset.knobs) == ["concurrent_writes"]
+    assert subset.label.endswith("without memtable_heap_space")
     # a set made only of what the scenario holds leaves nothing to search: one line, exit 2
     only = build_parser().parse_args(["tune", "--scenario", "write-heavy", "--knobs", "memtable_heap_space.yaml"])
     with pytest.raises(Exception) as err:

@@ -84,6 +84,9 @@ def _password_to_environment(url: str) -> str:
         password = parts.password or (parse_qs(parts.query).get("password") or [None])[0]
         if password:
             os.environ["PGPASSWORD"] = unquote(password) if parts.password else password
+            from ..runtime.process import hide_from_children
+
+            hide_from_children("PGPASSWORD")   # the store's, not for the datastores or a target's commands
         return public_url(url)
     return url
 

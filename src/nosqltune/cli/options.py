@@ -185,6 +185,13 @@ def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):
 
 def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
     """--config and --set over the scenario's knob values (those of the scenario's datastore)."""
+    scenario = {k: v for k, v in _scenario(args).knobs.items() if k in space}
+    # the scenario's values are part of its environment (e.g. write-heavy's small memtable space)
+    return {**space.validate(scenario, allow_outside_range=True), **_given(args, space)}
+
+
+def _given(args: argparse.Namespace, space) -> dict[str, Any]:
+    """The knob values of --config and --set (--set wins), checked."""
     from ..knobs import is_named_config, load_config, parse_assignments
 
     typed: dict[str, Any] = {}
@@ -194,9 +201,7 @@ def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
         named = is_named_config(args.config, space.system)
         typed.update(space.validate(config, allow_outside_range=args.force or named))
     typed.update(space.validate(parse_assignments(args.assignments), allow_outside_range=args.force))
-    scenario = {k: v for k, v in _scenario(args).knobs.items() if k in space}
-    # the scenario's values are part of its environment (e.g. write-heavy's small memtable space)
-    return {**space.validate(scenario, allow_outside_range=True), **typed}
+    return typed
 
 
 PER_NODE = "per_node"
@@ -242,7 +247,9 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
     subset = full_space.subset(args.knobs if knobs is None else knobs)
     # a scenario's knob values are its situation (write-heavy's 32 MiB of memtable space is what makes it flush
     # and compact): held, never searched, or the study's default would be another scenario's
-    held = [name for name in _scenario(args).knobs if name in subset.knobs]
+    # (a knob also given by --set/--config is not held: that clash is the user's, and said below)
+    given = _given(args, full_space)
+    held = [name for name in _scenario(args).knobs if name in subset.knobs and name not in given]
     if held and len(held) == len(subset.knobs):
         raise UsageError(f"scenario {_scenario(args).name} holds {', '.join(held)}: nothing is left to search; "
                          "give --knobs other knobs, or another --scenario")
@@ -267,14 +274,12 @@ def leave_out(subset, full_space, names: list[str], added: dict[str, Any] | None
 
     added = added or {}
     base = stored_subset(subset, full_space)
-    if isinstance(base, str):
-        recipe = {"set": base, "knobs": added, "leave_out": list(names)}
-    elif "set" in base:
-        recipe = {**base, "knobs": {**base.get("knobs", {}), **added},
-                  "leave_out": [*base.get("leave_out", []), *names]}
-    else:
-        recipe = {"knobs": {**{k: v for k, v in base["knobs"].items() if k not in names}, **added}}
-    for key in ("leave_out", "knobs"):
+    base = {"set": base} if isinstance(base, str) else dict(base)
+    knobs = base.get("knobs") or {}
+    if isinstance(knobs, (list, tuple)):   # a user's file may list names
+        knobs = {name: None for name in knobs}
+    recipe = {**base, "knobs": {**knobs, **added}, "leave_out": [*(base.get("leave_out") or []), *names]}
+    for key in ("leave_out", "knobs"):     # a knob set needs no `knobs` of its own
         if not recipe.get(key) and (key == "leave_out" or "set" in recipe):
             recipe.pop(key, None)
     try:
@@ -282,7 +287,7 @@ def leave_out(subset, full_space, names: list[str], added: dict[str, Any] | None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     result.recipe = recipe
-    result.label = subset.label
+    result.label = f"{subset.label} without {', '.join(names)}" if names else subset.label
     return result
 
 

@@ -177,9 +177,9 @@ class IraceOptimizer(Optimizer):
         self._open: dict[int, socket.socket] = {}   # id(suggestion) -> the target-runner waiting for its cost
         self._write_files()
         self._log = open(self.execdir / "irace.log", "wb")
-        from ..runtime.process import spawn
+        from ..runtime.process import child_env, spawn
 
-        env = {**os.environ, "NOSQLTUNE_IRACE_SOCKET": self.socket_path}
+        env = child_env(NOSQLTUNE_IRACE_SOCKET=self.socket_path)
         self.proc = spawn([self._exe, "--scenario", "scenario.txt"], stdout=self._log, stderr=subprocess.STDOUT,
                           env=env, cwd=str(self.execdir))
 

@@ -39,9 +39,18 @@ def _child_setup(no_mlock: bool, detached: bool = False, preexec: Callable[[], N
         preexec()
 
 
-# environment variables of nosqltune itself that its children do not inherit: the trial store's password (a
-# PostgreSQL URL's password is moved there when a command starts)
-OWN_SECRETS = ("PGPASSWORD",)
+# environment variables nosqltune set for itself that its children do not inherit (the trial store's password,
+# when a PostgreSQL URL's password was moved into PGPASSWORD as a command started): hide_from_children adds one
+_own_secrets: set[str] = set()
+
+
+def hide_from_children(name: str) -> None:
+    _own_secrets.add(name)
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a child: ours without what we set for ourselves, plus `extra`."""
+    return {**{k: v for k, v in os.environ.items() if k not in _own_secrets}, **extra}
 
 
 def spawn(cmd: Sequence[str], *, stdout: IO | int | None = None, stderr: IO | int | None = None,
@@ -56,7 +65,7 @@ def spawn(cmd: Sequence[str], *, stdout: IO | int | None = None, stderr: IO | in
     Popen raises subprocess.SubprocessError and no child runs."""
     parent = os.getpid()
     if env is None:   # our own secrets stay ours: a datastore, a client or a target's command needs none of them
-        env = {k: v for k, v in os.environ.items() if k not in OWN_SECRETS}
+        env = child_env()
     proc = subprocess.Popen(list(cmd), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
                             env=env, cwd=cwd,
                             preexec_fn=lambda: _child_setup(no_mlock, detached, preexec, parent))

@@ -155,8 +155,8 @@ class Runner:
 
     def __init__(self, target: Target, places: dict[str, str], knob_values: dict[str, Any], log: Path) -> None:
         self.target, self.places, self.log = target, places, log
-        self.env = {**os.environ, **{f"NOSQLTUNE_{k.upper()}": v for k, v in places.items()},
-                    **{f"KNOB_{k.upper()}": str(v) for k, v in knob_values.items()}}
+        self.env = process.child_env(**{f"NOSQLTUNE_{k.upper()}": v for k, v in places.items()},
+                                     **{f"KNOB_{k.upper()}": str(v) for k, v in knob_values.items()})
         self.knob_values = {k: str(v) for k, v in knob_values.items()}
         self.server: subprocess.Popen | None = None
         self.server_log = log.with_name("server.log")   # the output of a background start step
