@@ -58,6 +58,7 @@ def test_collect_then_fit_and_recommend(nosqltune_home, tmp_path, capsys):
     assert code == 0 and "| rf | configs |" in out and "(53 trials, tuning domain TD2" in out
 
 
+@pytest.mark.slow   # 14 s of Cassandra trials: make test-all (its bad input is checked in make test: unit/test_cli.py)
 def test_importance_one_knob_at_a_time(nosqltune_home, tmp_path, capsys):
     knobs = tmp_path / "knobs.yaml"
     knobs.write_text("knobs: [trickle_fsync]\n")
