@@ -146,8 +146,9 @@ def summarize(scenario: str, labels: list[str], rounds: int) -> dict:
     for label in labels:
         found = rows(scenario, label) + (rows(scenario, DEFAULT_END) if label == "default" else [])
         runs = default if label == "default" else _by_round(found, rounds)
-        entry = {"rounds": sum(r is not None for r in runs), "failed": sum(r["state"] != "COMPLETE" for r in found),
-                 "errors": [r["error"] for r in found if r["state"] != "COMPLETE"][:2]}
+        failed = [r for r in found if r["state"] not in ("COMPLETE", "RUNNING")]   # (RUNNING: under way)
+        entry = {"rounds": sum(r is not None for r in runs), "failed": len(failed),
+                 "errors": [r["error"] for r in failed][:2]}
         for key, better in ((objective, higher), *FIGURES):
             values = [r[key] for r in runs if r and r.get(key) is not None]
             entry[f"{key}_mean"] = statistics.mean(values) if values else None
