@@ -127,7 +127,7 @@ def write(results: dict) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
-    p.add_argument("--knobs", default="v5-screen", help="the knob set searched (v5 once the screening names it)")
+    p.add_argument("--knobs", default="v5", help="the knob set searched (v5: named from the screening, landscape.md)")
     p.add_argument("--budget", type=int, default=60)
     p.add_argument("--rounds", type=int, default=10)
     a = p.parse_args()
