@@ -248,15 +248,15 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
     # a scenario's knob values are its situation (write-heavy's 32 MiB of memtable space is what makes it flush
     # and compact): held, never searched, or the study's default would be another scenario's
     # (a knob also given by --set/--config is not held: that clash is the user's, and said below)
-    given = _given(args, full_space)
-    held = [name for name in _scenario(args).knobs if name in subset.knobs and name not in given]
+    scenario, given = _scenario(args), _given(args, full_space)
+    held = [name for name in scenario.knobs if name in subset.knobs and name not in given]
     if held and len(held) == len(subset.knobs):
-        raise UsageError(f"scenario {_scenario(args).name} holds {', '.join(held)}: nothing is left to search; "
+        raise UsageError(f"scenario {scenario.name} holds {', '.join(held)}: nothing is left to search; "
                          "give --knobs other knobs, or another --scenario")
     if held:
         subset = leave_out(subset, full_space, held)
-        print(f"note: {', '.join(held)} left out of the search: scenario {_scenario(args).name} holds "
-              + ", ".join(f"{k}={_scenario(args).knobs[k]}" for k in held), file=sys.stderr)
+        print(f"note: {', '.join(held)} left out of the search: scenario {scenario.name} holds "
+              + ", ".join(f"{k}={scenario.knobs[k]}" for k in held), file=sys.stderr)
     fixed = _overrides(args, full_space)
     clash = sorted(set(fixed) & set(subset.knobs))
     if clash:
@@ -279,9 +279,10 @@ def leave_out(subset, full_space, names: list[str], added: dict[str, Any] | None
     if isinstance(knobs, (list, tuple)):   # a user's file may list names
         knobs = {name: None for name in knobs}
     recipe = {**base, "knobs": {**knobs, **added}, "leave_out": [*(base.get("leave_out") or []), *names]}
-    for key in ("leave_out", "knobs"):     # a knob set needs no `knobs` of its own
-        if not recipe.get(key) and (key == "leave_out" or "set" in recipe):
-            recipe.pop(key, None)
+    if not recipe["leave_out"]:
+        del recipe["leave_out"]
+    if not recipe["knobs"] and "set" in recipe:   # a knob set needs no `knobs` of its own
+        del recipe["knobs"]
     try:
         result = full_space.subset(recipe)
     except ValueError as exc:
