@@ -32,13 +32,14 @@ SCENARIOS = ("disk-bound", "write-heavy", "latency-slo")
 GOAL = {"throughput": 1.30, "p99-read": 1 / 0.60}   # as ratios where > 1 is better
 
 
-def _tuned(db, name: str) -> bool:
-    return any(r["state"] == "COMPLETE" for r in study_rows(db, name))
+def _begun(db, name: str) -> bool:
+    """The study has trials (of any state): tune refuses to start it again and is resumed instead."""
+    return bool(study_rows(db, name))
 
 
 def tune(scenario: str, optimizer: str, knobs: str, budget: int) -> dict:
     db = FOLDER / f"{scenario}.db"
-    resume = ["--resume"] if _tuned(db, optimizer) else ["--scenario", scenario, "--knobs", knobs, "--optimizer",
+    resume = ["--resume"] if _begun(db, optimizer) else ["--scenario", scenario, "--knobs", knobs, "--optimizer",
                                                          optimizer, "--budget", str(budget)]
     out = nosqltune("tune", *resume, "--study", str(db), "--study-name", optimizer, "--json")
     return json.loads(out)

@@ -39,6 +39,7 @@ def test_taken_port_gives_a_clear_failure(nosqltune_home, busy_port):
            files_outside=0, resumed=True, detect_s=None)
 
 
+@pytest.mark.slow   # 14 s, a whole node boot: make test-all (make test keeps the taken-port refusal above)
 def test_port_taken_between_choice_and_launch_is_retried(nosqltune_home, busy_port, monkeypatch):
     real_allocate = NodePorts.allocate
     calls = []
