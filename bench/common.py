@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: a timestamped log line, and running `nosqltune` from this checkout."""
+"""What the benchmark scripts share: a timestamped log line, running `nosqltune` from this checkout, and the
+hand-written notes a generated results file keeps."""
 
 from __future__ import annotations
 
@@ -43,3 +44,13 @@ def study_rows(db: Path, study_name: str) -> list[dict]:
                              (study_name,)).fetchall()
     return [{"state": r[0], "metrics": json.loads(r[1] or "{}"), "timings": json.loads(r[2] or "{}"),
              "internals": json.loads(r[3] or "{}"), "failure_kind": r[4], "error": r[5]} for r in found]
+
+
+def kept_notes(path: Path, script: str) -> list[str]:
+    """The hand-written notes of a generated results file (status, readings), between the markers written by
+    `script` (the bench/ file that generates it), markers included; empty markers when the file has none yet."""
+    markers = (f"<!-- notes: hand-written, kept by bench/{script} -->", "<!-- /notes -->")
+    text = path.read_text() if path.exists() else ""
+    if markers[0] in text and markers[1] in text:
+        return [text[text.index(markers[0]):text.index(markers[1]) + len(markers[1])], ""]
+    return [markers[0], "", markers[1], ""]

@@ -22,8 +22,9 @@ import json
 import math
 import statistics
 import sys
+from pathlib import Path
 
-from common import RESULTS, ROOT, log, nosqltune, study_rows  # bench/common.py
+from common import RESULTS, ROOT, kept_notes, log, nosqltune, study_rows  # bench/common.py
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -162,7 +163,7 @@ def summarize(scenario: str, labels: list[str], rounds: int) -> dict:
 
 
 def write(labels: list[str], rounds: int) -> None:
-    """landscape.{md,json} of every scenario with a study; the hand-written notes between the NOTES markers of the
+    """landscape.{md,json} of every scenario with a study; the hand-written notes between the markers of the
     current landscape.md are kept."""
     results = {s: summarize(s, labels, rounds) for s in SCENARIOS if (FOLDER / f"{s}.db").exists()}
     (RESULTS / "landscape.json").write_text(json.dumps(results, indent=1))
@@ -173,7 +174,7 @@ def write(labels: list[str], rounds: int) -> None:
           "variant's ratio to the default's run of the same round, > 1 is better (for latencies: default / "
           "variant); the interval is Student's t at 95% over the rounds. An interval that holds 1 shows no "
           "effect within this many rounds.", ""]
-    md += _notes()
+    md += kept_notes(RESULTS / "landscape.md", Path(__file__).name)
 
     def f(v, digits=3):
         return "-" if v is None else f"{v:.{digits}f}"
@@ -207,18 +208,6 @@ def write(labels: list[str], rounds: int) -> None:
     md += knob_ranking(results, plan_knobs(labels))
     (RESULTS / "landscape.md").write_text("\n".join(md))
     log(f"wrote {RESULTS / 'landscape.md'}")
-
-
-NOTES = ("<!-- notes: hand-written, kept by bench/landscape.py -->", "<!-- /notes -->")
-
-
-def _notes() -> list[str]:
-    """The hand-written notes of the current landscape.md (status, readings), markers included."""
-    path = RESULTS / "landscape.md"
-    text = path.read_text() if path.exists() else ""
-    if NOTES[0] in text and NOTES[1] in text:
-        return [text[text.index(NOTES[0]):text.index(NOTES[1]) + len(NOTES[1])], ""]
-    return [NOTES[0], "", NOTES[1], ""]
 
 
 def plan_knobs(labels: list[str]) -> dict[str, list[str]]:
