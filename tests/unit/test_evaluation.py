@@ -2,7 +2,7 @@
 
 import pytest
 
-from nosqltune.evaluation.compare import run_interleaved, schedule
+from nosqltune.evaluation.compare import run_interleaved, run_summary, schedule
 from nosqltune.evaluation.stats import bootstrap_interval, compare, mann_whitney_p, speedups, wilcoxon_p
 from nosqltune.store import open_store
 from nosqltune.systems.base import TrialResult
@@ -69,3 +69,8 @@ def test_interleaved_runs_are_stored_and_resumed(tmp_path):
     done = [r for r in store.trials(study) if r["failure_kind"] != "interrupted"]
     assert [(r["meta"]["round"], r["meta"]["candidate"]) for r in done] == \
         [(0, "default"), (0, "tuned"), (1, "tuned"), (1, "default"), (2, "default"), (2, "tuned")]
+
+
+def test_a_run_in_progress_shows_the_read_p99_a_latency_study_is_judged_by():
+    assert run_summary({"throughput_ops_s": 5336.4, "read_p99_ms": 2.851}) == "5,336 ops/s, read p99 2.85 ms"
+    assert run_summary({"throughput_ops_s": 7000.0}) == "7,000 ops/s"  # a write-only run has no read p99

@@ -23,6 +23,12 @@ def schedule(labels: list[str], rounds: int) -> list[tuple[int, str]]:
     return order
 
 
+def run_summary(summary: dict[str, Any]) -> str:
+    """One run in a progress line: its throughput and, where it read, its read p99 (a latency study's objective)."""
+    line = f"{summary.get('throughput_ops_s', 0):,.0f} ops/s"
+    return line + (f", read p99 {summary['read_p99_ms']:.2f} ms" if summary.get("read_p99_ms") is not None else "")
+
+
 def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]], rounds: int,
                     runner: Callable[[dict[str, Any]], Any], *, workload_info: dict, environment_id: int | None = None,
                     say: Callable[[str], None] = lambda _: None, group: str | None = None) -> dict[str, list[dict | None]]:
@@ -50,7 +56,7 @@ def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]],
         row = store.record(trial_id, lambda: runner(candidates[label]))
         done[(r, label)] = row
         if row["state"] == TrialState.COMPLETE.value:
-            say(f"    -> {row['metrics']['summary'].get('throughput_ops_s', 0):.0f} ops/s")
+            say(f"    -> {run_summary(row['metrics']['summary'])}")
         else:
             say(f"    -> FAILED ({row['failure_kind']}): {row['error']}")
     out: dict[str, list[dict | None]] = {}
