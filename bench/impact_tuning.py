@@ -23,6 +23,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from statistics import mean
 
 import yaml
 
@@ -138,6 +139,13 @@ def write(results: dict) -> None:
                          f"{'x%.3f' % v['mean_ratio'] if v['mean_ratio'] else '-'} | "
                          f"{'%.3g' % v['p'] if v['p'] is not None else '-'} | {'yes' if t['meets_goal'] else 'no'} | "
                          f"{_side(t.get('side', {}))} |")
+    lines += [""]
+    for scenario, r in results["scenarios"].items():
+        runs = [v for v in r.get("default_values", []) if v is not None]
+        if runs:
+            unit = "ops/s" if r["metric"] == "throughput" else "ms"
+            lines.append(f"- {scenario}: the default's {r['metric']} over its {len(runs)} runs: mean "
+                         f"{mean(runs):,.4g} {unit}, from {min(runs):,.4g} to {max(runs):,.4g}")
     lines += ["", "## The tuned configurations", ""]
     for scenario, r in results["scenarios"].items():
         for optimizer, t in r["tuned"].items():

@@ -496,6 +496,14 @@ def test_latest_is_cassandra_5s_own_recommendation_as_knob_values(tmp_path):
     own = tmp_path / "mine.yaml"
     own.write_text("concurrent_writes: 48\n")
     assert load_config(own, "cassandra") == {"concurrent_writes": 48}
+    # another study's best, found in v5's wider range (concurrent_writes [2, 128], the catalog's [8, 64]): measured
+    other = tmp_path / "irace-best.yaml"
+    other.write_text("concurrent_writes: 68\nmemtable: trie\n")
+    assert parse_candidates(f"best,{other}", space, {"concurrent_writes": 64})["irace-best"] == {
+        "concurrent_writes": 68, "memtable": "trie"}
+    other.write_text("concurrent_writes: -3\n")   # a value Cassandra refuses is still refused
+    with pytest.raises(KnobError, match="outside the values the datastore accepts"):
+        parse_candidates(str(other), space, None)
 
 
 def test_the_heap_knob_defaults_to_the_trials_heap_and_sets_both_flags():

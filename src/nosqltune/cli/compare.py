@@ -192,8 +192,9 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
             if not best_practice:
                 raise UsageError(f"the {space.system} knob space has no best-practice rules (Cassandra's has)")
             out["best-practice"] = best_practice
-        elif Path(item).exists():
-            out[Path(item).stem] = space.validate(load_config(item, space.system))
+        elif Path(item).exists():   # a configuration to measure, not to search: e.g. another study's best, found
+            # in a wider range (v5's concurrent_writes [2, 128]); only values the datastore refuses are refused
+            out[Path(item).stem] = space.validate(load_config(item, space.system), allow_outside_range=True)
         elif item in named_configs(space.system):   # e.g. latest: Cassandra 5.0's cassandra_latest.yaml
             out[item] = space.validate(load_config(item, space.system), allow_outside_range=True)
         else:
