@@ -27,6 +27,8 @@ from statistics import mean
 
 import yaml
 
+from nosqltune.objective import metric_unit
+
 from common import RESULTS, kept_notes, log, nosqltune, study_rows  # bench/common.py
 
 FOLDER = RESULTS / "impact"
@@ -143,9 +145,8 @@ def write(results: dict) -> None:
     for scenario, r in results["scenarios"].items():
         runs = [v for v in r.get("default_values", []) if v is not None]
         if runs:
-            unit = "ops/s" if r["metric"] == "throughput" else "ms"
             lines.append(f"- {scenario}: the default's {r['metric']} over its {len(runs)} runs: mean "
-                         f"{mean(runs):,.4g} {unit}, from {min(runs):,.4g} to {max(runs):,.4g}")
+                         f"{mean(runs):,.4g} {metric_unit(r['metric'])}, from {min(runs):,.4g} to {max(runs):,.4g}")
     lines += ["", "## The tuned configurations", ""]
     for scenario, r in results["scenarios"].items():
         for optimizer, t in r["tuned"].items():
