@@ -42,26 +42,49 @@ def check_writable(*which: str) -> None:
         folder = where()
         given = f"{variable}={os.environ[variable]}" if os.environ.get(variable) else f"the {name} folder {folder}"
         fix = f"point {variable} at a folder you can write"
-        missing = []
-        existing = folder
-        while not existing.exists() and existing != existing.parent:
-            missing.append(existing)
-            existing = existing.parent
+        existing, missing = nearest_existing(folder)
         if not existing.is_dir():
             raise UsageError(f"{given}: {existing} is a file, not a folder: {fix}")
         if not os.access(existing, os.W_OK | os.X_OK):
             raise UsageError(f"{given}: {existing} cannot be written by this user: {fix}")
-        made = []
         try:
-            for path in reversed(missing):
-                path.mkdir()
-                made.append(path)
+            made = make_folders(missing)
         except OSError as exc:
             raise UsageError(f"{given}: cannot create {exc.filename or folder} ({exc.strerror}): {fix}") from None
-        finally:
-            for path in reversed(made):
-                with contextlib.suppress(OSError):   # another process began to use it meanwhile: it stays
-                    path.rmdir()
+        remove_folders(made)
+
+
+def nearest_existing(path: Path) -> tuple[Path, list[Path]]:
+    """The nearest path at or above `path` that exists, and the missing folders below it down to `path`
+    (outermost first)."""
+    missing = []
+    existing = path.absolute()
+    while not existing.exists() and existing != existing.parent:
+        missing.append(existing)
+        existing = existing.parent
+    return existing, missing[::-1]
+
+
+def make_folders(missing: list[Path]) -> list[Path]:
+    """Create `missing` (outermost first) and return them; if one cannot be made, those made are taken away
+    again and the OSError raised."""
+    made: list[Path] = []
+    try:
+        for folder in missing:
+            folder.mkdir()
+            made.append(folder)
+    except OSError:
+        remove_folders(made)
+        raise
+    return made
+
+
+def remove_folders(made: list[Path]) -> None:
+    """Take away folders `make_folders` made, innermost first; one another process began to use meanwhile
+    stays."""
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def maven_repo() -> Path:

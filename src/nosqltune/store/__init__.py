@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from ..errors import UsageError
+from ..runtime.paths import make_folders, nearest_existing, remove_folders
 from .base import LEASE_TTL_S, Lease, Store, StudyBusy, TrialState
 from .sql import SCHEMA_VERSION
 from .sqlite import SqliteStore
@@ -97,8 +98,7 @@ def open_store(url_or_path: str) -> Store:
         if not existed:
             for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
                 leftover.unlink(missing_ok=True)
-        for folder in reversed(created):
-            folder.rmdir()
+        remove_folders(created)
         raise
 
 
@@ -112,22 +112,12 @@ def open_existing_store(url_or_path: str) -> Store:
 def _make_parents(path: Path) -> list[Path]:
     """Create the missing folders above `path`; returns those created (outermost first), so a failure can
     take them away again."""
-    missing = []
-    parent = path.absolute().parent
-    while not parent.exists():
-        missing.append(parent)
-        parent = parent.parent
-    if not parent.is_dir():
-        raise UsageError(f"cannot create the study store {path}: {parent} is not a directory: give --study a path "
+    existing, missing = nearest_existing(path.absolute().parent)
+    if not existing.is_dir():
+        raise UsageError(f"cannot create the study store {path}: {existing} is not a directory: give --study a path "
                          "in a folder")
-    created: list[Path] = []
     try:
-        for folder in reversed(missing):
-            folder.mkdir()
-            created.append(folder)
+        return make_folders(missing)
     except OSError as exc:
-        for folder in reversed(created):
-            folder.rmdir()
         raise UsageError(f"cannot create the study store {path}: {exc.strerror} ({exc.filename}): give --study a path "
                          "in a folder you can write") from None
-    return created
