@@ -138,6 +138,24 @@ def test_smac_configspace_has_the_condition(space):
     assert cs["threads"].log and not cs["ratio"].log
 
 
+def test_smac_writes_in_the_studys_side_folder_not_the_machines_temporary_one(space, tmp_path, monkeypatch):
+    """A tuner killed while SMAC runs leaves SMAC's folder behind: it must be one of ours, never /tmp."""
+    import tempfile
+
+    from nosqltune.optimizers import make_optimizer
+
+    machine_tmp = tmp_path / "tmp"
+    machine_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(machine_tmp))
+    side = tmp_path / "study.tune.smac"
+    smac = make_optimizer("smac", space, seed=1, budget=4, workloads=["w"], workdir=side)
+    suggestion = smac.ask()
+    smac.tell(suggestion, -analytic.throughput(suggestion.config))
+    assert (side / "smac").is_dir() and not list(machine_tmp.iterdir())
+    smac.close()
+    assert not side.exists()       # made for SMAC alone, so taken away with its run history
+
+
 def test_irace_parameters_file_has_types_log_and_conditions(space):
     text = parameters_file(space)
     lines = {line.split()[0]: line for line in text.splitlines() if not line.startswith("#")}

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 from typing import Any
 
 from .base import Optimizer, Suggestion
+from ..runtime.paths import make_folders, nearest_existing, remove_folders
 from ..knobs.space import TuningSpace, categorical, choices_of
 
 
@@ -80,7 +80,10 @@ class SMACOptimizer(Optimizer):
         from smac import Scenario
 
         self.cs = configspace_of(self.space, self.seed)
-        self._outdir = tempfile.mkdtemp(prefix="nosqltune-smac-")
+        # SMAC writes its run history to a folder: the study's own side folder, not the machine's temporary one
+        # (a killed tuner leaves it behind; the next run of the study reuses and clears it)
+        self._made = make_folders(nearest_existing(self.workdir)[1])
+        self._outdir = self.workdir / "smac"
         n = max(self.budget, 2)
         scenario = Scenario(self.cs, name="nosqltune", output_directory=self._outdir, deterministic=True,
                             n_trials=n, seed=self.seed)
@@ -136,6 +139,7 @@ class SMACOptimizer(Optimizer):
 
     def close(self) -> None:
         shutil.rmtree(self._outdir, ignore_errors=True)
+        remove_folders(self._made)
 
 
 def _never_called(config, seed: int = 0) -> float:  # SMAC wants a target function; ask/tell never calls it
