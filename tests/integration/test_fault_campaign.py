@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.faults,
 
 # fault -> what the faulted trial's first row must be stored as (a stopped tuner's trial is run again on resume)
 EXPECTED = {
-    "datastore-kill": ("FAIL", {"crashed", "workload", "refused"}),   # refused: killed while it started
+    "datastore-kill": ("FAIL", {"crashed", "workload"}),   # crashed also when killed while it started
     "datastore-hang": ("FAIL", {"workload", "timeout", "refused"}),
     "client-kill": ("FAIL", {"workload"}),
     "client-hang": ("FAIL", {"timeout"}),

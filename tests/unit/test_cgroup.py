@@ -6,6 +6,7 @@ import errno
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -420,3 +421,34 @@ def test_real_group_caps_page_cache_and_its_reads_go_to_disk(tmp_path):
         group.close()
     assert not group.path.exists()
     assert not any(p.name.startswith("nosqltune-test-") for p in group.path.parent.iterdir())
+
+
+def test_real_group_tells_the_out_of_memory_killer_from_another_process(tmp_path):
+    """A datastore that dies while it starts: its memory group's out-of-memory count says whether the
+    configuration did not fit (refused) or another process killed it (crashed)."""
+    if os.geteuid() != 0 or cgroup.usable():
+        pytest.skip(cgroup.usable() or "memory cgroups need root")
+    group = MemoryGroup.create(f"test-oom-{os.getpid()}", 32 * MiB)
+    procs = []
+    try:
+        sleeper = process.spawn([sys.executable, "-c", "import time; time.sleep(60)"], preexec=group.preexec())
+        procs.append(sleeper)
+        os.kill(sleeper.pid, signal.SIGKILL)
+        sleeper.wait(10)
+        kills = group.usage().oom_kills
+        assert kills == 0
+        assert process.startup_failure_kind(sleeper, kills) == "crashed"
+        assert "by another process" in process.death_cause(sleeper, kills)
+
+        hog = process.spawn([sys.executable, "-c", "x = b'1' * (256 << 20); import time; time.sleep(60)"],
+                            preexec=group.preexec())
+        procs.append(hog)
+        hog.wait(30)
+        kills = group.usage().oom_kills
+        assert hog.returncode == -signal.SIGKILL and kills >= 1
+        assert process.startup_failure_kind(hog, kills) == "refused"
+        assert "out-of-memory killer" in process.death_cause(hog, kills)
+    finally:
+        for proc in procs:
+            process.terminate(proc, timeout=5)
+        group.close()

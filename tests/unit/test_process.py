@@ -117,3 +117,19 @@ def test_children_do_not_inherit_the_store_password(monkeypatch):
     assert seen() == ["unset", "kept"]
     assert "PGPASSWORD" not in process.child_env(X="1") and process.child_env(X="1")["X"] == "1"
     assert seen(env={"PGPASSWORD": "given"}) == ["given", "unset"]
+
+
+def test_how_a_datastore_that_ended_while_it_started_is_told():
+    exited = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+    exited.wait(10)
+    assert process.death_cause(exited) is None
+    assert process.startup_failure_kind(exited) == "refused"        # it rejected its configuration itself
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        killed.send_signal(sig)
+        killed.wait(10)
+        assert process.startup_failure_kind(killed) == "crashed"     # no memory group said it ran out
+        assert process.startup_failure_kind(killed, oom_kills=1) == "refused"
+        assert process.death_cause(killed).startswith(f"killed by {sig.name}")
+    assert "or the kernel's out-of-memory killer" in process.death_cause(killed)      # no group: cannot tell
+    assert "counted no out-of-memory kill" in process.death_cause(killed, oom_kills=0)

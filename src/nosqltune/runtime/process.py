@@ -91,14 +91,29 @@ def terminate(proc: subprocess.Popen, timeout: float = 20.0) -> int | None:
     return proc.returncode
 
 
-def death_cause(proc: subprocess.Popen | None) -> str | None:
-    """How an ended child ended when a signal ended it ("killed by SIGKILL ..."), else None (it exited itself)."""
+def death_cause(proc: subprocess.Popen | None, oom_kills: int | None = None) -> str | None:
+    """How an ended child ended when a signal ended it ("killed by SIGKILL ..."), else None (it exited itself).
+    `oom_kills`, the out-of-memory kills its memory group counted (None: it ran in none), tells the kernel's
+    killer from another process."""
     code = None if proc is None else proc.poll()
     if code is None or code >= 0:
         return None
     name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
-    hint = " (by another process, or the kernel's out-of-memory killer)" if -code == signal.SIGKILL else ""
-    return f"killed by {name}{hint}"
+    if oom_kills:
+        return f"killed by {name}: the kernel's out-of-memory killer, its memory group was full"
+    if -code != signal.SIGKILL:
+        return f"killed by {name}"
+    if oom_kills == 0:
+        return f"killed by {name} (by another process: its memory group counted no out-of-memory kill)"
+    return f"killed by {name} (by another process, or the kernel's out-of-memory killer)"
+
+
+def startup_failure_kind(proc: subprocess.Popen, oom_kills: int | None = None) -> str:
+    """The failure kind of a datastore that ended while it started: `refused` when it exited by itself (it
+    rejected its configuration) or its memory group ran out (the configuration does not fit), `crashed` when
+    a signal ended it otherwise (another process killed it, or it crashed)."""
+    code = proc.poll()
+    return "crashed" if code is not None and code < 0 and not oom_kills else "refused"
 
 
 def reap_all() -> None:

@@ -214,6 +214,10 @@ class CassandraNode:
         usage = self._group.usage()
         return {"limit_bytes": self._group.limit_bytes, **{k: v for k, v in vars(usage).items()}}
 
+    def oom_kills(self) -> int | None:
+        """Out-of-memory kills in the node's memory group (None when it runs in none)."""
+        return None if self._group is None else self._group.usage().oom_kills
+
     def _close_group(self) -> None:
         if self._group is not None:
             self._group.close()
@@ -234,9 +238,10 @@ class CassandraNode:
 
         while True:
             if self.proc.poll() is not None:
-                how = process.death_cause(self.proc) or f"code {self.proc.returncode}"
-                raise TrialError("refused", f"Cassandra exited during startup ({how}): {self.failure_cause()}",
-                                 self.log_excerpt())
+                oom_kills = self.oom_kills()
+                how = process.death_cause(self.proc, oom_kills) or f"code {self.proc.returncode}"
+                raise TrialError(process.startup_failure_kind(self.proc, oom_kills),
+                                 f"Cassandra exited during startup ({how}): {self.failure_cause()}", self.log_excerpt())
             if try_query(self.address, self.ports.native):
                 return
             if time.monotonic() - started > timeout:

@@ -344,8 +344,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                                  cost=servers.cost_sources(), extra=_consistency(settings))
             dead = servers.dead()
             if dead is not None:
-                raise TrialError("crashed", f"Cassandra ({dead.address}) died during the run: "
-                                 f"{dead.crash_report() or process.death_cause(dead.proc) or dead.failure_cause()}",
+                how = dead.crash_report() or process.death_cause(dead.proc, dead.oom_kills()) or dead.failure_cause()
+                raise TrialError("crashed", f"Cassandra ({dead.address}) died during the run: {how}",
                                  dead.log_excerpt())
             after = internals.node_stats(node.ports.jmx)
             memory = {f"node{i}": m for i, m in enumerate((n.memory() for n in servers.members), 1) if m}

@@ -116,7 +116,8 @@ class RedisServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise TrialError("refused", f"redis-server exited at startup: {process.death_cause(self.proc) or self.failure_cause()}",
+                how = process.death_cause(self.proc) or self.failure_cause()
+                raise TrialError(process.startup_failure_kind(self.proc), f"redis-server exited at startup: {how}",
                                  self.log_excerpt())
             try:
                 with self.connect(timeout=2) as conn:
