@@ -114,6 +114,16 @@ def test_canonical_puts_inactive_knobs_at_default(space):
     assert space.key({"mode": "slow", "level": 17}) == space.key({"mode": "slow", "level": 3})
 
 
+def test_a_log_scaled_float_keeps_significant_digits_near_its_small_bound():
+    from nosqltune.knobs import load_space
+
+    tuning = TuningSpace(load_space("cassandra").subset(["bloom_filter_fp_chance", "memtable_cleanup_threshold"]))
+    config = tuning.canonical({"bloom_filter_fp_chance": 0.0012345, "memtable_cleanup_threshold": 0.123456})
+    assert config == {"bloom_filter_fp_chance": 0.00123, "memtable_cleanup_threshold": 0.123}
+    assert tuning.key({"bloom_filter_fp_chance": 0.0012}) != tuning.key({"bloom_filter_fp_chance": 0.001})
+    assert tuning.canonical({"bloom_filter_fp_chance": 0.0512345})["bloom_filter_fp_chance"] == 0.0512
+
+
 def test_knob_that_can_never_take_effect_is_left_out():
     from nosqltune.knobs import load_space
 

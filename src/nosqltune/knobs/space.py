@@ -6,7 +6,7 @@ of the search and reported in `inert`. Conditions that refer only to knobs outsi
 their defaults are dropped (always true). What remains are clauses between knobs of the subset.
 
 Configurations are canonical: every tunable knob has a typed value, floats are rounded to `FLOAT_DIGITS`
-decimals, and a knob whose condition is off under the configuration holds its default (so two
+decimals (significant digits on a log scale, where 0.0012 and 0.001 differ by a fifth), and a knob whose condition is off under the configuration holds its default (so two
 configurations that set Cassandra up the same way compare equal).
 """
 
@@ -20,6 +20,14 @@ from typing import Any, Mapping
 from . import Knob, KnobSpace, _parse_condition  # noqa: F401  (conditions are parsed by the knob module)
 
 FLOAT_DIGITS = 3
+
+
+def round_float(knob: Knob, value: float) -> float:
+    """A float knob's value as configurations keep it: FLOAT_DIGITS decimals, or FLOAT_DIGITS significant
+    digits when the knob is searched on a log scale (bloom_filter_fp_chance over [0.001, 0.1])."""
+    if knob.log and value > 0:
+        return float(f"{value:.{FLOAT_DIGITS}g}")
+    return round(float(value), FLOAT_DIGITS)
 
 
 class TuningSpace:
@@ -75,7 +83,7 @@ class TuningSpace:
             value = config.get(knob.name, knob.default)
             value = knob.coerce(value, allow_outside_range=True)
             if knob.type == "float":
-                value = round(float(value), FLOAT_DIGITS)
+                value = round_float(knob, value)
             out[knob.name] = value
         for knob in self.knobs:
             if not self.is_active(knob.name, out):

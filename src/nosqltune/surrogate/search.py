@@ -22,11 +22,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
 
-from ..knobs.space import FLOAT_DIGITS, TuningSpace, categorical, choices_of
+from ..knobs.space import TuningSpace, categorical, choices_of, round_float
 
 Score = Callable[[np.ndarray], np.ndarray]   # model rows -> values to MAXIMIZE
 METHODS = ("ga", "anneal")
@@ -107,7 +108,7 @@ class Codec:
                 if knob.type == "int":
                     v = np.floor(v)
                 else:
-                    v = np.round(v, FLOAT_DIGITS)
+                    v = np.vectorize(partial(round_float, knob))(v)
                 V[:, j] = np.clip(v, knob.range[0], knob.range[1])
         return V
 
