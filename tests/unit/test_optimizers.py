@@ -166,6 +166,25 @@ def test_smac_writes_in_the_studys_side_folder_not_the_machines_temporary_one(sp
     assert not side.exists()       # made for SMAC alone, so taken away with its run history
 
 
+def test_smac_asks_without_numpys_empty_mean_warning(space, tmp_path):
+    """SMAC's local search averages its step times for a debug line also when it took no step: numpy's warning
+    of it is not shown (it printed two lines of warnings every few trials of a study)."""
+    import warnings
+
+    import numpy as np
+
+    from nosqltune.optimizers import make_optimizer
+
+    smac = make_optimizer("smac", space, seed=1, budget=4, workloads=["w"], workdir=tmp_path / "smac")
+    ask = smac.smac.ask
+    smac.smac.ask = lambda: (np.mean(np.array([])), ask())[1]     # what SMAC's local search does
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        suggestion = smac.ask()
+    assert set(suggestion.config) == set(space.names)
+    smac.close()
+
+
 def test_irace_parameters_file_has_types_log_and_conditions(space):
     text = parameters_file(space)
     lines = {line.split()[0]: line for line in text.splitlines() if not line.startswith("#")}

@@ -109,7 +109,14 @@ class SMACOptimizer(Optimizer):
         return self.space.canonical({name: values[name] for name in values})
 
     def ask(self) -> Suggestion:
-        info = self.smac.ask()
+        import warnings
+
+        with warnings.catch_warnings():
+            # SMAC's local search logs the mean time of its steps at debug level, computed also when it took
+            # none (numpy warns of an empty mean): the warning says nothing about the search
+            warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+            warnings.filterwarnings("ignore", "invalid value encountered in scalar divide", RuntimeWarning)
+            info = self.smac.ask()
         suggestion = Suggestion(self._to_config(info.config),
                                 meta={"origin": str(getattr(info.config, "origin", None) or "")})
         self._pending[id(suggestion)] = info
