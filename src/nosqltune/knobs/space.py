@@ -6,8 +6,9 @@ of the search and reported in `inert`. Conditions that refer only to knobs outsi
 their defaults are dropped (always true). What remains are clauses between knobs of the subset.
 
 Configurations are canonical: every tunable knob has a typed value, floats are rounded to `FLOAT_DIGITS`
-decimals (significant digits on a log scale, where 0.0012 and 0.001 differ by a fifth), and a knob whose condition is off under the configuration holds its default (so two
-configurations that set Cassandra up the same way compare equal).
+decimals (significant digits on a log scale, where 0.0012 and 0.001 differ by a fifth), and a knob whose
+condition is off under the configuration holds its default (so two configurations that set Cassandra up the
+same way compare equal).
 """
 
 from __future__ import annotations
