@@ -192,11 +192,11 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
             if not best_practice:
                 raise UsageError(f"the {space.system} knob space has no best-practice rules (Cassandra's has)")
             out["best-practice"] = best_practice
-        elif Path(item).exists() or item in named_configs(space.system):
+        elif (is_file := Path(item).exists()) or item in named_configs(space.system):
             # a configuration to measure, not to search (a YAML file, e.g. another study's best found in a wider
             # range such as v5's concurrent_writes [2, 128], or a named one such as latest: cassandra_latest.yaml):
             # only values the datastore refuses are refused
-            label = Path(item).stem if Path(item).exists() else item
+            label = Path(item).stem if is_file else item
             out[label] = space.validate(load_config(item, space.system), allow_outside_range=True)
         else:
             named = "".join(f", {n}" for n in named_configs(space.system))
