@@ -6,7 +6,8 @@ JSON-lines file; each test writes its row there after its assertions passed. Thi
 the table: per fault and phase, what the user saw, the faulted trial's stored state and reason, trials lost,
 trials counted twice, processes and files left behind, whether the study finished (resumed when the tuner
 itself was stopped), and the time a hang took to be detected; then the count of bad inputs tried (each exit 2,
-one line) and the security checks.
+one line) and the security checks. The reading written by hand under the fault table, between its notes
+markers, is kept when the file is written again.
 
     python3 bench/faults.py test-artifacts/faults.jsonl
 """
@@ -19,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from common import RESULTS, kept_notes  # bench/common.py
 
 
 def _cell(value) -> str:
@@ -63,7 +64,8 @@ def write(rows: list[dict], out: Path) -> str:
                   f"{_cell(stored)} | {_cell(r.get('lost'))} | {_cell(r.get('counted_twice'))} | "
                   f"{_cell(r.get('orphans'))} | {_cell(r.get('files_outside'))} | {_cell(r.get('resumed'))} | "
                   f"{_cell(r.get('detect_s'))} |")
-    md += ["", "## Bad inputs", "",
+    md += [""] + kept_notes(out, Path(__file__).name)   # the reading written by hand under the table
+    md += ["## Bad inputs", "",
            f"{len(bad)} distinct bad inputs (tests/unit/test_bad_input.py), each exiting 2 with one line naming the "
            "problem and the fix, nothing written; below them, the missing tools (exit 3, a setup problem):", "",
            "| command | input | exit | message |", "|---|---|---|---|"]
