@@ -45,6 +45,11 @@ def test_disk_bound_reads_from_disk_inside_a_memory_cgroup(nosqltune_home, tmp_p
     assert memory["limit_bytes"] == (1024 + 768 + 8) << 20 and memory["used"] <= memory["limit_bytes"]
     assert memory["oom_kills"] == 0
     assert "memory_cgroup" not in rows[0]["internals"]
+    # the data disk's read-ahead is on record: what a page fault of mmap reads around the page it needs
+    from nosqltune.runtime.environment import read_ahead_kb
+
+    if read_ahead_kb(nosqltune_home) is not None:
+        assert rows[1]["internals"]["read_ahead_kb"] == read_ahead_kb(nosqltune_home)
     # the group went with the node
     assert not [p for p in Path("/sys/fs/cgroup").rglob("nosqltune-nodes-*") if p.is_dir()]
 

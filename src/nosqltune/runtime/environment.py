@@ -30,6 +30,20 @@ def meminfo_kib(field: str) -> int | None:
     return None
 
 
+def read_ahead_kb(path: Path) -> int | None:
+    """The read-ahead (KiB) of the block device holding `path`; None when it is on no block device (tmpfs) or
+    the kernel does not say. A memory-mapped read that faults reads this much around the page it needs."""
+    try:
+        dev = os.stat(path).st_dev
+        block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
+        for folder in (block, block.parent):   # a partition's queue is its disk's
+            if (folder / "queue" / "read_ahead_kb").exists():
+                return int((folder / "queue" / "read_ahead_kb").read_text())
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def _memory_gib() -> float | None:
     kib = meminfo_kib("MemTotal")
     return None if kib is None else round(kib / 1024 / 1024, 1)

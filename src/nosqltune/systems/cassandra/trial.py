@@ -11,6 +11,7 @@ from typing import Any
 from ...errors import TrialError
 from ...knobs import KnobSpace
 from ...runtime import process
+from ...runtime.environment import read_ahead_kb
 from ...runtime.paths import claim_trial_dir, work_dir
 from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
                       record_run)
@@ -304,6 +305,9 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             timings["restore_s"] = sum(dataset.restore_into(data_dir, "copy" if settings.restore_mode == "copy"
                                                             else "link", part=part, warm=not cold)
                                        for data_dir, part in servers.data_dirs())
+            ahead = read_ahead_kb(servers.data_dirs()[0][0])
+            if ahead is not None:   # what a page fault of mmap reads around the page it needs
+                result.internals["read_ahead_kb"] = ahead
             if cold:
                 from ...runtime.cgroup import evict_page_cache
 
