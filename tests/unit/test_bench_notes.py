@@ -12,12 +12,16 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 @pytest.fixture()
 def faults(monkeypatch):
+    """bench/faults.py, imported for the test and forgotten after it (bench/ is no package)."""
     monkeypatch.syspath_prepend(str(BENCH))
     for name in ("faults", "common"):
-        sys.modules.pop(name, None)
+        if name in sys.modules:
+            monkeypatch.delitem(sys.modules, name)
     import faults as module
 
-    return module
+    yield module
+    for name in ("faults", "common"):
+        sys.modules.pop(name, None)
 
 
 ROWS = [{"kind": "fault", "fault": "datastore-kill", "phase": "measure", "system": "redis", "time": 1.0e9,
@@ -31,6 +35,7 @@ def test_a_new_faults_file_gets_empty_notes_markers_under_the_table(faults, tmp_
     text = faults.write(ROWS, out)
     start, end = "<!-- notes: hand-written, kept by bench/faults.py -->", "<!-- /notes -->"
     assert text.index("| datastore-kill |") < text.index(start) < text.index(end) < text.index("## Bad inputs")
+    assert text[text.index(start) + len(start):text.index(end)].strip() == ""
 
 
 def test_rewriting_the_faults_file_keeps_its_reading_and_renews_the_table(faults, tmp_path):

@@ -1,31 +1,40 @@
-"""What the runtime reads of the machine: the data disk's read-ahead."""
+"""What the runtime reads of the machine: the data disk's queue and read-ahead."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+import os
 from pathlib import Path
 
-import pytest
-
-from nosqltune.runtime.environment import read_ahead_kb
+from nosqltune.runtime.environment import disk_queue, read_ahead_kb
 
 
-def test_read_ahead_is_the_mounted_disks_own(tmp_path):
-    """Found by the path's device number; checked against the disk named by the mount table."""
-    if not shutil.which("findmnt"):
-        pytest.skip("no findmnt here")
-    source = subprocess.run(["findmnt", "-no", "SOURCE", "-T", str(tmp_path)], capture_output=True,
-                            text=True).stdout.strip()
-    disk = Path("/sys/class/block") / Path(source).name
-    if not source.startswith("/dev/") or not disk.exists():
-        pytest.skip(f"{tmp_path} is not on a block device ({source or 'unknown'})")
-    queue = disk / "queue" if (disk / "queue").exists() else disk.resolve().parent / "queue"
-    assert read_ahead_kb(tmp_path) == int((queue / "read_ahead_kb").read_text())
+def fake_sysfs(tmp_path: Path, read_ahead: str | None) -> Path:
+    """A sysfs whose entry for tmp_path's device is partition vda1 of disk vda (the queue is the disk's)."""
+    dev = os.stat(tmp_path).st_dev
+    sysfs = tmp_path / "sys"
+    disk = sysfs / "devices" / "vda"
+    (disk / "vda1").mkdir(parents=True)
+    if read_ahead is not None:
+        (disk / "queue").mkdir()
+        (disk / "queue" / "read_ahead_kb").write_text(read_ahead + "\n")
+    (sysfs / "dev" / "block").mkdir(parents=True)
+    (sysfs / "dev" / "block" / f"{os.major(dev)}:{os.minor(dev)}").symlink_to(disk / "vda1")
+    return sysfs
+
+
+def test_a_partitions_read_ahead_is_its_disks(tmp_path):
+    sysfs = fake_sysfs(tmp_path, "8192")
+    assert disk_queue(tmp_path, sysfs) == (sysfs / "devices" / "vda" / "queue").resolve()
+    assert read_ahead_kb(tmp_path, sysfs) == 8192
+
+
+def test_no_read_ahead_where_the_disk_has_no_queue_or_no_number(tmp_path):
+    assert read_ahead_kb(tmp_path, fake_sysfs(tmp_path, None)) is None
+    other = tmp_path / "other"
+    other.mkdir()
+    assert read_ahead_kb(other, fake_sysfs(other, "lots")) is None
 
 
 def test_no_read_ahead_off_a_block_device():
-    if not Path("/proc").is_mount():
-        pytest.skip("no /proc mount")
-    assert read_ahead_kb(Path("/proc/self")) is None   # procfs: no disk behind it
+    assert disk_queue(Path("/proc/self")) is None   # procfs: no disk behind it
     assert read_ahead_kb(Path("/no/such/folder")) is None

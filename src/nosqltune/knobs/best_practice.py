@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..runtime.environment import disk_queue
 from . import KnobError, KnobSpace
 
 FACTS = ("cores", "drives", "ssd", "heap_mib")
@@ -55,16 +56,11 @@ def evaluate(rule: str, facts: dict[str, float]) -> float:
 
 def rotational(path: Path, sysfs: Path = Path("/sys")) -> bool | None:
     """Whether the disk holding `path` spins (sysfs), or None when it cannot be told."""
+    queue = disk_queue(path, sysfs)
     try:
-        dev = os.stat(path).st_dev
-        base = (sysfs / "dev" / "block" / f"{os.major(dev)}:{os.minor(dev)}").resolve()
-        for queue in (base / "queue", base.parent / "queue"):   # a partition's queue is its disk's
-            flag = queue / "rotational"
-            if flag.exists():
-                return flag.read_text().strip() == "1"
+        return (queue / "rotational").read_text().strip() == "1" if queue else None
     except OSError:
-        pass
-    return None
+        return None
 
 
 def cpu_list(text: str) -> set[int]:

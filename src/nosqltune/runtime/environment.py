@@ -30,18 +30,28 @@ def meminfo_kib(field: str) -> int | None:
     return None
 
 
-def read_ahead_kb(path: Path) -> int | None:
-    """The read-ahead (KiB) of the block device holding `path`; None when it is on no block device (tmpfs) or
-    the kernel does not say. A memory-mapped read that faults reads this much around the page it needs."""
+def disk_queue(path: Path, sysfs: Path = Path("/sys")) -> Path | None:
+    """The sysfs queue folder (rotational, read_ahead_kb, ...) of the disk holding `path`; None when `path` is on
+    no block device (tmpfs, procfs) or cannot be found."""
     try:
         dev = os.stat(path).st_dev
-        block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
-        for folder in (block, block.parent):   # a partition's queue is its disk's
-            if (folder / "queue" / "read_ahead_kb").exists():
-                return int((folder / "queue" / "read_ahead_kb").read_text())
-    except (OSError, ValueError):
-        pass
+        base = (sysfs / "dev" / "block" / f"{os.major(dev)}:{os.minor(dev)}").resolve()
+    except OSError:
+        return None
+    for queue in (base / "queue", base.parent / "queue"):   # a partition's queue is its disk's
+        if queue.is_dir():
+            return queue
     return None
+
+
+def read_ahead_kb(path: Path, sysfs: Path = Path("/sys")) -> int | None:
+    """The read-ahead (KiB) of the disk holding `path`, None where none is found. A memory-mapped read that
+    faults reads this much around the page it needs."""
+    queue = disk_queue(path, sysfs)
+    try:
+        return int((queue / "read_ahead_kb").read_text()) if queue else None
+    except (OSError, ValueError):
+        return None
 
 
 def _memory_gib() -> float | None:
