@@ -24,6 +24,24 @@ def node_stats(jmx_port: int, keyspace: str = "ycsb", table: str = "usertable", 
     return json.loads(_run(jmx_port, ["stats", "--keyspace", keyspace, "--table", table], timeout))
 
 
+def stats_after_run(jmx_port: int, tries: int = 3, pause: float = 2.0, **kwargs) -> dict:
+    """The node's stats once its measured run is over. The run's figures are already whole and the node is
+    alive (the caller checked): a node that is slow to answer over JMX then (a heap or page cache under
+    pressure) costs the trial its internals, not its run. Up to `tries` calls `pause` seconds apart; when none
+    answers, {"internals_error": why} instead of the stats."""
+    import time
+
+    failed = None
+    for attempt in range(tries):
+        if attempt:
+            time.sleep(pause)
+        try:
+            return node_stats(jmx_port, **kwargs)
+        except TrialError as exc:
+            failed = exc
+    return {"internals_error": f"after the run, {tries} tries: {failed}"}
+
+
 def drain(jmx_port: int, timeout: float = 60.0) -> None:
     _run(jmx_port, ["drain", "--timeout-seconds", str(int(timeout))], timeout + 15)
 

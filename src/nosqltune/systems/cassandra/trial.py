@@ -351,9 +351,9 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 how = dead.crash_report() or process.death_cause(dead.proc, dead.oom_kills()) or dead.failure_cause()
                 raise TrialError("crashed", f"Cassandra ({dead.address}) died during the run: {how}",
                                  dead.log_excerpt())
-            after = internals.node_stats(node.ports.jmx)
-            memory = {f"node{i}": m for i, m in enumerate((n.memory() for n in servers.members), 1) if m}
             record_run(result, timings, metrics)
+            after = internals.stats_after_run(node.ports.jmx)
+            memory = {f"node{i}": m for i, m in enumerate((n.memory() for n in servers.members), 1) if m}
             result.internals = {**result.internals, **after, **applied,
                                 **({"memory_cgroup": memory} if memory else {}),
                                 "gc_time_ms_run": _delta(before, after, "gc_total_time_ms"),
