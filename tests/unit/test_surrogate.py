@@ -437,6 +437,10 @@ def test_best_confirm_remeasures_the_top_configurations(tmp_path, capsys, monkey
     single = json.loads(capsys.readouterr().out)["best"]
     assert main(["best", "--study", str(study)]) == 0
     assert "not confirmed" in capsys.readouterr().out
+    assert main(["best", "--study", str(study), "--format", "yaml"]) == 0
+    header = capsys.readouterr().out.splitlines()[1]
+    assert f"best {single['value']:.6g} ops/s over 1 trial(s)" in header
+    assert header.endswith("(single cold runs)") or "%" not in header   # a ratio is said to be of single runs
 
     assert main(["best", "--study", str(study), "--confirm", "--top", "2", "--rounds", "3", "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -459,6 +463,11 @@ def test_best_confirm_remeasures_the_top_configurations(tmp_path, capsys, monkey
     out = capsys.readouterr().out
     assert len([r for r in open_store(str(study)).trials() if r["tag"] == "compare"]) == 9
     assert "confirmed: mean of interleaved cold rounds" in out and "<- confirmed best" in out
+    # the YAML fragment's header says what its figure is: a confirmed mean against the default's in the same rounds
+    assert main(["best", "--study", str(study), "--format", "yaml"]) == 0
+    header = capsys.readouterr().out.splitlines()[1]
+    assert f"best {chosen['mean']:.6g} " in header and "the mean of its confirmation's interleaved cold rounds" in header
+    assert "single cold runs" not in header and "trial(s)" not in header
     assert main(["best", "--study", str(study), "--confirm", "--rounds", "1"]) == 2
     capsys.readouterr()
     # compare takes the confirmed best and says so

@@ -342,10 +342,15 @@ def cmd_best(args: argparse.Namespace) -> int:
     elif args.format == "yaml":
         header = (f"nosqltune best: study {study_name} in {args.study}; {result['optimizer']} on "
                   f"{', '.join(result['workloads'])}; {result['objective']}\n"
-                  f"best {result['best']['value']:.6g} {result['unit']} over {result['best']['trials']} trial(s)"
-                  + (f"; default {result['default']['value']:.6g}" if result["default"] and result["default"]["value"]
-                     else "")
-                  + (f"; {(result['speedup'] - 1) * 100:+.1f}% (single cold runs)" if result["speedup"] else ""))
+                  + (f"best {result['best']['value']:.6g} {result['unit']}, the mean of its confirmation's interleaved "
+                     "cold rounds" if result["best"].get("confirmed") else
+                     f"best {result['best']['value']:.6g} {result['unit']} over {result['best']['trials']} trial(s)")
+                  + (f"; default {result['default']['value']:.6g}"
+                     + (" (its runs in the study)" if result["best"].get("confirmed") else "")
+                     if result["default"] and result["default"]["value"] else "")
+                  + (f"; {(result['speedup'] - 1) * 100:+.1f}% ("
+                     + ("against the default's mean in the same rounds" if result["best"].get("confirmed")
+                        else "single cold runs") + ")" if result["speedup"] else ""))
         sys.stdout.write(yaml_fragment(space, result["best"]["config"], tune["fixed"], header, settings))
     else:
         print(format_summary(result))
