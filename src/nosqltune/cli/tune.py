@@ -340,17 +340,16 @@ def cmd_best(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps({**result, "fixed": tune["fixed"]}, default=str))
     elif args.format == "yaml":
+        best, default, confirmed = result["best"], result["default"], result["best"].get("confirmed")
+        measured = ("the mean of its confirmation's interleaved cold rounds" if confirmed
+                    else f"over {best['trials']} trial(s)")
+        basis = "against the default's mean in the same rounds" if confirmed else "single cold runs"
         header = (f"nosqltune best: study {study_name} in {args.study}; {result['optimizer']} on "
                   f"{', '.join(result['workloads'])}; {result['objective']}\n"
-                  + (f"best {result['best']['value']:.6g} {result['unit']}, the mean of its confirmation's interleaved "
-                     "cold rounds" if result["best"].get("confirmed") else
-                     f"best {result['best']['value']:.6g} {result['unit']} over {result['best']['trials']} trial(s)")
-                  + (f"; default {result['default']['value']:.6g}"
-                     + (" (its runs in the study)" if result["best"].get("confirmed") else "")
-                     if result["default"] and result["default"]["value"] else "")
-                  + (f"; {(result['speedup'] - 1) * 100:+.1f}% ("
-                     + ("against the default's mean in the same rounds" if result["best"].get("confirmed")
-                        else "single cold runs") + ")" if result["speedup"] else ""))
+                  f"best {best['value']:.6g} {result['unit']}{', ' if confirmed else ' '}{measured}"
+                  + (f"; default {default['value']:.6g}{' (its runs in the study)' if confirmed else ''}"
+                     if default and default["value"] else "")
+                  + (f"; {(result['speedup'] - 1) * 100:+.1f}% ({basis})" if result["speedup"] else ""))
         sys.stdout.write(yaml_fragment(space, result["best"]["config"], tune["fixed"], header, settings))
     else:
         print(format_summary(result))
