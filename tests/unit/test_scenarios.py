@@ -95,6 +95,36 @@ def test_a_searched_set_leaves_out_the_scenarios_knobs_and_a_resume_rebuilds_it(
     assert getattr(err.value, "exit_code", None) == 2 and "nothing is left to search" in str(err.value)
 
 
+def test_under_a_memory_cap_the_heaps_range_ends_where_the_cap_leaves_room_and_a_resume_keeps_it(capsys):
+    """disk-bound caps the node at 1 GiB of heap + 768 MiB beside it + 256 MiB of page cache: a heap above
+    1,280 MiB would eat the off-heap allowance (1,888 MiB was killed at boot every time), so v5's [512, 2048]
+    is searched as [512, 1280] there, and the study stores that range."""
+    from dataclasses import replace
+
+    from nosqltune.cli.options import _searched_space
+    from nosqltune.tuning.results import stored_subset
+
+    args = build_parser().parse_args(["tune", "--scenario", "disk-bound", "--knobs", "v5"])
+    settings = _settings(args)
+    assert settings.largest_heap_mb() == 1024 + 256
+    full = load_space("cassandra").with_knob_defaults({"heap_size": settings.heap_mb})
+    assert full.subset("v5").knobs["heap_size"].range == (512, 2048)
+    _, subset, searched = _searched_space(args, full, "tuned", settings=settings)
+    assert subset.knobs["heap_size"].range == (512, 1280) and "heap_size" in searched.names
+    assert len(subset.knobs) == len(full.subset("v5").knobs)
+    assert "heap_size searched over [512, 1280] MiB, not up to 2048" in capsys.readouterr().err
+    stored = stored_subset(subset, full)
+    assert stored == {"set": "v5", "knobs": {"heap_size": {"range": [512, 1280]}}}
+    assert full.subset(stored).knobs["heap_size"].range == (512, 1280)     # what a resume rebuilds
+    # no cap (in-memory): the set's own range, stored by its name
+    plain = build_parser().parse_args(["tune", "--knobs", "v5"])
+    _, subset, _ = _searched_space(plain, full, "tuned", settings=_settings(plain))
+    assert subset.knobs["heap_size"].range == (512, 2048) and stored_subset(subset, full) == "v5"
+    # a cap too small for the range's low end: one line, exit 2
+    with pytest.raises(UsageError, match="allows at most 384 MiB"):
+        _searched_space(args, full, "tuned", settings=replace(settings, heap_mb=256, page_cache_mb=128))
+
+
 def test_scenarios_command_lists_what_each_sets(capsys):
     assert main(["scenarios", "--json"]) == 0
     import json

@@ -33,7 +33,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     target = trial_target(settings)
     full_space = target.knob_space(settings)
     ratios = parse_ratios(args.read_ratios)
-    fixed, subset, space = _searched_space(args, full_space, "collected over")
+    fixed, subset, space = _searched_space(args, full_space, "collected over", settings=settings)
     workloads = [_ratio_workload(args, r) for r in ratios]
     for workload in workloads:
         target.preflight(workload, settings)

@@ -61,7 +61,7 @@ def _importance_measured(args: argparse.Namespace) -> int:
     settings = _settings(args)
     target = trial_target(settings)
     full_space = target.knob_space(settings)
-    fixed, subset, space = _searched_space(args, full_space, "measured")
+    fixed, subset, space = _searched_space(args, full_space, "measured", settings=settings)
     workload = _build_workload(args)
     target.preflight(workload, settings)
     study_name = args.study_name or f"importance-{workload.name}"

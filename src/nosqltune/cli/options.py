@@ -8,9 +8,12 @@ import re
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SetupError, UsageError
+
+if TYPE_CHECKING:
+    from ..systems.base import TrialSettings
 
 
 DEFAULT_STUDY = ".nosqltune/study.db"
@@ -240,11 +243,15 @@ def _per_node(args: argparse.Namespace, system: str, nodes: int) -> dict[str, di
     return out
 
 
-def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any = None):
-    """--knobs (the searched subset) and --set/--config (fixed values) checked together: (fixed, subset, space)."""
+def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any = None,
+                    settings: TrialSettings | None = None):
+    """--knobs (the searched subset) and --set/--config (fixed values) checked together: (fixed, subset, space).
+    With the trial `settings` of a memory-capped node, the heap's range ends where the cap leaves no room."""
     from ..knobs.space import TuningSpace
 
     subset = full_space.subset(args.knobs if knobs is None else knobs)
+    if settings is not None:
+        subset = _heap_within_cap(subset, full_space, settings)
     # a scenario's knob values are its situation (write-heavy's 32 MiB of memtable space is what makes it flush
     # and compact): held, never searched, or the study's default would be another scenario's
     # (a knob also given by --set/--config is not held: that clash is the user's, and said below)
@@ -265,6 +272,26 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
         return fixed, subset, TuningSpace(subset, fixed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _heap_within_cap(subset, full_space, settings):
+    """The subset with `heap_size`'s range ending at the largest heap the node's memory cap allows (a larger one
+    is killed at boot: a wasted trial), stored in the study's recipe so a resume searches the same range."""
+    largest = settings.largest_heap_mb()
+    knob = subset.knobs.get("heap_size")
+    if largest is None or knob is None or knob.range is None or knob.range[1] <= largest:
+        return subset
+    low = knob.range[0]
+    if low >= largest:
+        raise UsageError(f"heap_size's range starts at {low} MiB, and the node's memory cap "
+                         f"({settings.memory_limit_mb()} MiB, {settings.offheap_mb or 0} MiB of it kept beside the "
+                         f"heap) allows at most {largest} MiB: give a larger --page-cache or --heap, or leave "
+                         "heap_size out of --knobs")
+    result = leave_out(subset, full_space, [], {"heap_size": {"range": [low, largest]}})
+    print(f"note: heap_size searched over [{low}, {largest}] MiB, not up to {knob.range[1]}: the node's memory cap "
+          f"is {settings.memory_limit_mb()} MiB and keeps {settings.offheap_mb or 0} MiB beside the heap",
+          file=sys.stderr)
+    return result
 
 
 def leave_out(subset, full_space, names: list[str], added: dict[str, Any] | None = None):

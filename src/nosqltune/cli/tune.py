@@ -254,7 +254,7 @@ def _new_run(args: argparse.Namespace, full_space, settings):
     system = args.system or "cassandra"
     target = trial_target(settings, system, seed=args.seed)
     knobs = args.knobs if args.knobs is not None else (target.default_knobs(settings) or list(full_space.knobs))
-    fixed, subset, searched_space = _searched_space(args, full_space, "tuned", knobs)
+    fixed, subset, searched_space = _searched_space(args, full_space, "tuned", knobs, settings)
     designed = design_knobs(args, full_space, subset)
     if designed is not subset:
         subset = designed

@@ -67,6 +67,14 @@ class TrialSettings:
             return None
         return self.heap_mb + (self.offheap_mb or 0) + self.page_cache_mb
 
+    def largest_heap_mb(self) -> int | None:
+        """Under a memory cap, the largest heap a configuration may ask for: the heap may take the page cache's
+        allowance but not the off-heap one (the JVM's own memory, direct buffers, off-heap memtables and
+        filters). In disk-bound's 2 GiB cap a 1,764 MiB heap started and 1,888 MiB was killed at boot, every time
+        (bench/results/impact_tuning.md); this keeps 768 MiB beside the heap. None when the node runs uncapped."""
+        limit = self.memory_limit_mb()
+        return None if limit is None else limit - (self.offheap_mb or 0)
+
     def jvm_flags(self) -> list[str]:
         """Flags for both JVMs of a trial. With 'c1', server and client reach compiled steady state within
         seconds instead of minutes on a 2-core machine, at a lower absolute throughput (see README)."""
