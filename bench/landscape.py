@@ -175,9 +175,11 @@ def summarize(scenario: str, labels: list[str], rounds: int) -> dict:
            "default_runs_per_round": 2 if rows(scenario, DEFAULT_END) else 1, "rounds_left_out": left_out}
     for label in labels:
         found = rows(scenario, label) + (rows(scenario, DEFAULT_END) if label == "default" else [])
-        runs = default if label == "default" else _by_round(found, rounds)
+        # a variant's run counts only in a round whose default counts (a round left out is left out whole)
+        runs = default if label == "default" else [r if d is not None else None
+                                                   for r, d in zip(_by_round(found, rounds), default)]
         failed = [r for r in found if r["state"] not in ("COMPLETE", "RUNNING")]   # (RUNNING: under way)
-        entry = {"rounds": sum(r is not None and d is not None for r, d in zip(runs, default)), "failed": len(failed),
+        entry = {"rounds": sum(r is not None for r in runs), "failed": len(failed),
                  "errors": [r["error"] for r in failed][:2]}
         for key, better in ((objective, higher), *FIGURES):
             values = [r[key] for r in runs if r and r.get(key) is not None]
@@ -211,6 +213,9 @@ def write(labels: list[str], rounds: int) -> None:
     def f(v, digits=3):
         return "-" if v is None else f"{v:.{digits}f}"
 
+    def span(interval):
+        return f" [{f(interval[0])}, {f(interval[1])}]" if interval else ""
+
     for scenario, result in results.items():
         obj = result["objective"]
         default = result["variants"]["default"]
@@ -222,21 +227,18 @@ def write(labels: list[str], rounds: int) -> None:
                f"{f(default['read_p99_ms_mean'], 2)} ms, node CPU {f(default['node_cpu_us_per_op_mean'], 1)} us/op).",
                *[f"Round {r['round']} left out: its default ran at {r['first_ops_s']:,.0f} ops/s first and "
                  f"{r['last_ops_s']:,.0f} last, more than {DRIFT_LIMIT:.0%} apart (the machine's speed changed "
-                 "within the round; its trials stay in the study)." for r in result.get("rounds_left_out", [])],
+                 "within the round; its trials stay in the study)." for r in result["rounds_left_out"]],
                "", "| variant | rounds | effect on objective [95%] | throughput | read p99 | node CPU/op | "
                "node/client CPU [95%] |", "|---|---|---|---|---|---|---|"]
         ranked = sorted((l for l in labels if l != "default" and l in result["variants"]),
                         key=lambda l: -(result["variants"][l][f"{obj}_effect"] or 0))
         for label in ranked:
             v = result["variants"][label]
-            interval = v[f"{obj}_interval"]
-            ci = f" [{f(interval[0])}, {f(interval[1])}]" if interval else ""
             failed = f" ({v['failed']} failed)" if v["failed"] else ""
-            relative = v[f"{RELATIVE_COST}_interval"]
-            relative_ci = f" [{f(relative[0])}, {f(relative[1])}]" if relative else ""
-            md.append(f"| {label} | {v['rounds']}{failed} | x{f(v[f'{obj}_effect'])}{ci} | "
+            md.append(f"| {label} | {v['rounds']}{failed} | x{f(v[f'{obj}_effect'])}{span(v[f'{obj}_interval'])} | "
                       f"x{f(v['throughput_ops_s_effect'])} | x{f(v['read_p99_ms_effect'])} | "
-                      f"x{f(v['node_cpu_us_per_op_effect'])} | x{f(v[f'{RELATIVE_COST}_effect'])}{relative_ci} |")
+                      f"x{f(v['node_cpu_us_per_op_effect'])} | "
+                      f"x{f(v[f'{RELATIVE_COST}_effect'])}{span(v[f'{RELATIVE_COST}_interval'])} |")
         errors = {l: v["errors"] for l, v in result["variants"].items() if v["errors"]}
         if errors:
             md += ["", "Failed runs (first reasons):", ""]
