@@ -88,6 +88,8 @@ def test_a_study_on_ray_with_a_postgresql_store(ray_cluster, postgres_server, tm
     assert PASSWORD not in _dump(url)
 
 
+@pytest.mark.slow   # 41 s: make test-all (make test keeps a worker killed mid-trial with the local executor,
+# tests/unit/test_parallel.py, and the Ray study on PostgreSQL above)
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
 def test_a_worker_killed_mid_trial_on_ray_loses_nothing(ray_cluster, postgres_server, nosqltune_home, tmp_path,
                                                       capsys):

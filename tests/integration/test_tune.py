@@ -1,6 +1,7 @@
 """`nosqltune tune` on real Cassandra, one run per optimizer family (random: the shared study below; SMAC: the
-resume test; irace through R), and `best`, `compare`, `report`, `export` on one shared real study. The
-other optimizers (gp, rafiki, surrogate-sa) run against the recorded surrogate in the unit tests."""
+resume test and irace through R, both in `make test-all`), and `best`, `compare`, `report`, `export` on one
+shared real study. The other optimizers (gp, rafiki, surrogate-sa) run against the recorded surrogate in the
+unit tests."""
 
 import csv
 import io
@@ -129,6 +130,8 @@ def test_irace_races_on_real_cassandra(nosqltune_home, tmp_path, capsys):
     assert (tmp_path / "irace.tune.irace" / "irace.log").exists()
 
 
+@pytest.mark.slow   # 61 s: make test-all (make test keeps SMAC's resume after an interrupt on the analytic function,
+# tests/unit/test_tuning_loop.py, Ctrl-C during a real Cassandra bench and a killed tuner's resume in the fault campaign)
 def test_interrupted_smac_tune_resumes_without_lost_or_repeated_trials(nosqltune_home, tmp_path):
     study = tmp_path / "resume.db"
     cmd = [sys.executable, "-m", "nosqltune", "tune", "--workload", "ycsb-a", *SMALL, "--study", str(study),
