@@ -7,7 +7,10 @@ operation types; p95/p99 are the worst (largest) of the per-operation percentile
 percentiles per operation type only. The node's own cost, minimized: `cpu-per-op` (the datastore's CPU time,
 user + system, per operation of the measured phase, summed over a cluster's nodes, in microseconds) and
 `gc-per-op` (its garbage-collection pause time per operation, microseconds): on a machine where the client
-shares the cores, throughput measures the pair, these the server alone.
+shares the cores, throughput measures the pair, these the server alone. Its disk per operation, minimized:
+`io-per-op` (reads and writes its own volume's device served per operation: --volume) and `bytes-per-op` (bytes
+read and written per operation: the volume's device's, else what the process itself caused the storage layer to
+move): where a volume's cap is the limit, these are what a configuration can cut.
 
 Constraints (seed 004's missing piece): `p99-read<=5` or `throughput>=3000`; a trial that breaks one is
 infeasible: it never becomes the best configuration, and the optimizer sees a penalty.
@@ -30,8 +33,10 @@ OPS = ("read", "update", "insert", "scan", "readmodifywrite", "all")
 _CONSTRAINT = re.compile(r"^\s*([a-z0-9-]+)\s*(<=|>=)\s*([0-9.]+(?:e-?[0-9]+)?)\s*$")
 
 
-# the node's cost per operation: metric -> summary key (workloads/ycsb.cost_summary), in microseconds
-COST_METRICS = {"cpu-per-op": "node_cpu_us_per_op", "gc-per-op": "node_gc_us_per_op"}
+# the node's cost per operation: metric -> summary key (workloads/ycsb.cost_summary)
+COST_METRICS = {"cpu-per-op": "node_cpu_us_per_op", "gc-per-op": "node_gc_us_per_op",
+                "io-per-op": "node_io_per_op", "bytes-per-op": "node_bytes_per_op"}
+COST_UNITS = {"cpu-per-op": "us/op", "gc-per-op": "us/op", "io-per-op": "I/Os per op", "bytes-per-op": "B/op"}
 
 
 def _metric_names() -> list[str]:
@@ -57,7 +62,8 @@ def metric_value(name: str, summary: dict[str, Any]) -> float | None:
 def check_metric(name: str, what: str = "objective") -> str:
     name = name.strip().lower()
     if name not in _metric_names():
-        raise UsageError(f"unknown {what} '{name}': use throughput, cpu-per-op, gc-per-op or <avg|p95|p99|p999>-"
+        raise UsageError(f"unknown {what} '{name}': use throughput, cpu-per-op, gc-per-op, io-per-op, bytes-per-op "
+                         "or <avg|p95|p99|p999>-"
                          "<read|update|insert|scan|readmodifywrite|all>, e.g. p99-read")
     return name
 
@@ -164,7 +170,7 @@ class Evaluation:
 
 
 def metric_unit(name: str) -> str:
-    return "ops/s" if name == "throughput" else "us/op" if name in COST_METRICS else "ms"
+    return "ops/s" if name == "throughput" else COST_UNITS[name] if name in COST_METRICS else "ms"
 
 
 def geometric_mean(values: list[float]) -> float:

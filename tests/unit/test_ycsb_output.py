@@ -109,3 +109,97 @@ def test_a_node_whose_cost_was_not_read_leaves_the_cluster_figure_unknown():
 def test_output_without_cost_lines_has_no_cost_figures():
     s = summary(parse_output(SAMPLE))
     assert s["node_cpu_us_per_op"] is None and s["client_cpu_us_per_op"] is None
+
+
+DISK_FIGURES = ("dev_read_ios", "dev_write_ios", "dev_read_bytes", "dev_write_bytes",
+                "group_read_ios", "group_write_ios", "group_read_bytes", "group_write_bytes")
+DISK_KEYS = ([f"node_{f}_per_op" for f in DISK_FIGURES]
+             + [f"node_{by}_{direction}_{unit}" for by in ("dev", "group") for direction in ("read", "write")
+                for unit in ("iops", "mib_s")]
+             + ["node_dev_busy", "node_dev_read_ms_per_io"])
+
+# two nodes on volumes of their own: node1 reads more, node2 writes more and is the busier
+DISKS = COST + """[COST], node1.DevReadIOs, 30000.000
+[COST], node1.DevWriteIOs, 5000.000
+[COST], node1.DevReadBytes, 122880000.000
+[COST], node1.DevWriteBytes, 327680000.000
+[COST], node1.DevReadMs, 15000.000
+[COST], node1.DevWriteMs, 2500.000
+[COST], node1.DevBusyMs, 6000.000
+[COST], node1.GroupReadIOs, 29000.000
+[COST], node1.GroupWriteIOs, 4000.000
+[COST], node1.GroupReadBytes, 118784000.000
+[COST], node1.GroupWriteBytes, 262144000.000
+[COST], node2.DevReadIOs, 10000.000
+[COST], node2.DevWriteIOs, 8000.000
+[COST], node2.DevReadBytes, 40960000.000
+[COST], node2.DevWriteBytes, 1048576000.000
+[COST], node2.DevReadMs, 5000.000
+[COST], node2.DevWriteMs, 8000.000
+[COST], node2.DevBusyMs, 9500.000
+[COST], node2.GroupReadIOs, 11000.000
+[COST], node2.GroupWriteIOs, 8000.000
+[COST], node2.GroupReadBytes, 45056000.000
+[COST], node2.GroupWriteBytes, 1048576000.000
+"""
+
+
+def test_disk_lines_are_the_nodes_figures():
+    m = parse_output(DISKS)
+    node1 = m["cost"]["node1"]
+    assert node1["cpu_ms"] == 4000
+    assert (node1["dev_read_ios"], node1["dev_write_ios"], node1["dev_read_bytes"], node1["dev_write_bytes"]) == \
+        (30000, 5000, 122880000, 327680000)
+    assert (node1["dev_read_ms"], node1["dev_write_ms"], node1["dev_busy_ms"]) == (15000, 2500, 6000)
+    assert (node1["group_read_ios"], node1["group_write_ios"], node1["group_read_bytes"],
+            node1["group_write_bytes"]) == (29000, 4000, 118784000, 262144000)
+    assert "dev_read_ios" not in m["cost"]["client"]
+
+
+def test_disk_io_per_operation_is_summed_and_the_rates_are_the_largest_nodes():
+    s = summary(parse_output(DISKS))      # 20,000 operations in a 10 s phase
+    assert s["node_dev_read_ios_per_op"] == pytest.approx(2.0)
+    assert s["node_dev_write_ios_per_op"] == pytest.approx(0.65)
+    assert s["node_dev_read_bytes_per_op"] == pytest.approx(8192.0)
+    assert s["node_dev_write_bytes_per_op"] == pytest.approx((327680000 + 1048576000) / 20000)
+    assert s["node_group_read_ios_per_op"] == pytest.approx(2.0)
+    assert s["node_group_write_ios_per_op"] == pytest.approx(0.6)
+    assert s["node_group_read_bytes_per_op"] == pytest.approx(8192.0)
+    assert s["node_group_write_bytes_per_op"] == pytest.approx((262144000 + 1048576000) / 20000)
+    # each node has its own volume and caps: the rate is the larger node's, not the sum
+    assert s["node_dev_read_iops"] == pytest.approx(3000.0)         # node1's
+    assert s["node_dev_write_iops"] == pytest.approx(800.0)         # node2's
+    assert s["node_dev_read_mib_s"] == pytest.approx(122880000 / 2**20 / 10)
+    assert s["node_dev_write_mib_s"] == pytest.approx(100.0)        # 1000 MiB in 10 s, node2's
+    assert s["node_group_read_iops"] == pytest.approx(2900.0)
+    assert s["node_group_write_iops"] == pytest.approx(800.0)
+    assert s["node_group_read_mib_s"] == pytest.approx(118784000 / 2**20 / 10)
+    assert s["node_group_write_mib_s"] == pytest.approx(100.0)
+    assert s["node_dev_busy"] == pytest.approx(0.95)                # node2, the busier
+    assert s["node_dev_read_ms_per_io"] == pytest.approx(0.5)      # 20 s of read time over 40,000 reads
+
+
+def test_a_device_busy_throughout_is_busy_at_most_the_whole_phase():
+    # the counters are read a moment outside the phase's own clock
+    s = summary(parse_output(DISKS.replace("node2.DevBusyMs, 9500.000", "node2.DevBusyMs, 10040.000")))
+    assert s["node_dev_busy"] == 1.0
+
+
+def test_no_reads_leave_the_time_per_read_unknown():
+    text = DISKS.replace("node1.DevReadIOs, 30000.000", "node1.DevReadIOs, 0.000").replace(
+        "node2.DevReadIOs, 10000.000", "node2.DevReadIOs, 0.000")
+    s = summary(parse_output(text))
+    assert s["node_dev_read_ms_per_io"] is None and s["node_dev_read_ios_per_op"] == 0
+
+
+def test_a_node_without_disk_figures_leaves_the_disk_figures_unknown():
+    text = "".join(line + "\n" for line in DISKS.splitlines() if not line.startswith("[COST], node2.Dev"))
+    s = summary(parse_output(text))
+    assert all(s[key] is None for key in DISK_KEYS if key.startswith("node_dev")), s
+    assert s["node_group_read_iops"] == pytest.approx(2900.0)
+
+
+def test_output_without_disk_lines_has_no_disk_figures():
+    for text in (COST, SAMPLE):
+        s = summary(parse_output(text))
+        assert {key: s[key] for key in DISK_KEYS} == dict.fromkeys(DISK_KEYS)

@@ -84,6 +84,16 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                    help="Cassandra: run each node in a memory cgroup capped at its heap + the scenario's off-heap "
                         "allowance + SIZE of page cache (e.g. 256M), the restored data evicted from the page cache "
                         "before each trial (default: the scenario's; disk-bound 256M, others no cap)")
+    v = parser.add_argument_group("volume (Cassandra: each node's data on a volume of its own, as on a cloud "
+                                  "block volume; needs root, loop devices and the block I/O cgroup controller)")
+    v.add_argument("--volume", metavar="NAME", default=None,
+                   help="a cloud volume's caps and read-ahead by name: aws-gp3 (3,000 IOPS, 125 MiB/s), "
+                        "gcp-pd-standard-500g (`nosqltune volumes` lists them with their sources; default: the "
+                        "scenario's, cloud-disk and cloud-slo aws-gp3, others none)")
+    v.add_argument("--disk-iops", type=int, metavar="N", default=None,
+                   help="cap each node's volume at N reads/s and N writes/s (wins over --volume's)")
+    v.add_argument("--disk-mbps", type=int, metavar="M", default=None,
+                   help="cap each node's volume at M MiB/s of reads and M MiB/s of writes (wins over --volume's)")
     h.add_argument("--server-cpus", metavar="LIST", help="pin the datastore to these CPUs (taskset list, e.g. 0)")
     h.add_argument("--client-cpus", metavar="LIST", help="pin the YCSB client to these CPUs (e.g. 1)")
     h.add_argument("--restore", choices=["link", "copy", "reload"], default="link",
@@ -204,6 +214,11 @@ def _given(args: argparse.Namespace, space) -> dict[str, Any]:
         named = is_named_config(args.config, space.system)
         typed.update(space.validate(config, allow_outside_range=args.force or named))
     typed.update(space.validate(parse_assignments(args.assignments), allow_outside_range=args.force))
+    on_volume = [k for k in typed if space[k].applies == "volume"]
+    if on_volume and not (getattr(args, "volume", None) or getattr(args, "disk_iops", None)
+                          or getattr(args, "disk_mbps", None) or _scenario(args).volume):
+        raise UsageError(f"{on_volume[0]} sets the node's own volume: give --volume, --disk-iops or --disk-mbps "
+                         "(the machine's own disk is not a trial's to change)")
     return typed
 
 
@@ -356,6 +371,7 @@ def _settings(args: argparse.Namespace, *, surrogate: bool = False):
         if why:
             raise SetupError(f"a memory cgroup per node is needed to cap the page cache, and none can be made here: "
                              f"{why}")
+    volume = trial_volume(args, scenario, system)
     heap = trial_heap(args, most, default=scenario.heap)
     for flag in ("server_cpus", "client_cpus"):
         cpu_list(getattr(args, flag), "--" + flag.replace("_", "-"))
@@ -367,7 +383,31 @@ def _settings(args: argparse.Namespace, *, surrogate: bool = False):
                          server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
                          keep_node=args.keep_nodes, jit=args.jit, per_node=_per_node(args, system, most),
                          scenario=scenario.name, page_cache_mb=page_cache,
-                         offheap_mb=None if page_cache is None else scenario.offheap_mb or DEFAULT_OFFHEAP_MB, **design)
+                         offheap_mb=None if page_cache is None else scenario.offheap_mb or DEFAULT_OFFHEAP_MB,
+                         volume=None if volume is None else volume.to_dict(), **design)
+
+
+def trial_volume(args: argparse.Namespace, scenario, system: str):
+    """The volume of --volume, --disk-iops and --disk-mbps over the scenario's (volumes.Volume), or None; checked
+    (one line, exit 2 for a bad value, exit 3 for a machine that cannot make one) before anything starts."""
+    from ..volumes import resolve
+
+    volume = resolve(getattr(args, "volume", None) or scenario.volume, getattr(args, "disk_iops", None),
+                     getattr(args, "disk_mbps", None))
+    if volume is None:
+        return None
+    if system != "cassandra":
+        raise UsageError(f"a volume per node (--volume, --disk-iops, --disk-mbps) is for Cassandra's nodes "
+                         f"(--system cassandra), not {system}")
+    if getattr(args, "restore", "link") == "reload":
+        raise UsageError("--restore reload with a volume: the volume keeps a copy of the dataset made once and "
+                         "restores from it; use --restore link (default) or copy")
+    from ..runtime import blkio, volume as loop
+
+    why = loop.usable() or (blkio.usable() if volume.capped else None)
+    if why:
+        raise SetupError(f"a volume per node cannot be made here: {why}")
+    return volume
 
 
 def cassandra_version(text: str | None) -> str | None:

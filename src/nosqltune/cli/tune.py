@@ -396,8 +396,9 @@ def add_parsers(sub) -> None:
     t.add_argument("--objective", default=None, metavar="METRIC",
                    help="throughput (maximized), or minimized: <avg|p95|p99>-<read|update|insert|scan|all> in ms, "
                         "e.g. p99-read, or the node's own cost per operation in microseconds: cpu-per-op (its CPU "
-                        "time, user + system, summed over a cluster's nodes) or gc-per-op (its GC pauses) "
-                        "(default: the scenario's, throughput; latency-slo: p99-read)")
+                        "time, user + system, summed over a cluster's nodes) or gc-per-op (its GC pauses), or its "
+                        "disk per operation: io-per-op (I/Os its volume served; needs --volume) or bytes-per-op "
+                        "(default: the scenario's, throughput; latency-slo and cloud-slo: p99-read)")
     t.add_argument("--constraint", action="append", default=[], dest="constraints", metavar="METRIC<=X",
                    help="keep only configurations with METRIC<=X or METRIC>=X, e.g. p99-read<=5 or "
                         "throughput>=5000 (repeatable)")

@@ -27,9 +27,10 @@ __all__ = ["KnobError", "Knob", "KnobSpace", "load_space", "load_space_file", "p
            "load_overrides_file", "load_config", "named_configs", "is_named_config"]
 
 TYPES = ("int", "float", "bool", "enum")
-APPLIES = ("yaml", "table", "keyspace", "jvm", "config", "design")
+APPLIES = ("yaml", "table", "keyspace", "jvm", "config", "design", "volume")
 # config: a directive of the datastore's own config file (redis.conf); design: the physical design of the trial
-# (a field of trial.TrialSettings, named by the knob's key), e.g. the number of nodes
+# (a field of trial.TrialSettings, named by the knob's key), e.g. the number of nodes; volume: a setting of the
+# node's own volume (--volume), e.g. its read-ahead
 DESIGN_KEYS = ("nodes", "replication_factor")
 # unit suffixes of Cassandra 5.0 (storage, rate, duration); values are integers in the given unit
 UNITS = ("B", "KiB", "MiB", "GiB", "B/s", "KiB/s", "MiB/s", "ns", "us", "ms", "s", "m", "h", "d")

@@ -117,8 +117,10 @@ def keep_trial_dir(home: Path) -> None:
 
 
 def remove_orphaned_trial_dirs(nodes: Path) -> list[Path]:
-    """Remove the trial folders under `nodes` whose owner process (on this machine) no longer runs; folders without
-    an owner (kept ones, those of older versions) and those of other machines are left alone."""
+    """Remove the trial folders under `nodes` whose owner process (on this machine) no longer runs, with what the
+    killed owner left behind them: volumes still mounted under the folder (their loop devices detach) and the
+    empty cgroups named after it. Folders without an owner (kept ones, those of older versions) and those of other
+    machines are left alone."""
     import json
     import shutil
 
@@ -132,9 +134,20 @@ def remove_orphaned_trial_dirs(nodes: Path) -> list[Path]:
             continue
         if _process_identity(int(owner.get("pid", 0))) == owner:
             continue   # its owner still runs
+        release_leftovers(owner_file.parent)
         shutil.rmtree(owner_file.parent, ignore_errors=True)
         removed.append(owner_file.parent)
     return removed
+
+
+def release_leftovers(trial: Path) -> None:
+    """What a trial folder's processes may hold outside it: mounts under it (unmounted first: removing the folder
+    through a mount would delete the volume's files) and the empty cgroups named after it."""
+    from .blkio import remove_empty_groups
+    from .volume import release_mounts_under
+
+    release_mounts_under(trial)
+    remove_empty_groups(trial.name)
 
 
 def _process_identity(pid: int) -> dict:

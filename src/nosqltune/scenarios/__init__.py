@@ -24,8 +24,8 @@ from ..runtime.paths import cache_dir
 DEFAULT = "in-memory"
 _SIZES = ("records", "operations", "warmup_ops", "max_seconds", "threads")
 CALIBRATED_SIZES = ("records", "operations", "warmup_ops", "threads")   # what a calibration picks
-_FIELDS = {"summary", "why", "workload", "distribution", "heap", "memory", "knobs", "objective", "rate_fraction",
-           "calibration", "sources", *_SIZES}
+_FIELDS = {"summary", "why", "workload", "distribution", "heap", "memory", "volume", "knobs", "objective",
+           "rate_fraction", "calibration", "sources", *_SIZES}
 _CALIBRATION = {"metric", "max_cv", "max_trial_s", "measured"}
 
 
@@ -40,6 +40,7 @@ class Scenario:
     heap: str | None = None
     offheap_mb: int | None = None       # with page_cache_mb: the node's memory cgroup is heap + these two
     page_cache_mb: int | None = None
+    volume: str | None = None           # each node on a volume of its own: a preset of volumes/volumes.yaml
     knobs: dict[str, Any] = field(default_factory=dict)
     objective: str = "throughput"
     rate_fraction: float | None = None
@@ -74,6 +75,8 @@ class Scenario:
             sets["heap"] = self.heap
         if self.memory_capped:
             sets["memory"] = {"offheap_mb": self.offheap_mb, "page_cache_mb": self.page_cache_mb}
+        if self.volume:
+            sets["volume"] = self.volume
         if self.knobs:
             sets["knobs"] = dict(self.knobs)
         if self.rate_fraction is not None:
@@ -108,13 +111,19 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
         raise ValueError(f"{where}: calibration takes {', '.join(sorted(_CALIBRATION))}")
     if not 0 < float(calibration.get("max_cv", 0.05)) < 1 or float(calibration.get("max_trial_s", 60)) <= 0:
         raise ValueError(f"{where}: calibration needs 0 < max_cv < 1 and max_trial_s > 0")
+    volume = spec.get("volume")
+    if volume is not None:
+        from ..volumes import presets
+
+        if volume not in presets():
+            raise ValueError(f"{where}: volume {volume!r} is not a preset of volumes.yaml")
     fraction = spec.get("rate_fraction")
     if fraction is not None and not 0 < float(fraction) <= 1:
         raise ValueError(f"{where}: rate_fraction must be within (0, 1]")
     return Scenario(name=name, summary=" ".join(spec["summary"].split()), why=" ".join(spec["why"].split()),
                     workload=spec.get("workload"), distribution=spec.get("distribution"), sizes=sizes,
                     heap=spec.get("heap"), offheap_mb=memory.get("offheap_mb"),
-                    page_cache_mb=memory.get("page_cache_mb"), knobs=dict(spec.get("knobs") or {}),
+                    page_cache_mb=memory.get("page_cache_mb"), volume=volume, knobs=dict(spec.get("knobs") or {}),
                     objective=spec.get("objective", "throughput"),
                     rate_fraction=None if fraction is None else float(fraction),
                     sources=tuple(spec.get("sources") or ()),

@@ -79,7 +79,15 @@ class Datastore:
     def run_trial(self, space: "KnobSpace", overrides: dict[str, Any], workload: "Workload",
                   settings: TrialSettings, progress: Progress = quiet) -> TrialResult:
         settings, overrides = with_design(space, settings, overrides)
-        return self.module.run_trial(space, overrides, workload, settings, progress)
+        result = self.module.run_trial(space, overrides, workload, settings, progress)
+        if result.state == "COMPLETE":   # what limited it, stored with it (bottleneck/__init__.py says how)
+            from ..bottleneck import diagnose
+
+            verdict = diagnose(result.summary, settings.to_dict(), result.internals)
+            if verdict is not None:
+                result.internals["bottleneck"] = verdict.to_dict()
+                progress(verdict.line())
+        return result
 
 
 def target(name: str) -> Datastore:

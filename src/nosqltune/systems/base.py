@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..knobs import KnobSpace
+    from ..volumes import Volume
 
 Progress = Callable[[str], None]
 CASSANDRA_VERSION = "5.0.6"       # the Cassandra release trials run unless told (from Maven)
@@ -60,12 +61,21 @@ class TrialSettings:
     # restored data's emptied before every trial; None: no cap, the restored data read into the page cache
     page_cache_mb: int | None = None
     offheap_mb: int | None = None
+    # each node's data on a volume of its own with these caps and read-ahead (volumes.Volume as a dict: --volume,
+    # --disk-iops, --disk-mbps; systems/volume.py); None: the node's folders on the machine's disk
+    volume: dict[str, Any] | None = None
 
     def memory_limit_mb(self) -> int | None:
         """The memory cgroup limit of one node, or None when the node runs uncapped."""
         if self.page_cache_mb is None:
             return None
         return self.heap_mb + (self.offheap_mb or 0) + self.page_cache_mb
+
+    def volume_spec(self) -> "Volume | None":
+        """The volume each node runs on, or None."""
+        from ..volumes import Volume
+
+        return Volume.from_dict(self.volume)
 
     def largest_heap_mb(self) -> int | None:
         """Under a memory cap, the largest heap a configuration may ask for: the heap may take the page cache's
@@ -179,8 +189,13 @@ def end_trial(result: TrialResult, timings: dict[str, float], started: float, st
 
     from .dataset import dataset_for
 
+    from ..runtime.paths import release_leftovers
+
     t0 = time.monotonic()
-    stop()
+    try:
+        stop()
+    finally:
+        release_leftovers(home)   # a volume left mounted in the folder is unmounted before anything is removed
     timings["stop_s"] = time.monotonic() - t0
     timings["total_s"] = time.monotonic() - started
     result.timings = timings

@@ -172,30 +172,36 @@ class Dataset:
         started = time.monotonic()
         if not self.hold():
             raise FileNotFoundError(f"dataset {self.key} is not in {self.root.parent} (evicted or never built)")
-        source = self.data_dir / part if part else self.data_dir
-        if data_dir.exists():
-            shutil.rmtree(data_dir)
-        if mode == "copy":
-            shutil.copytree(source, data_dir)
-        elif mode == "link":
-            for src_root, dirs, files in os.walk(source):
-                dst_root = data_dir / Path(src_root).relative_to(source)
-                dst_root.mkdir(parents=True, exist_ok=True)
-                for name in files:
-                    src, dst = Path(src_root) / name, dst_root / name
-                    if name.endswith(_LINKED_SUFFIXES):
-                        try:
-                            os.link(src, dst)
-                            continue
-                        except OSError as exc:
-                            if exc.errno not in (errno.EXDEV, errno.EMLINK):
-                                raise
-                    shutil.copy2(src, dst)
-        else:
-            raise ValueError(f"unknown restore mode {mode!r}")
+        copy_tree(self.data_dir / part if part else self.data_dir, data_dir, mode)
         if warm:
             read_through(data_dir)
         return time.monotonic() - started
+
+
+def copy_tree(source: Path, data_dir: Path, mode: str = "link") -> None:
+    """Make `data_dir` a private copy of `source`: "link" hard-links the files a datastore never writes in place
+    (`_LINKED_SUFFIXES`) and copies the others (and any file that cannot be linked: another filesystem); "copy"
+    copies everything. What was at `data_dir` goes first."""
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+    if mode == "copy":
+        shutil.copytree(source, data_dir)
+    elif mode == "link":
+        for src_root, _dirs, files in os.walk(source):
+            dst_root = data_dir / Path(src_root).relative_to(source)
+            dst_root.mkdir(parents=True, exist_ok=True)
+            for name in files:
+                src, dst = Path(src_root) / name, dst_root / name
+                if name.endswith(_LINKED_SUFFIXES):
+                    try:
+                        os.link(src, dst)
+                        continue
+                    except OSError as exc:
+                        if exc.errno not in (errno.EXDEV, errno.EMLINK):
+                            raise
+                shutil.copy2(src, dst)
+    else:
+        raise ValueError(f"unknown restore mode {mode!r}")
 
 
 def read_through(root: Path, chunk: int = 1 << 20) -> int:

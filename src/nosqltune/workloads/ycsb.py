@@ -39,7 +39,11 @@ def _number(text: str) -> float | int:
 
 # PhasedClient's [COST] figures (NodeCost) -> our names
 COST_FIGURES = {"CpuTime(ms)": "cpu_ms", "UserTime(ms)": "user_ms", "SystemTime(ms)": "sys_ms",
-                "GcTime(ms)": "gc_ms", "GcCount": "gc_count", "ReadBytes": "read_bytes", "WriteBytes": "write_bytes"}
+                "GcTime(ms)": "gc_ms", "GcCount": "gc_count", "ReadBytes": "read_bytes", "WriteBytes": "write_bytes",
+                "DevReadIOs": "dev_read_ios", "DevWriteIOs": "dev_write_ios", "DevReadBytes": "dev_read_bytes",
+                "DevWriteBytes": "dev_write_bytes", "DevReadMs": "dev_read_ms", "DevWriteMs": "dev_write_ms",
+                "DevBusyMs": "dev_busy_ms", "GroupReadIOs": "group_read_ios", "GroupWriteIOs": "group_write_ios",
+                "GroupReadBytes": "group_read_bytes", "GroupWriteBytes": "group_write_bytes"}
 
 # PhasedClient's per-second series beside the throughput -> our names
 INTERVAL_SERIES = {"P99(ms)": "p99_ms", "SSTables": "sstables", "SSTablesPerRead": "sstables_per_read",
@@ -53,9 +57,11 @@ def parse_output(text: str) -> dict[str, Any]:
     "failed": {OP: {...}} for OP-FAILED sections, "errors": non-OK returns + failed ops,
     "warmup": {...}, "intervals_ops_s": [...], "intervals": {"p99_ms": [...], "sstables": [...], ...},
     "cost": {"operations": N, "node1": {"cpu_ms", "user_ms", "sys_ms", "gc_ms", "gc_count", "read_bytes",
-    "write_bytes"}, ..., "client": {...}}}:
-    what each datastore process and the client spent in the measured phase (a figure a source cannot give is
-    absent).
+    "write_bytes", "dev_read_ios", "dev_write_ios", "dev_read_bytes", "dev_write_bytes", "dev_read_ms",
+    "dev_write_ms", "dev_busy_ms", "group_read_ios", "group_write_ios", "group_read_bytes", "group_write_bytes"},
+    ..., "client": {...}}}:
+    what each datastore process and the client spent in the measured phase, and what the block device under each
+    node's volume (dev_*) and the node's blkio cgroup (group_*) saw (a figure a source cannot give is absent).
     """
     result: dict[str, Any] = {"runtime_ms": None, "throughput_ops_s": None, "operations": {}, "failed": {},
                               "errors": 0, "warmup": {}, "intervals_ops_s": [], "intervals": {}, "cost": {}}
@@ -140,7 +146,11 @@ def summary(metrics: dict[str, Any]) -> dict[str, float | None]:
 def cost_summary(cost: dict[str, Any], runtime_ms: float | None) -> dict[str, float | None]:
     """The node's own cost in the measured phase, summed over the datastore's processes (the nodes of a
     cluster), and the client's: CPU (user + system) and GC pause time in ms, per operation in microseconds,
-    and the CPU as cores busy on average. None where the run has no such figure (e.g. no node source)."""
+    and the CPU as cores busy on average. With the nodes' disks (run_client's `disks`): the I/Os and bytes per
+    operation the devices and the blkio groups saw, summed over the nodes; I/Os and MiB per second and the share
+    of the phase the device was busy, the largest node's (each node has its own volume and its own caps); the
+    device's average time per read I/O. None where the run has no such figure (e.g. no node source, or a node
+    without it)."""
     operations = cost.get("operations") or 0
     nodes = [figures for source, figures in cost.items() if source.startswith("node")]
     flat: dict[str, float | None] = {}
@@ -148,6 +158,12 @@ def cost_summary(cost: dict[str, Any], runtime_ms: float | None) -> dict[str, fl
     def total(sources: list[dict[str, float]], key: str) -> float | None:
         values = [s.get(key) for s in sources]
         return None if not values or any(v is None for v in values) else sum(values)
+
+    def largest_per_s(key: str) -> float | None:
+        values = [s.get(key) for s in nodes]
+        if not values or any(v is None for v in values) or not runtime_ms:
+            return None
+        return max(values) * 1000.0 / runtime_ms
 
     for prefix, sources in (("node", nodes), ("client", [cost["client"]] if "client" in cost else [])):
         cpu, gc = total(sources, "cpu_ms"), total(sources, "gc_ms")
@@ -163,6 +179,30 @@ def cost_summary(cost: dict[str, Any], runtime_ms: float | None) -> dict[str, fl
     for direction in ("read", "write"):
         moved = total(nodes, f"{direction}_bytes")
         flat[f"node_disk_{direction}_bytes_per_op"] = moved / operations if moved is not None and operations else None
+    # what the block device under each node's volume, and the blkio group charged for the node's I/O, saw
+    for seen_by in ("dev", "group"):
+        for direction in ("read", "write"):
+            for unit in ("ios", "bytes"):
+                moved = total(nodes, f"{seen_by}_{direction}_{unit}")
+                flat[f"node_{seen_by}_{direction}_{unit}_per_op"] = (moved / operations
+                                                                     if moved is not None and operations else None)
+            ios = largest_per_s(f"{seen_by}_{direction}_ios")
+            moved = largest_per_s(f"{seen_by}_{direction}_bytes")
+            flat[f"node_{seen_by}_{direction}_iops"] = ios
+            flat[f"node_{seen_by}_{direction}_mib_s"] = None if moved is None else moved / 2**20
+    busy = largest_per_s("dev_busy_ms")
+    # the counters are read a moment before and after the phase's own clock: a device busy throughout may exceed 1
+    flat["node_dev_busy"] = None if busy is None else min(1.0, busy / 1000.0)
+    reads, read_ms = total(nodes, "dev_read_ios"), total(nodes, "dev_read_ms")
+    flat["node_dev_read_ms_per_io"] = read_ms / reads if reads and read_ms is not None else None
+    # the objectives io-per-op and bytes-per-op: reads and writes together, as the node's volume saw them (the
+    # process's own storage-layer bytes where the node has no volume of its own)
+    ios = [flat[f"node_dev_{d}_ios_per_op"] for d in ("read", "write")]
+    flat["node_io_per_op"] = None if None in ios else sum(ios)
+    moved = [flat[f"node_dev_{d}_bytes_per_op"] for d in ("read", "write")]
+    if None in moved:
+        moved = [flat[f"node_disk_{d}_bytes_per_op"] for d in ("read", "write")]
+    flat["node_bytes_per_op"] = None if None in moved else sum(moved)
     return flat
 
 
@@ -187,13 +227,17 @@ def client_timeout(workload: Workload, phase: str) -> float:
 def run_client(phase: str, workload: Workload, *, host: str, port: int, trial_dir: Path,
                timeout: float, cpus: str | None = None, jvm_flags: list[str] | None = None,
                jmx_port: int | None = None, binding: str = "cassandra", cost: list[str] | None = None,
-               extra: dict[str, Any] | None = None, secrets: dict[str, str] | None = None) -> dict[str, Any]:
+               disks: list[str] | None = None, extra: dict[str, Any] | None = None,
+               secrets: dict[str, str] | None = None) -> dict[str, Any]:
     """Run PhasedClient for `phase` ('load' or 'run') with one of loadgen's BINDINGS; returns parsed metrics
     plus 'wall_seconds'. `jmx_port`: a Cassandra node's JMX port, for node internals sampled every second of
     the measured phase. `cost`: the datastore's processes whose CPU and GC time the client reads at the measured
 phase's start and end (loadgen's NodeCost: `jmx:HOST:PORT[:PID]`, `redis:HOST:PORT`, `pid:PID`; the client's own
-is always read). `extra`: more client properties (e.g. consistency levels). `secrets`: client properties that must
-not be kept (a password): written to a file of their own, readable by this user only, removed when the client ends.
+is always read). `disks`: the block device under each `cost` node's volume, read at the same moments, one entry per
+node in the same order ('' for none): `STATFILE` (e.g. /sys/block/loop3/stat) or `STATFILE|GROUPDIR@MAJ:MIN` (and the
+node's blkio cgroup folder, v1 or v2, with the device's number in it). `extra`: more client properties (e.g.
+consistency levels). `secrets`: client properties that must not be kept (a password): written to a file of their
+own, readable by this user only, removed when the client ends.
 
     TrialError('workload') when the client fails, prints no result or exceeds `timeout` (a hang)."""
     trial_dir.mkdir(parents=True, exist_ok=True)
@@ -205,6 +249,8 @@ not be kept (a password): written to a file of their own, readable by this user 
         props["internals.jmx.port"] = jmx_port
     if cost:
         props["cost.nodes"] = ",".join(cost)
+    if disks:
+        props["cost.disks"] = ",".join(disks)
     props["cost.clktck"] = os.sysconf("SC_CLK_TCK")
     write_properties(props_file, props)
     args = ["-load" if phase == "load" else "-t", "-P", str(props_file), "-s"]

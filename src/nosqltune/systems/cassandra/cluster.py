@@ -90,6 +90,7 @@ class LocalCluster:
     jvm_flags: list[str] = field(default_factory=list)
     detached: bool = False
     memory_limit_mb: int | None = None   # a memory cgroup per node (disk-bound)
+    volumes: dict[int, Any] = field(default_factory=dict)   # node index -> its own volume (systems.volume.NodeVolume)
     members: list[CassandraNode] = field(default_factory=list)
 
     @property
@@ -117,7 +118,8 @@ class LocalCluster:
                                      yaml_overrides=overrides, jvm_flags=CLUSTER_JVM_FLAGS + self.jvm_flags,
                                      address=address(i), ports=NodePorts(native=native, storage=storage,
                                                                          jmx=jmx[i - 1]),
-                                     detached=self.detached, memory_limit_mb=self.memory_limit_mb)
+                                     detached=self.detached, memory_limit_mb=self.memory_limit_mb,
+                                     volume=self.volumes.get(i))
                 self.members.append(node)
                 if i == 1 or not restored:
                     node.start(timeout)

@@ -25,6 +25,7 @@ class PlacedConfig:
     reload: dict[str, Any] = field(default_factory=dict)          # knobs that shape the loaded data
     reload_yaml: dict[str, Any] = field(default_factory=dict)     # their yaml part, set when loading
     reload_table: dict[str, dict[str, Any]] = field(default_factory=dict)   # their table part, set before loading
+    volume: dict[str, Any] = field(default_factory=dict)          # settings of the node's own volume (read-ahead)
 
     def table_statements(self, keyspace: str, table: str) -> list[str]:
         return [f"ALTER TABLE {keyspace}.{table} WITH {_cql_options(self.table)}"] if self.table else []
@@ -82,6 +83,8 @@ def place(space: KnobSpace, overrides: dict[str, Any]) -> PlacedConfig:
                     placed.reload_yaml[key] = written
         elif knob.applies == "jvm":   # a template may hold several flags (the heap: -Xms and -Xmx)
             placed.jvm.extend(knob.key.format(value=rendered).split())
+        elif knob.applies == "volume":
+            placed.volume[knob.key] = value
         else:
             target = placed.table if knob.applies == "table" else placed.keyspace
             option, _, sub = knob.key.partition(".")

@@ -86,15 +86,17 @@ class NodePorts:
 
 
 def render_yaml(home: Path, ports: NodePorts, yaml_overrides: dict[str, Any] | None = None,
-                address: str = "127.0.0.1") -> dict[str, Any]:
-    """The node's cassandra.yaml: 5.0 shipped defaults, the node's dirs/ports, then knob overrides."""
+                address: str = "127.0.0.1", storage: Path | None = None) -> dict[str, Any]:
+    """The node's cassandra.yaml: 5.0 shipped defaults, the node's dirs/ports, then knob overrides. `storage`: where
+    its data folders go (its own volume), when not in `home`."""
     settings = base_settings()
+    storage = storage or home
     settings.update({
-        "data_file_directories": [str(home / "data")],
-        "commitlog_directory": str(home / "commitlog"),
-        "saved_caches_directory": str(home / "saved_caches"),
-        "hints_directory": str(home / "hints"),
-        "cdc_raw_directory": str(home / "cdc_raw"),
+        "data_file_directories": [str(storage / "data")],
+        "commitlog_directory": str(storage / "commitlog"),
+        "saved_caches_directory": str(storage / "saved_caches"),
+        "hints_directory": str(storage / "hints"),
+        "cdc_raw_directory": str(storage / "cdc_raw"),
         "listen_address": address,
         "rpc_address": address,
         "storage_port": ports.storage,
@@ -125,16 +127,25 @@ class CassandraNode:
     boot_seconds: float | None = None
     detached: bool = False   # outlives this process (see process.spawn)
     memory_limit_mb: int | None = None   # run in a memory cgroup of this size, page cache included (disk-bound)
+    volume: Any = None   # its own volume (systems.volume.NodeVolume): the data folders there, its I/O capped
     _launched: float = field(default=0.0, repr=False)   # monotonic time of the last launch
     _group: Any = field(default=None, repr=False)       # its runtime.cgroup.MemoryGroup while it runs
+    _io_group: Any = field(default=None, repr=False)    # its runtime.blkio.IOGroup while it runs (a capped volume)
 
     @property
     def log_path(self) -> Path:
         return self.home / "logs" / "system.log"
 
+    @property
+    def storage(self) -> Path:
+        """Where the node's data folders are: its volume, or its home."""
+        return self.volume.storage if self.volume is not None else self.home
+
     def prepare(self) -> None:
-        for sub in DATA_SUBDIRS + ("conf", "logs", "tmp"):
+        for sub in ("conf", "logs", "tmp"):
             (self.home / sub).mkdir(parents=True, exist_ok=True)
+        for sub in DATA_SUBDIRS:
+            (self.storage / sub).mkdir(parents=True, exist_ok=True)
 
     def command(self) -> list[str]:
         classpath = cassandra_classpath(self.version)
@@ -182,25 +193,40 @@ class CassandraNode:
 
     def launch(self) -> None:
         """Write cassandra.yaml and spawn the JVM, without waiting (`wait_ready`); `prepare()` came first."""
-        settings = render_yaml(self.home, self.ports, self.yaml_overrides, self.address)
+        settings = render_yaml(self.home, self.ports, self.yaml_overrides, self.address, self.storage)
         (self.home / "conf" / "cassandra.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
         cmd = self.command()
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        preexec = None
-        if self.memory_limit_mb:   # the JVM starts inside its group: every page it touches is charged there
-            from ...runtime.cgroup import MemoryGroup
+        joins = []   # the JVM starts inside its groups: every page it touches, every I/O it makes is charged there
+        self._close_group()
+        name = f"{self.home.parent.name}-{self.home.name}-{self.ports.native}"
+        try:
+            if self.memory_limit_mb:
+                from ...runtime.cgroup import MemoryGroup
 
+                self._group = MemoryGroup.create(name, self.memory_limit_mb << 20)
+                joins.append(self._group.preexec())
+            if self.volume is not None and self.volume.caps():
+                from ...runtime.blkio import IOGroup
+
+                self._io_group = IOGroup.create(f"{name}-io", self.volume.loop.device, self.volume.caps(),
+                                                shared=self._group.path if self._group else None)
+                if self._io_group.owned:
+                    joins.append(self._io_group.preexec())
+        except BaseException:
             self._close_group()
-            self._group = MemoryGroup.create(f"{self.home.parent.name}-{self.home.name}-{self.ports.native}",
-                                             self.memory_limit_mb << 20)
-            preexec = self._group.preexec()
+            raise
+
+        def preexec() -> None:
+            for join in joins:
+                join()
         out = open(self.home / "logs" / "stdout.log", "ab")
         self._launched = time.monotonic()
         try:
             # Cassandra's mlockall faults in the whole committed heap at boot (~6 s for 2 GiB here);
             # without it (it logs a warning and goes on) pages fault in during the warm-up instead.
             self.proc = process.spawn(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(self.home),
-                                      no_mlock=True, detached=self.detached, preexec=preexec)
+                                      no_mlock=True, detached=self.detached, preexec=preexec if joins else None)
         except BaseException:
             self._close_group()
             raise
@@ -219,9 +245,18 @@ class CassandraNode:
         return None if self._group is None else self._group.usage().oom_kills
 
     def _close_group(self) -> None:
-        if self._group is not None:
-            self._group.close()
-            self._group = None
+        try:
+            if self._io_group is not None:
+                self._io_group.close()
+                self._io_group = None
+        finally:
+            if self._group is not None:
+                self._group.close()
+                self._group = None
+
+    def disk_spec(self) -> str | None:
+        """The node's volume as loadgen's cost.disks reads it (device counters, and its I/O group's), or None."""
+        return None if self.volume is None else self.volume.disk_spec(self._io_group)
 
     def wait_ready(self, timeout: float) -> float:
         """Wait until the launched node answers CQL (the node is killed if it does not); seconds since launch."""

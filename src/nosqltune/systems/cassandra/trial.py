@@ -21,6 +21,7 @@ from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
 from . import cql, internals
 from .config import PlacedConfig, place
 from .node import CassandraNode
+from ..volume import NodeVolume
 
 KEYSPACE = "ycsb"
 TABLE = "usertable"
@@ -31,10 +32,15 @@ def default_knobs(settings: TrialSettings) -> str | None:
 
 
 def knob_space(settings: TrialSettings) -> KnobSpace:
-    """Cassandra's knobs; the heap knob's default is the trial settings' heap (--heap or the scenario's)."""
+    """Cassandra's knobs; the heap knob's default is the trial settings' heap (--heap or the scenario's), the
+    read-ahead's the volume's (--volume)."""
     from ...knobs import load_space
 
-    return load_space("cassandra").with_knob_defaults({"heap_size": settings.heap_mb})
+    defaults: dict[str, Any] = {"heap_size": settings.heap_mb}
+    spec = settings.volume_spec()
+    if spec is not None:
+        defaults["read_ahead_kb"] = spec.read_ahead_kb
+    return load_space("cassandra").with_knob_defaults(defaults)
 
 
 def fingerprint(settings: TrialSettings) -> dict[str, Any]:
@@ -177,21 +183,23 @@ class _Servers:
 
     def __init__(self, home: Path, yaml_overrides: dict[str, Any], jvm_flags: list[str],
                  settings: TrialSettings, per_node: dict[int, dict[str, Any]] | None = None,
-                 memory_limit_mb: int | None = None) -> None:
+                 memory_limit_mb: int | None = None, volumes: dict[int, NodeVolume] | None = None) -> None:
         self.settings = settings
+        self.volumes = volumes or {}
         per_node = per_node or {}
         if settings.nodes == 1:
             self.members = [CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
                                           yaml_overrides={**yaml_overrides, **per_node.get(1, {})},
                                           jvm_flags=jvm_flags, cpus=settings.server_cpus,
-                                          memory_limit_mb=memory_limit_mb)]
+                                          memory_limit_mb=memory_limit_mb, volume=self.volumes.get(1))]
             self.cluster = None
         else:
             from .cluster import LocalCluster
 
             self.cluster = LocalCluster(home=home, nodes=settings.nodes, heap_mb=settings.heap_mb,
                                         version=settings.cassandra_version, yaml_overrides=yaml_overrides,
-                                        per_node=per_node, jvm_flags=jvm_flags, memory_limit_mb=memory_limit_mb)
+                                        per_node=per_node, jvm_flags=jvm_flags, memory_limit_mb=memory_limit_mb,
+                                        volumes=self.volumes)
             self.members = self.cluster.members   # filled by start()
 
     @property
@@ -203,11 +211,20 @@ class _Servers:
         """The client's contact points: every node."""
         return ",".join(n.address for n in self.members)
 
-    def data_dirs(self) -> list[tuple[Path, str | None]]:
-        """(data folder, the dataset's part for it) per node."""
+    def node_homes(self) -> list[tuple[Path, str | None]]:
+        """(home, the dataset's part for it) per node."""
         if self.cluster is None:
-            return [(self.first.home / "data", None)]
-        return [(self.cluster.home / f"node{i}" / "data", f"node{i}") for i in range(1, self.settings.nodes + 1)]
+            return [(self.first.home, None)]
+        return [(self.cluster.home / f"node{i}", f"node{i}") for i in range(1, self.settings.nodes + 1)]
+
+    def data_dirs(self) -> list[tuple[Path, str | None]]:
+        """(data folder, the dataset's part for it) per node: in its volume, or in its home."""
+        return [((self.volumes[i].storage if i in self.volumes else home) / "data", part)
+                for i, (home, part) in enumerate(self.node_homes(), 1)]
+
+    def disks(self) -> list[str] | None:
+        """Each node's volume for the client's I/O counters (loadgen's cost.disks), None without volumes."""
+        return [n.disk_spec() or "" for n in self.members] if self.volumes else None
 
     def cost_sources(self) -> list[str]:
         """Each node's CPU and GC, read by the client over JMX (user/system split from /proc: they are local)."""
@@ -223,8 +240,12 @@ class _Servers:
         return "\n".join(n.log_excerpt() for n in self.members)
 
     def stop(self, drain: bool) -> None:
-        for node in reversed(self.members):
-            node.stop(drain=drain, timeout=30 if drain else 0)
+        try:
+            for node in reversed(self.members):
+                node.stop(drain=drain, timeout=30 if drain else 0)
+        finally:
+            for volume in self.volumes.values():   # after the JVMs: nothing holds their files any more
+                volume.close()
 
     def __enter__(self) -> "_Servers":
         return self
@@ -298,13 +319,30 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 dataset, built = _ensure_dataset(placed, workload, settings, progress)
                 if built:
                     timings["dataset_build_s"] = built
+            volumes: dict[int, NodeVolume] = {}
             servers = _Servers(home, placed.yaml, settings.jvm_flags() + placed.jvm, settings,
-                               per_node=per_node_yaml(settings), memory_limit_mb=settings.memory_limit_mb())
+                               per_node=per_node_yaml(settings), memory_limit_mb=settings.memory_limit_mb(),
+                               volumes=volumes)
+            mode = "copy" if settings.restore_mode == "copy" else "link"
+            spec = settings.volume_spec()
+            if spec is not None:
+                progress("mounting each node's volume")
+                timings["restore_s"] = 0.0
+                for i, (node_home, part) in enumerate(servers.node_homes(), 1):
+                    dataset.hold()
+                    volumes[i] = NodeVolume.open(spec, dataset, part, node_home / "volume",
+                                                 placed.volume.get("read_ahead_kb"))
+                    timings["volume_s"] = timings.get("volume_s", 0.0) + volumes[i].prepare_s
+                    timings["restore_s"] += volumes[i].restore(mode)
+                result.internals["volume"] = {f"node{i}": v.describe() for i, v in volumes.items()}
+            elif placed.volume:
+                raise TrialError("refused", f"{', '.join(placed.volume)} sets the node's own volume, and this trial "
+                                 "has none: give --volume, --disk-iops or --disk-mbps")
             progress("restoring data")
-            cold = settings.memory_limit_mb() is not None   # disk-bound: the data starts on disk, not in memory
-            timings["restore_s"] = sum(dataset.restore_into(data_dir, "copy" if settings.restore_mode == "copy"
-                                                            else "link", part=part, warm=not cold)
-                                       for data_dir, part in servers.data_dirs())
+            cold = settings.memory_limit_mb() is not None and spec is None   # disk-bound: the data starts on disk
+            if spec is None:   # a volume is mounted afresh for the trial: nothing of it is in memory yet
+                timings["restore_s"] = sum(dataset.restore_into(data_dir, mode, part=part, warm=not cold)
+                                           for data_dir, part in servers.data_dirs())
             ahead = read_ahead_kb(servers.data_dirs()[0][0])
             if ahead is not None:   # what a page fault of mmap reads around the page it needs
                 result.internals["read_ahead_kb"] = ahead
@@ -345,7 +383,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             metrics = run_client("run", workload, host=servers.hosts, port=node.ports.native,
                                  trial_dir=home / "run", timeout=client_timeout(workload, "run"),
                                  cpus=settings.client_cpus, jvm_flags=settings.jvm_flags(), jmx_port=node.ports.jmx,
-                                 cost=servers.cost_sources(), extra=_consistency(settings))
+                                 cost=servers.cost_sources(), disks=servers.disks(), extra=_consistency(settings))
             dead = servers.dead()
             if dead is not None:
                 how = dead.crash_report() or process.death_cause(dead.proc, dead.oom_kills()) or dead.failure_cause()

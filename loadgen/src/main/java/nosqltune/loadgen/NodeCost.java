@@ -6,8 +6,10 @@ import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -38,9 +40,30 @@ import redis.clients.jedis.Jedis;
  * read_bytes, write_bytes: reads served from the page cache do not count) are read too.
  * {@code cost.clktck}: the kernel's clock ticks per second for /proc times (default 100).
  *
+ * <p>Property {@code cost.disks}: what the block device under each node's own volume did, as the device and
+ * as the cgroup the node's I/O is charged to saw it (so that the I/Os and bytes per operation can be set
+ * against the volume's caps). A comma-separated list, one entry per {@code cost.nodes} source in the same
+ * order; an empty entry is a node without one, and fewer entries than nodes leave the last nodes without
+ * one. An entry is {@code STATFILE} or {@code STATFILE|GROUPDIR@MAJ:MIN}:
+ * <ul>
+ * <li>{@code STATFILE}: a block device's stat file (e.g. {@code /sys/block/loop3/stat}, fields as in the
+ * kernel's Documentation/block/stat.rst): DevReadIOs, DevWriteIOs, DevReadBytes, DevWriteBytes (512-byte
+ * sectors), DevReadMs, DevWriteMs (the time the I/Os of each kind spent, summed over I/Os in flight),
+ * DevBusyMs (the time the device had I/O in flight);
+ * <li>{@code GROUPDIR@MAJ:MIN}: a blkio cgroup's folder and the device number to count in it (the last
+ * {@code @} splits, since a folder's name may hold one): cgroup v1 when the folder has
+ * {@code blkio.throttle.io_serviced} (and {@code blkio.throttle.io_service_bytes}), else cgroup v2's
+ * {@code io.stat}: GroupReadIOs, GroupWriteIOs, GroupReadBytes, GroupWriteBytes. A device the file does not
+ * list counts 0: the kernel lists a device only once the group did I/O on it. {@code STATFILE} may be empty,
+ * for the group alone.
+ * </ul>
+ * These figures are the node's, beside its source's. They are read on their own, whatever the node's source
+ * is: a node whose source cannot be opened or read still has them. The device and the group are each read
+ * on their own too: one whose file cannot be read gives a warning and no figures of its own.
+ *
  * <p>Output, in the exporter's "[SECTION], metric, value" shape: {@code [COST], Operations, N}, then per
  * source and for {@code client}: CpuTime(ms), UserTime(ms), SystemTime(ms), GcTime(ms) (pauses), GcCount,
- * ReadBytes, WriteBytes;
+ * ReadBytes, WriteBytes, and the disk figures above;
  * a figure the source cannot give is left out. A source that cannot be read gives no lines and a warning;
  * it never fails the run.
  */
@@ -53,20 +76,37 @@ final class NodeCost {
   static final String GC_COUNT = "GcCount";
   static final String READ_BYTES = "ReadBytes";
   static final String WRITE_BYTES = "WriteBytes";
+  static final String DEV_READ_IOS = "DevReadIOs";
+  static final String DEV_WRITE_IOS = "DevWriteIOs";
+  static final String DEV_READ_BYTES = "DevReadBytes";
+  static final String DEV_WRITE_BYTES = "DevWriteBytes";
+  static final String DEV_READ_MS = "DevReadMs";
+  static final String DEV_WRITE_MS = "DevWriteMs";
+  static final String DEV_BUSY_MS = "DevBusyMs";
+  static final String GROUP_READ_IOS = "GroupReadIOs";
+  static final String GROUP_WRITE_IOS = "GroupWriteIOs";
+  static final String GROUP_READ_BYTES = "GroupReadBytes";
+  static final String GROUP_WRITE_BYTES = "GroupWriteBytes";
 
-  /** One process whose cumulative counters can be read. */
+  /** One process, or one node's disk, whose cumulative counters can be read. */
   interface Source {
+    /** The node (or client) whose figures these are: several sources may share it. */
     String name();
 
     /** Cumulative counters now (names above). */
     Map<String, Double> read() throws Exception;
+
+    /** What a warning calls this source. */
+    default String label() {
+      return name();
+    }
 
     default void close() {
     }
   }
 
   private final List<Source> sources = new ArrayList<>();
-  private final Map<String, Map<String, Double>> start = new LinkedHashMap<>();
+  private final Map<Source, Map<String, Double>> start = new IdentityHashMap<>();
   private final Map<String, Map<String, Double>> delta = new LinkedHashMap<>();
 
   /** The sources named by the properties, plus this JVM as "client". */
@@ -74,18 +114,55 @@ final class NodeCost {
     NodeCost cost = new NodeCost();
     double clkTck = Double.parseDouble(props.getProperty("cost.clktck", "100"));
     String spec = props.getProperty("cost.nodes", "").trim();
-    int i = 0;
-    for (String one : spec.isEmpty() ? new String[0] : spec.split(",")) {
-      String name = "node" + (++i);
+    String[] nodes = spec.isEmpty() ? new String[0] : spec.split(",");
+    String[] disks = props.getProperty("cost.disks", "").split(",", -1);
+    for (int i = 0; i < nodes.length; i++) {
+      String name = "node" + (i + 1);
+      String one = nodes[i];
       try {
         cost.sources.add(source(name, one.trim(), clkTck, props.getProperty("redis.password")));
       } catch (Exception e) {
         System.err.println("[loadgen] warning: no cost figures for " + name + " (" + one + "): "
             + CassandraCQLClient.oneLine(e));
       }
+      String disk = i < disks.length ? disks[i].trim() : "";
+      if (!disk.isEmpty()) {
+        try {
+          cost.sources.addAll(disk(name, disk));
+        } catch (IllegalArgumentException e) {
+          System.err.println("[loadgen] warning: no disk figures for " + name + " (" + disk + "): "
+              + CassandraCQLClient.oneLine(e));
+        }
+      }
+    }
+    for (int i = nodes.length; i < disks.length; i++) {
+      if (!disks[i].trim().isEmpty()) {
+        System.err.println("[loadgen] warning: cost.disks entry " + (i + 1) + " (" + disks[i].trim()
+            + ") has no cost.nodes source: ignored");
+      }
     }
     cost.sources.add(new Self(clkTck));
     return cost;
+  }
+
+  /** The sources of one {@code cost.disks} entry, {@code STATFILE} or {@code STATFILE|GROUPDIR@MAJ:MIN},
+   * named as the node they belong to. */
+  static List<Source> disk(String name, String spec) {
+    int bar = spec.indexOf('|');
+    String statFile = (bar < 0 ? spec : spec.substring(0, bar)).trim();
+    List<Source> found = new ArrayList<>();
+    if (!statFile.isEmpty()) {
+      found.add(new Device(name, Paths.get(statFile)));
+    }
+    if (bar >= 0) {
+      String group = spec.substring(bar + 1).trim();
+      int at = group.lastIndexOf('@');
+      if (at <= 0 || !group.substring(at + 1).matches("\\d+:\\d+")) {
+        throw new IllegalArgumentException("expected STATFILE or STATFILE|GROUPDIR@MAJ:MIN");
+      }
+      found.add(new Group(name, Paths.get(group.substring(0, at)), group.substring(at + 1)));
+    }
+    return found;
   }
 
   static Source source(String name, String spec, double clkTck, String redisPassword) throws Exception {
@@ -125,32 +202,32 @@ final class NodeCost {
   void markStart() {
     for (Source s : sources) {
       try {
-        start.put(s.name(), s.read());
+        start.put(s, s.read());
       } catch (Exception e) {
-        System.err.println("[loadgen] warning: cost of " + s.name() + " not read at the phase's start: "
+        System.err.println("[loadgen] warning: cost of " + s.label() + " not read at the phase's start: "
             + CassandraCQLClient.oneLine(e));
       }
     }
   }
 
+  /** The differences since markStart, each source's merged into its node's figures. */
   void markEnd() {
     for (Source s : sources) {
-      Map<String, Double> before = start.get(s.name());
+      Map<String, Double> before = start.get(s);
       if (before == null) {
         continue;
       }
       try {
         Map<String, Double> after = s.read();
-        Map<String, Double> d = new LinkedHashMap<>();
+        Map<String, Double> d = delta.computeIfAbsent(s.name(), k -> new LinkedHashMap<>());
         for (Map.Entry<String, Double> e : after.entrySet()) {
           Double b = before.get(e.getKey());
           if (b != null && !b.isNaN() && !e.getValue().isNaN()) {
             d.put(e.getKey(), e.getValue() - b);
           }
         }
-        delta.put(s.name(), d);
       } catch (Exception e) {
-        System.err.println("[loadgen] warning: cost of " + s.name() + " not read at the phase's end: "
+        System.err.println("[loadgen] warning: cost of " + s.label() + " not read at the phase's end: "
             + CassandraCQLClient.oneLine(e));
       }
     }
@@ -208,6 +285,109 @@ final class NodeCost {
       }
     } catch (IOException | RuntimeException e) {
       // no I/O figures
+    }
+    return m;
+  }
+
+  /** A block device's counters from its stat file (Documentation/block/stat.rst; sectors are 512 bytes). */
+  static final class Device implements Source {
+    private final String name;
+    private final Path statFile;
+
+    Device(String name, Path statFile) {
+      this.name = name;
+      this.statFile = statFile;
+    }
+
+    public String name() {
+      return name;
+    }
+
+    public String label() {
+      return name + "'s disk " + statFile;
+    }
+
+    public Map<String, Double> read() throws IOException {
+      String[] f = new String(Files.readAllBytes(statFile), StandardCharsets.US_ASCII).trim().split("\\s+");
+      if (f.length < 10) {
+        throw new IOException(statFile + " has " + f.length + " fields, not a block device's stat (10 or more)");
+      }
+      Map<String, Double> m = new LinkedHashMap<>();
+      m.put(DEV_READ_IOS, Double.parseDouble(f[0]));
+      m.put(DEV_WRITE_IOS, Double.parseDouble(f[4]));
+      m.put(DEV_READ_BYTES, Double.parseDouble(f[2]) * 512);
+      m.put(DEV_WRITE_BYTES, Double.parseDouble(f[6]) * 512);
+      m.put(DEV_READ_MS, Double.parseDouble(f[3]));
+      m.put(DEV_WRITE_MS, Double.parseDouble(f[7]));
+      m.put(DEV_BUSY_MS, Double.parseDouble(f[9]));
+      return m;
+    }
+  }
+
+  /** One device's I/O as a blkio cgroup was charged for it: cgroup v1's throttle files, else v2's io.stat. */
+  static final class Group implements Source {
+    private final String name;
+    private final Path dir;
+    private final String device;
+
+    Group(String name, Path dir, String device) {
+      this.name = name;
+      this.dir = dir;
+      this.device = device;
+    }
+
+    public String name() {
+      return name;
+    }
+
+    public String label() {
+      return name + "'s blkio group " + dir + " (" + device + ")";
+    }
+
+    public Map<String, Double> read() throws IOException {
+      Map<String, Double> m = new LinkedHashMap<>();
+      Path serviced = dir.resolve("blkio.throttle.io_serviced");
+      if (Files.exists(serviced)) {
+        Map<String, Double> ios = groupCounters(serviced, device);
+        Map<String, Double> bytes = groupCounters(dir.resolve("blkio.throttle.io_service_bytes"), device);
+        m.put(GROUP_READ_IOS, ios.getOrDefault("Read", 0.0));
+        m.put(GROUP_WRITE_IOS, ios.getOrDefault("Write", 0.0));
+        m.put(GROUP_READ_BYTES, bytes.getOrDefault("Read", 0.0));
+        m.put(GROUP_WRITE_BYTES, bytes.getOrDefault("Write", 0.0));
+      } else {
+        Map<String, Double> stat = groupCounters(dir.resolve("io.stat"), device);
+        m.put(GROUP_READ_IOS, stat.getOrDefault("rios", 0.0));
+        m.put(GROUP_WRITE_IOS, stat.getOrDefault("wios", 0.0));
+        m.put(GROUP_READ_BYTES, stat.getOrDefault("rbytes", 0.0));
+        m.put(GROUP_WRITE_BYTES, stat.getOrDefault("wbytes", 0.0));
+      }
+      return m;
+    }
+  }
+
+  /** A cgroup I/O file's counters for one device: v1's "MAJ:MIN Read N" lines as Read -> N, v2's
+   * "MAJ:MIN rbytes=N wbytes=N ..." line as rbytes -> N, ...; empty when the device is not listed. */
+  static Map<String, Double> groupCounters(Path file, String device) throws IOException {
+    Map<String, Double> m = new LinkedHashMap<>();
+    for (String line : Files.readAllLines(file, StandardCharsets.US_ASCII)) {
+      String[] t = line.trim().split("\\s+");
+      if (!t[0].equals(device)) {
+        continue;
+      }
+      if (t.length == 3 && t[1].indexOf('=') < 0) {
+        m.put(t[1], Double.parseDouble(t[2]));
+        continue;
+      }
+      for (int i = 1; i < t.length; i++) {
+        int eq = t[i].indexOf('=');
+        if (eq > 0) {
+          try {
+            m.put(t[i].substring(0, eq), Double.parseDouble(t[i].substring(eq + 1)));
+          } catch (NumberFormatException ignored) {
+            // not a counter
+          }
+        }
+      }
     }
     return m;
   }

@@ -1,0 +1,104 @@
+"""One node's volume for one trial (`--volume`, `--disk-iops`, `--disk-mbps`): the node's folders (data, commit log,
+caches, hints) on a loop-mounted filesystem of its own, its I/O on that device capped by a blkio cgroup, and its
+data restored by hard links from a copy of the dataset kept inside the same filesystem.
+
+The copy lives in an image file beside the dataset (`<dataset>/volumes/<part>-<slot>.img`, sparse), made the first
+time a trial needs it and kept while the dataset is (evicting the dataset removes it). Every trial mounts it afresh,
+so nothing of it is in memory when the node starts; what the node reads is charged to its memory group, and the
+machine's page cache never holds the image (direct I/O underneath)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from ..runtime.volume import LoopVolume, claim_image, image_size, prepare_image
+from ..volumes import Volume
+from .dataset import Dataset, copy_tree, disk_bytes
+
+DATASET_DIR = "dataset"   # in the image: the dataset's data (or one node's part of it)
+NODE_DIR = "node"         # in the image: the trial's node folders, removed after it
+
+
+class NodeVolume:
+    """The mounted volume of one node of one trial; `close()` unmounts it and lets the image go."""
+
+    def __init__(self, spec: Volume, loop: LoopVolume, lock: IO[bytes], prepare_s: float) -> None:
+        self.spec = spec
+        self.loop = loop
+        self._lock = lock
+        self.prepare_s = prepare_s
+        self._closed = False
+
+    @classmethod
+    def open(cls, spec: Volume, dataset: Dataset, part: str | None, point: Path,
+             read_ahead_kb: int | None = None) -> NodeVolume:
+        """Mount the dataset's image for this node at `point` (made first when missing or stale, with the
+        dataset's data copied in); `read_ahead_kb` (the knob) wins over the volume's own."""
+        source = dataset.data_dir / part if part else dataset.data_dir
+        image, lock = claim_image(dataset.root / "volumes", part or "node")
+        try:
+            stamp = {"dataset": dataset.key, "part": part, "built": _built(dataset)}
+            ahead = read_ahead_kb or spec.read_ahead_kb
+            prepared = prepare_image(image, stamp, image_size(disk_bytes(source)),
+                                     lambda root: shutil.copytree(source, root / DATASET_DIR), point, ahead)
+            started = time.monotonic()
+            loop = LoopVolume.mount(image, point, ahead)
+            try:
+                node_dir = loop.point / NODE_DIR
+                if node_dir.exists():   # what a killed trial left in the image
+                    shutil.rmtree(node_dir)
+                node_dir.mkdir()
+            except BaseException:
+                loop.close()
+                raise
+        except BaseException:
+            lock.close()
+            raise
+        return cls(spec, loop, lock, prepared + time.monotonic() - started)
+
+    @property
+    def storage(self) -> Path:
+        """Where the node's folders (data, commitlog, ...) go."""
+        return self.loop.point / NODE_DIR
+
+    def restore(self, mode: str = "link") -> float:
+        """The node's data folder made from the image's copy of the dataset (hard links inside the image);
+        seconds taken."""
+        started = time.monotonic()
+        copy_tree(self.loop.point / DATASET_DIR, self.storage / "data", mode)
+        return time.monotonic() - started
+
+    def caps(self) -> dict[str, int]:
+        return self.spec.caps()
+
+    def disk_spec(self, group: Any | None) -> str:
+        """The device (and its I/O group) as loadgen's cost.disks reads them: STATFILE[|GROUPDIR@MAJ:MIN]."""
+        return str(self.loop.stat_file) + (f"|{group.stat_spec()}" if group is not None else "")
+
+    def describe(self) -> dict[str, Any]:
+        """What the trial ran on, read back from the kernel: device, direct I/O, read-ahead, caps asked."""
+        return {"device": f"/dev/{self.loop.name}", "direct_io": self.loop.direct_io(),
+                "read_ahead_kb": self.loop.read_ahead_kb(), "caps": self.caps(), "preset": self.spec.name,
+                "image": str(self.loop.image)}
+
+    def close(self) -> None:
+        """Remove the trial's node folders from the image, unmount it, let it go; safe to call twice."""
+        if self._closed:
+            return
+        try:
+            shutil.rmtree(self.storage, ignore_errors=True)
+            self.loop.close()
+        finally:
+            self._closed = True
+            self._lock.close()
+
+
+def _built(dataset: Dataset) -> Any:
+    try:
+        return dataset.meta().get("created_at")
+    except (OSError, ValueError):
+        return None
+
