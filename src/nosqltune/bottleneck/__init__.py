@@ -50,8 +50,11 @@ class Bottleneck:
         for kind, unit in (("iops", "IOPS"), ("mbps", "MiB/s")):
             for direction in ("read", "write"):
                 share = u.get(f"volume_{direction}_{kind}")
-                if share is not None and u.get(f"{direction}_{kind}") is not None:
-                    parts.append(f"{direction}s {u[f'{direction}_{kind}']:,.0f} {unit} = {share:.0%} of the cap")
+                if share is not None and u.get(f"{direction}_{kind}") and (direction == "read" or share >= 0.01):
+                    parts.append(f"{direction}s {u[f'{direction}_{kind}']:,.1f} {unit} = {share:.0%} of the cap")
+        if u.get("writes_uncharged") is not None and u.get("writes_uncharged", 0) > 0.01:
+            parts.append(f"{u['writes_uncharged']:.0%} of the bytes written passed uncapped (write-back the "
+                         "blkio controller charges to no group)")
         if u.get("node_cores") is not None:
             cores = f"node {u['node_cores']:.2f}"
             if u.get("client_cores") is not None:
@@ -117,6 +120,11 @@ def diagnose(summary: dict[str, Any], settings: dict[str, Any] | None = None,
         if shares and max(shares) >= THRESHOLDS["cap"]:
             verdicts.append("volume-iops" if kind == "iops" else "volume-bandwidth")
 
+    # cgroup v1 charges write-back to no group: what the device wrote beyond what the group was charged escaped
+    written, charged = _get(summary, "node_dev_write_bytes_per_op"), _get(summary, "node_group_write_bytes_per_op")
+    if written and charged is not None:
+        u["writes_uncharged"] = max(0.0, written - charged) / written
+
     node, client = _get(summary, "node_cpu_cores"), _get(summary, "client_cpu_cores")
     machine = cores or os.cpu_count() or 1
     node_set, client_set = _cpus(settings.get("server_cpus")), _cpus(settings.get("client_cpus"))
@@ -171,13 +179,14 @@ def diagnose(summary: dict[str, Any], settings: dict[str, Any] | None = None,
     return Bottleneck(limit, {k: round(v, 4) for k, v in u.items()}, {k: round(v, 4) for k, v in per_op.items()})
 
 
-def of_trial(row: dict[str, Any], cores: int | None = None) -> Bottleneck | None:
-    """The verdict of a stored trial (a row with summary, settings or harness, internals): the one it stored, or one
-    made now from its figures (trials stored before the verdict existed)."""
+def of_trial(row: dict[str, Any], settings: dict[str, Any] | None = None, cores: int | None = None) -> Bottleneck | None:
+    """The verdict of a stored trial (a store row: metrics.summary, internals): the one it stored, or one made now
+    from its figures and its study's harness `settings` (trials stored before verdicts were)."""
     internals = row.get("internals") or {}
     stored = internals.get("bottleneck")
     if isinstance(stored, dict) and stored.get("limit") in LIMITS:
         return Bottleneck(stored["limit"], dict(stored.get("utilisation") or {}), dict(stored.get("per_op") or {}))
-    settings = row.get("settings") or row.get("harness") or {}
-    return diagnose(row.get("summary") or {}, settings, internals,
-                    cores or (row.get("environment") or {}).get("cores"))
+    if row.get("state") not in (None, "COMPLETE"):
+        return None
+    summary = row.get("summary") or (row.get("metrics") or {}).get("summary") or {}
+    return diagnose(summary, settings, internals, cores)

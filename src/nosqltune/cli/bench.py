@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..bottleneck import of_trial
 from ..evaluation.runs import run_trials
 from .options import (_build_workload, _common, _overrides, _progress, _settings, _stats, scenario_rate,
                       trial_target)
@@ -16,7 +17,15 @@ _TIMING_ROWS = [("data load s (once)", "dataset_build_s"), ("restore s", "restor
 
 # the measured phase's cost (the node's: summed over a cluster's nodes; the YCSB client's own)
 _COST_ROWS = [("node CPU us/op", "node_cpu_us_per_op"), ("node cores busy", "node_cpu_cores"),
-              ("node GC us/op", "node_gc_us_per_op"), ("client CPU us/op", "client_cpu_us_per_op")]
+              ("node GC us/op", "node_gc_us_per_op"), ("client CPU us/op", "client_cpu_us_per_op"),
+              ("client cores busy", "client_cpu_cores"),
+              # the node's volume (--volume): what its device served, and at what rate (the busiest node's)
+              ("volume read I/Os/op", "node_dev_read_ios_per_op"), ("volume write I/Os/op", "node_dev_write_ios_per_op"),
+              ("volume read KB/op", "node_dev_read_kb_per_op"), ("volume write KB/op", "node_dev_write_kb_per_op"),
+              ("volume read IOPS", "node_group_read_iops"), ("volume read MiB/s", "node_group_read_mib_s"),
+              ("volume ms/read", "node_dev_read_ms_per_io"),
+              # without a volume: what the node process itself read from the machine's disk
+              ("disk read KB/op", "node_disk_read_kb_per_op")]
 
 
 def format_table(rows: list[dict]) -> str:
@@ -34,7 +43,7 @@ def format_table(rows: list[dict]) -> str:
             lines.append((f"{op.lower()} {stat} ms",
                           [r["metrics"]["summary"].get(f"{op.lower()}_{stat}_ms") if r["state"] == "COMPLETE" else None for r in rows]))
     for label, key in _COST_ROWS:
-        values = [r["metrics"]["summary"].get(key) if r["state"] == "COMPLETE" else None for r in rows]
+        values = [_summary_value(r["metrics"]["summary"], key) if r["state"] == "COMPLETE" else None for r in rows]
         if any(v is not None for v in values):
             lines.append((label, values))
     lines.append(("errors", [r["metrics"]["errors"] if r["state"] == "COMPLETE" else None for r in rows]))
@@ -57,7 +66,19 @@ def format_table(rows: list[dict]) -> str:
     for r in rows:
         if r["state"] != "COMPLETE":
             out.append(f"trial {r['id']} failed ({r['failure_kind']}): {r['error']}")
+        else:
+            verdict = of_trial(r)
+            if verdict is not None:
+                out.append(f"trial {r['id']} {verdict.line()}")
     return "\n".join(out)
+
+
+def _summary_value(summary: dict, key: str) -> float | None:
+    """A summary figure; `..._kb_per_op` is its `..._bytes_per_op` in KB (1,000 bytes)."""
+    if key.endswith("_kb_per_op"):
+        moved = summary.get(key[:-len("_kb_per_op")] + "_bytes_per_op")
+        return None if moved is None else moved / 1000.0
+    return summary.get(key)
 
 
 def _fmt(value: float | None) -> str:

@@ -185,7 +185,7 @@ class _Servers:
                  settings: TrialSettings, per_node: dict[int, dict[str, Any]] | None = None,
                  memory_limit_mb: int | None = None, volumes: dict[int, NodeVolume] | None = None) -> None:
         self.settings = settings
-        self.volumes = volumes or {}
+        self.volumes = volumes if volumes is not None else {}   # filled by the trial once mounted
         per_node = per_node or {}
         if settings.nodes == 1:
             self.members = [CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
@@ -332,6 +332,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                     dataset.hold()
                     volumes[i] = NodeVolume.open(spec, dataset, part, node_home / "volume",
                                                  placed.volume.get("read_ahead_kb"))
+                    if servers.cluster is None:   # a cluster's nodes take theirs from `volumes` as they start
+                        servers.first.volume = volumes[i]
                     timings["volume_s"] = timings.get("volume_s", 0.0) + volumes[i].prepare_s
                     timings["restore_s"] += volumes[i].restore(mode)
                 result.internals["volume"] = {f"node{i}": v.describe() for i, v in volumes.items()}
