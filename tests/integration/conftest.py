@@ -4,6 +4,7 @@ import os
 import subprocess
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -80,6 +81,30 @@ def no_orphans(nosqltune_home, dataset_cache):
         time.sleep(0.5)
         left = our_jvms(str(nosqltune_home)) + our_jvms(str(dataset_cache))
     assert not left, f"processes left behind: {left}"
+    leftovers = volume_leftovers(nosqltune_home, dataset_cache)
+    assert not leftovers, f"volumes or groups left behind: {leftovers}"
+
+
+def volume_leftovers(*folders) -> list[str]:
+    """Mounts under `folders`, loop devices whose image is under them, and trial cgroups of ours (memory, blkio)."""
+    from nosqltune.runtime import blkio, cgroup
+    from nosqltune.runtime.volume import loop_backing_file, mounts
+
+    tops = [os.path.realpath(f) for f in folders]
+    under = [point for _source, point in mounts() if any(point.startswith(t + os.sep) for t in tops)]
+    loops = []
+    for entry in Path("/sys/block").glob("loop*"):
+        backing = loop_backing_file(int(entry.name[4:])) if entry.name[4:].isdigit() else None
+        if backing and any(backing.startswith(t + os.sep) for t in tops):
+            loops.append(f"/dev/{entry.name} -> {backing}")
+    groups = []
+    for locate in (cgroup._locate, blkio._locate):
+        try:
+            parent = locate(cgroup.CGROUP_ROOT, cgroup.PROC_SELF_CGROUP).parent
+        except Exception:
+            continue
+        groups += [str(g) for g in parent.glob("nosqltune-*") if g.is_dir() and "irace" not in g.name]
+    return under + loops + groups
 
 
 def assert_cost_measured(summary: dict, nodes: int = 1, gc: bool = True) -> None:

@@ -26,7 +26,8 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
     """The flags every trial-running command spells the same way."""
     parser.add_argument("--scenario", metavar="NAME", default=None,
                         help="benchmark scenario whose workload, sizes, memory cap, knobs and objective are the "
-                             "defaults: in-memory (default), disk-bound, write-heavy, latency-slo; every flag given "
+                             "defaults: in-memory (default), disk-bound, write-heavy, latency-slo, cloud-disk, "
+                             "cloud-slo; every flag given "
                              "wins over it (`nosqltune scenarios` lists what each sets)")
     w = parser.add_argument_group("workload")
     w.add_argument("--workload", metavar="NAME", default=None,

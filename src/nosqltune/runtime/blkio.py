@@ -129,16 +129,19 @@ class IOGroup:
         unknown = set(caps) - set(_V1_CAPS)
         if unknown or any(int(v) <= 0 for v in caps.values()):
             raise ValueError(f"caps {caps}: positive read_iops, write_iops, read_mbps, write_mbps")
-        place = _locate(cgroup_root, proc_self_cgroup)
-        if place.version == 2 and shared is not None:
+        v1 = (cgroup_root / "blkio" / "blkio.throttle.read_iops_device").exists()
+        if not v1 and shared is not None:
+            if "io" not in _words(cgroup_root / "cgroup.controllers"):
+                raise SetupError(f"cgroup v2 at {cgroup_root} has no io controller: an I/O cap per node needs it")
             try:
                 if "io" not in _words(shared.parent / "cgroup.subtree_control"):
                     _write(shared.parent / "cgroup.subtree_control", "+io")
             except OSError as e:
                 raise SetupError(f"cannot enable the io controller for {shared}: {e.strerror or e}") from None
-            group = cls(shared, 2, place.home, device, owned=False)
+            group = cls(shared, 2, shared.parent, device, owned=False)
             group._cap(caps)
             return group
+        place = _locate(cgroup_root, proc_self_cgroup)
         path = place.parent / f"nosqltune-{name}"
         try:
             if place.enable:

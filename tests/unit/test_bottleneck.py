@@ -1,0 +1,112 @@
+"""What limited a trial: each rule of nosqltune.bottleneck on the figures that decide it, the line a person reads,
+and the verdicts on the committed studies (disk-bound's trials are limited by the cores, as impact_tuning.md found
+from the 1.90-1.93 cores busy in its compare runs)."""
+
+import json
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from nosqltune.bottleneck import LIMITS, THRESHOLDS, diagnose, of_trial
+
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+GP3 = {"volume": {"name": "aws-gp3", "read_iops": 3000, "write_iops": 3000, "read_mbps": 125, "write_mbps": 125,
+                  "read_ahead_kb": 128}}
+
+
+def _summary(**figures):
+    return {"throughput_ops_s": 3000.0, **figures}
+
+
+def test_cpu_bound_trial_is_limited_by_the_cores_of_whoever_uses_more():
+    v = diagnose(_summary(node_cpu_cores=1.25, client_cpu_cores=0.66), {}, {}, cores=2)
+    assert v.limit == "node-cores" and v.utilisation["cores_busy"] == pytest.approx(0.955)
+    assert "limited by the node's cores" in v.line() and "node 1.25 + client 0.66 of 2 cores" in v.line()
+    assert diagnose(_summary(node_cpu_cores=0.7, client_cpu_cores=1.2), {}, {}, cores=2).limit == "client-cores"
+    # just under the threshold: not saturated
+    assert diagnose(_summary(node_cpu_cores=1.0, client_cpu_cores=0.79), {}, {}, cores=2).limit == "client-threads"
+
+
+def test_pinned_processes_are_judged_against_their_own_cores():
+    settings = {"server_cpus": "0", "client_cpus": "1"}
+    assert diagnose(_summary(node_cpu_cores=0.95, client_cpu_cores=0.3), settings, {}, cores=2).limit == "node-cores"
+    assert diagnose(_summary(node_cpu_cores=0.5, client_cpu_cores=0.97), settings, {}, cores=2).limit == "client-cores"
+    assert diagnose(_summary(node_cpu_cores=0.8, client_cpu_cores=0.8), settings, {},
+                    cores=2).limit == "client-threads"
+
+
+def test_a_volume_at_its_iops_cap_wins_over_everything_else():
+    figures = _summary(node_group_read_iops=2970.0, node_group_write_iops=12.0, node_group_read_mib_s=11.6,
+                       node_group_write_mib_s=0.5, node_dev_read_ios_per_op=0.99, node_dev_write_ios_per_op=0.004,
+                       node_dev_read_bytes_per_op=4096.0, node_dev_write_bytes_per_op=300.0,
+                       node_group_write_bytes_per_op=100.0, node_cpu_cores=0.4, client_cpu_cores=0.3)
+    v = diagnose(figures, GP3, {}, cores=2)
+    assert v.limit == "volume-iops" and v.utilisation["volume_read_iops"] == pytest.approx(0.99)
+    assert v.per_op["ios"] == pytest.approx(0.994) and v.per_op["bytes"] == 4396.0
+    line = v.line()
+    assert line.startswith("limited by the volume's IOPS cap: reads 2,970.0 IOPS = 99% of the cap")
+    assert "67% of the bytes written passed uncapped" in line   # 200 of 300 bytes per operation escaped the group
+    # the same I/O rate without a cap is not a limit
+    assert diagnose(figures, {}, {}, cores=2).limit == "client-threads"
+
+
+def test_a_volume_at_its_bandwidth_cap():
+    figures = _summary(node_group_read_iops=900.0, node_group_read_mib_s=124.0, node_cpu_cores=0.5)
+    assert diagnose(figures, GP3, {}, cores=2).limit == "volume-bandwidth"
+    # where the group's counters are missing the device's own are used
+    figures = _summary(node_dev_read_iops=2800.0, node_cpu_cores=0.5)
+    assert diagnose(figures, GP3, {}, cores=2).limit == "volume-iops"
+
+
+def test_a_kept_fixed_rate_is_nothing_saturated_and_a_missed_one_is_not():
+    kept = _summary(target_ops_s=3100.0, rate_sustained=True, node_cpu_cores=1.0, client_cpu_cores=0.5)
+    v = diagnose(kept, {}, {}, cores=2)
+    assert v.limit == "rate" and "of the asked rate" in v.line()
+    missed = {**kept, "rate_sustained": False, "node_cpu_cores": 1.3, "client_cpu_cores": 0.6}
+    assert diagnose(missed, {}, {}, cores=2).limit == "node-cores"
+
+
+def test_memory_churn_needs_a_full_page_cache_and_reads_from_the_disk():
+    memory = {"memory_cgroup": {"node1": {"limit_bytes": 2048 << 20, "anon": 1536 << 20, "page_cache": 500 << 20}}}
+    churn = _summary(node_cpu_cores=0.6, client_cpu_cores=0.3, node_disk_read_bytes_per_op=24000.0,
+                     node_disk_write_bytes_per_op=0.0)
+    v = diagnose(churn, {}, memory, cores=2)
+    assert v.limit == "memory" and v.utilisation["page_cache_full"] == pytest.approx(500 / 512, abs=1e-3)
+    # reads that fit in memory, or a page cache with room: not memory
+    assert diagnose({**churn, "node_disk_read_bytes_per_op": 100.0}, {}, memory, cores=2).limit == "client-threads"
+    roomy = {"memory_cgroup": {"node1": {"limit_bytes": 2048 << 20, "anon": 1024 << 20, "page_cache": 500 << 20}}}
+    assert diagnose(churn, {}, roomy, cores=2).limit == "client-threads"
+
+
+def test_no_measured_phase_no_verdict_and_a_stored_verdict_is_read_back():
+    assert diagnose({}, {}, {}) is None
+    stored = diagnose(_summary(node_cpu_cores=1.9), {}, {}, cores=2).to_dict()
+    assert stored["thresholds"] == THRESHOLDS and stored["limit"] in LIMITS
+    row = {"state": "COMPLETE", "metrics": {"summary": {}}, "internals": {"bottleneck": stored}}
+    assert of_trial(row).limit == "node-cores" and of_trial(row).line() == stored["line"]
+    assert of_trial({"state": "FAIL", "internals": {}}) is None
+
+
+def _rows(db: Path):
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    for r in con.execute("SELECT * FROM trials WHERE state = 'COMPLETE'"):
+        row = dict(r)
+        for key in ("metrics", "internals", "config"):
+            row[key] = json.loads(row[key]) if row[key] else None
+        yield row
+
+
+def test_disk_bound_trials_of_the_committed_study_are_limited_by_the_cores():
+    verdicts = [(row, of_trial(row, cores=2)) for row in _rows(RESULTS / "impact" / "disk-bound.db")]
+    counts = Counter(v.limit for _, v in verdicts)
+    assert counts["node-cores"] >= 0.85 * len(verdicts), counts
+    # the default configuration's trials all are (node and client share 2 cores, impact_tuning.md)
+    defaults = [v for row, v in verdicts if not row["config"]]
+    assert defaults and all(v.limit == "node-cores" for v in defaults)
+    # the others are the slow configurations (mmap under the 8 MiB read-ahead): page cache full, reading, idle cores
+    for row, v in verdicts:
+        if v.limit != "node-cores":
+            assert v.limit == "memory" and v.utilisation["cores_busy"] < THRESHOLDS["cores"]

@@ -1,0 +1,207 @@
+"""Cloud volumes: the presets as data (each with its source and the day it was read), the flags over a preset, bad
+values refused in one line; the block I/O cgroup that caps a node on cgroup v1 and v2 (a fake tree standing in
+for /sys/fs/cgroup), and the one-line error where no controller is; the objectives io-per-op and bytes-per-op."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nosqltune import volumes
+from nosqltune.errors import SetupError, UsageError
+from nosqltune.objective import Objective, metric_unit, metric_value
+from nosqltune.runtime import blkio, cgroup
+from nosqltune.runtime.blkio import IOGroup
+from nosqltune.volumes import Volume, presets, resolve
+
+MiB = 1 << 20
+
+
+def test_presets_are_data_with_their_source_and_date():
+    found = presets()
+    assert {"aws-gp3", "gcp-pd-standard-500g"} <= set(found)
+    gp3 = found["aws-gp3"].volume
+    assert (gp3.read_iops, gp3.write_iops, gp3.read_mbps, gp3.write_mbps, gp3.read_ahead_kb) == (3000, 3000, 125,
+                                                                                               125, 128)
+    pd = found["gcp-pd-standard-500g"].volume   # a direction's own cap wins over the shared one
+    assert (pd.read_iops, pd.write_iops, pd.read_mbps) == (375, 750, 60)
+    for preset in found.values():
+        assert preset.source and len(preset.read_on) == 10 and preset.volume.capped
+
+
+def test_a_preset_without_its_source_or_with_a_bad_cap_is_refused():
+    with pytest.raises(ValueError, match="source"):
+        volumes._parse("x", {"summary": "s", "iops": 10, "read_on": "2026-01-01"})
+    with pytest.raises(ValueError, match="positive"):
+        volumes._parse("x", {"summary": "s", "iops": -1, "source": "a", "read_on": "2026-01-01"})
+    with pytest.raises(ValueError, match="at least one cap"):
+        volumes._parse("x", {"summary": "s", "source": "a", "read_on": "2026-01-01"})
+    with pytest.raises(ValueError, match="read_ahead_kb"):
+        volumes._parse("x", {"summary": "s", "iops": 5, "read_ahead_kb": 8192, "source": "a", "read_on": "d"})
+
+
+def test_flags_win_over_the_preset_and_none_means_no_volume():
+    assert resolve() is None
+    v = resolve("AWS-GP3", iops=500)
+    assert (v.name, v.read_iops, v.write_iops, v.read_mbps) == ("aws-gp3", 500, 500, 125)
+    v = resolve(mbps=20)
+    assert v.caps() == {"read_mbps": 20, "write_mbps": 20} and v.read_ahead_kb == 128
+    assert Volume.from_dict(v.to_dict()) == v
+    assert "aws-gp3: 3000 IOPS, 125 MiB/s, read-ahead 128 KiB" == resolve("aws-gp3").describe()
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"preset": "ebs-io9"}, "unknown volume 'ebs-io9'"),
+    ({"iops": 0}, "--disk-iops 0: give a positive"),
+    ({"iops": -5}, "--disk-iops -5"),
+    ({"mbps": True}, "--disk-mbps True"),
+    ({"iops": 10**9}, "at most 1,000,000"),
+])
+def test_bad_volumes_are_one_line_usage_errors(kwargs, words):
+    with pytest.raises(UsageError) as err:
+        resolve(**kwargs)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------- the block I/O group on a fake tree
+
+V1_IO = {"cgroup.procs": "", "blkio.throttle.read_iops_device": "", "blkio.throttle.write_iops_device": "",
+         "blkio.throttle.read_bps_device": "", "blkio.throttle.write_bps_device": "",
+         "blkio.throttle.io_serviced": "Total 0\n", "blkio.throttle.io_service_bytes": "Total 0\n"}
+V2_IO = {"cgroup.procs": "", "cgroup.type": "domain\n", "cgroup.subtree_control": "", "io.max": "", "io.stat": ""}
+
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    root, proc = tmp_path / "sys-fs-cgroup", tmp_path / "proc-self-cgroup"
+    root.mkdir()
+    made = {}
+
+    def make(path):
+        os.mkdir(path)
+        for name, text in made.get("files", {}).items():
+            (Path(path) / name).write_text(text)
+
+    monkeypatch.setattr(cgroup, "_make_dir", make)
+    monkeypatch.setattr(cgroup, "_remove_dir", shutil.rmtree)
+    return root, proc, made
+
+
+def _create(tree, caps, **kw):
+    root, proc, _ = tree
+    return IOGroup.create("t1", (7, 3), caps, cgroup_root=root, proc_self_cgroup=proc, **kw)
+
+
+def test_v1_caps_each_direction_in_its_own_file_and_reads_back(tree):
+    root, proc, made = tree
+    (root / "blkio").mkdir()
+    for name, text in V1_IO.items():
+        (root / "blkio" / name).write_text(text)
+    proc.write_text("9:name=systemd:/\n7:blkio:/\n4:memory:/x\n0::/\n")
+    made["files"] = V1_IO
+    group = _create(tree, {"read_iops": 3000, "write_iops": 3000, "read_mbps": 125, "write_mbps": 125})
+    assert group.path == root / "blkio" / "nosqltune-t1" and group.version == 1 and group.owned
+    assert (group.path / "blkio.throttle.read_iops_device").read_text() == "7:3 3000"
+    assert (group.path / "blkio.throttle.read_bps_device").read_text() == f"7:3 {125 * MiB}"
+    assert group.caps() == {"read_iops": 3000, "write_iops": 3000, "read_mbps": 125, "write_mbps": 125}
+    (group.path / "blkio.throttle.io_serviced").write_text(
+        "7:3 Read 120\n7:3 Write 7\n7:3 Sync 127\n7:3 Total 127\n254:0 Read 999\nTotal 1126\n")
+    (group.path / "blkio.throttle.io_service_bytes").write_text("7:3 Read 491520\n7:3 Write 28672\nTotal 520192\n")
+    assert group.counters() == {"read_ios": 120, "write_ios": 7, "read_bytes": 491520, "write_bytes": 28672}
+    assert group.stat_spec() == f"{group.path}@7:3"
+    group.close()
+    group.close()
+    assert not group.path.exists()
+
+
+def _v2_tree(tree, delegate=True):
+    root, proc, made = tree
+    (root / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (root / "cgroup.subtree_control").write_text("")
+    own = root / "user.slice" / "session-1.scope"
+    own.mkdir(parents=True)
+    for name, text in V2_IO.items():
+        (own / name).write_text(text)
+    (root / "user.slice" / "cgroup.type").write_text("domain\n")
+    (root / "user.slice" / "cgroup.subtree_control").write_text("memory io\n" if delegate else "memory\n")
+    proc.write_text("0::/user.slice/session-1.scope\n")
+    made["files"] = V2_IO
+    return root / "user.slice"
+
+
+def test_v2_caps_with_one_io_max_line_and_counts_from_io_stat(tree):
+    parent = _v2_tree(tree)
+    group = _create(tree, {"read_iops": 500, "write_mbps": 60})
+    assert group.path == parent / "nosqltune-t1" and group.version == 2
+    assert (group.path / "io.max").read_text() == f"7:3 riops=500 wbps={60 * MiB}"
+    (group.path / "io.max").write_text(f"7:3 rbps=max wbps={60 * MiB} riops=500 wiops=max\n")
+    assert group.caps() == {"read_iops": 500, "write_mbps": 60}
+    (group.path / "io.stat").write_text("7:3 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n")
+    assert group.counters() == {"read_ios": 1, "write_ios": 2, "read_bytes": 4096, "write_bytes": 8192}
+    group.close()
+    assert not group.path.exists()
+
+
+def test_v2_puts_the_caps_on_the_nodes_memory_group_when_it_has_one(tree):
+    parent = _v2_tree(tree, delegate=False)
+    memory_group = parent / "nosqltune-node"
+    memory_group.mkdir()
+    for name, text in V2_IO.items():
+        (memory_group / name).write_text(text)
+    (parent / "cgroup.subtree_control").write_text("memory\n")
+    group = IOGroup.create("t1", (7, 3), {"read_iops": 100}, shared=memory_group,
+                           cgroup_root=tree[0], proc_self_cgroup=tree[1])
+    # a v2 process is in one group: the caps go on the group it is already in, io enabled for it
+    assert group.path == memory_group and not group.owned
+    assert "+io" in (parent / "cgroup.subtree_control").read_text()
+    assert (memory_group / "io.max").read_text() == "7:3 riops=100"
+    group.close()
+    assert memory_group.exists()   # its owner (the memory group) removes it
+
+
+def test_no_controller_is_one_line_and_leftover_groups_are_swept(tree):
+    root, proc, made = tree
+    proc.write_text("0::/\n")
+    why = blkio.usable(cgroup_root=root, proc_self_cgroup=proc)
+    assert why.startswith("no block I/O controller here") and "\n" not in why
+    with pytest.raises(SetupError):
+        _create(tree, {"read_iops": 1})
+    (root / "cgroup.controllers").write_text("cpu memory\n")
+    assert "no io controller" in blkio.usable(cgroup_root=root, proc_self_cgroup=proc)
+    # a killed run's empty groups, named after its trial folder, are removed; one holding a process stays
+    (root / "blkio").mkdir()
+    for name, text in V1_IO.items():
+        (root / "blkio" / name).write_text(text)
+    proc.write_text("7:blkio:/\n0::/\n")
+    for name, pids in (("nosqltune-nodes-abc123-4000-io", ""), ("nosqltune-nodes-abc123-4001-io", "77\n"),
+                       ("nosqltune-nodes-other-1-io", "")):
+        (root / "blkio" / name).mkdir()
+        (root / "blkio" / name / "cgroup.procs").write_text(pids)
+    removed = blkio.remove_empty_groups("abc123", cgroup_root=root, proc_self_cgroup=proc)
+    assert [p.name for p in removed] == ["nosqltune-nodes-abc123-4000-io"]
+    assert (root / "blkio" / "nosqltune-nodes-abc123-4001-io").exists()
+    assert (root / "blkio" / "nosqltune-nodes-other-1-io").exists()
+
+
+def test_bad_caps_are_refused_before_a_group_is_made(tree):
+    with pytest.raises(ValueError):
+        _create(tree, {"read_iops": 0})
+    with pytest.raises(ValueError):
+        _create(tree, {"iops": 10})
+
+
+# ---------------------------------------------------------------- the objectives of the disk per operation
+
+def test_io_and_bytes_per_op_are_minimised_cost_metrics():
+    summary = {"throughput_ops_s": 3000.0, "node_io_per_op": 0.95, "node_bytes_per_op": 12000.0}
+    io = Objective.parse("io-per-op", ["throughput>=2000"])
+    assert not io.maximize and metric_value("io-per-op", summary) == 0.95
+    assert metric_unit("io-per-op") == "I/Os per op" and metric_unit("bytes-per-op") == "B/op"
+    assert io.evaluate([summary]).value == 0.95 and io.evaluate([summary]).feasible
+    # no device counters (no volume): the objective has no value for the trial
+    assert io.evaluate([{"throughput_ops_s": 1.0, "node_io_per_op": None}]).value is None
+    assert Objective.parse("bytes-per-op").evaluate([summary]).value == 12000.0
+    with pytest.raises(UsageError, match="io-per-op"):
+        Objective.parse("iops-per-op")
