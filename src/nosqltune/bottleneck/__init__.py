@@ -190,3 +190,21 @@ def of_trial(row: dict[str, Any], settings: dict[str, Any] | None = None, cores:
         return None
     summary = row.get("summary") or (row.get("metrics") or {}).get("summary") or {}
     return diagnose(summary, settings, internals, cores)
+
+
+def most_common(verdicts: list[Bottleneck]) -> dict[str, Any] | None:
+    """Several trials of one configuration in one line: their most common verdict, how many trials it covers, the
+    line of the last trial that had it, and the mean I/Os and bytes per operation over all of them."""
+    if not verdicts:
+        return None
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v.limit] = counts.get(v.limit, 0) + 1
+    limit = max(counts, key=lambda k: (counts[k], -LIMITS.index(k)))
+    per_op = {}
+    for key in ("ios", "bytes"):
+        values = [v.per_op[key] for v in verdicts if key in v.per_op]
+        if values:
+            per_op[key] = sum(values) / len(values)
+    return {"limit": limit, "of": counts[limit], "trials": len(verdicts), "counts": counts,
+            "line": [v for v in verdicts if v.limit == limit][-1].line(), "per_op": per_op}

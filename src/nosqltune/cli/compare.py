@@ -215,6 +215,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..workloads.spec import Workload
     from ..runtime.paths import cache_dir
     from ..knobs.best_practice import best_practice, machine_facts
+    from ..bottleneck import most_common, of_trial
     from ..evaluation.compare import run_interleaved
     from ..evaluation.stats import compare
 
@@ -281,6 +282,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     k: compare(k, values[k], values["default"], maximize=maximize).to_dict()
                     for k in candidates if k != "default"}}
             main = per_metric.pop(objective.metric)
+            main["bottlenecks"] = {k: most_common([v for v in (of_trial(r, settings.to_dict()) for r in rows if r)
+                                                   if v is not None]) for k, rows in runs.items()}
             result["workloads"][workload.name] = {"group": group, **main,
                                                   "also": {m: {**v, "unit": metric_unit(m)}
                                                            for m, v in per_metric.items()}}
@@ -332,6 +335,9 @@ def _metric_lines(w: dict[str, Any]) -> list[str]:
         p = f"{s['p_value']:.4f}" if s["p_value"] is not None else "-"
         lines.append(f"  {label} vs default: mean x{s['mean_speedup']:.3f}, median x{s['median_speedup']:.3f}, "
                      f"95% interval {interval}, Wilcoxon p = {p} over {s['pairs']} pairs: {s['verdict'].upper()}")
+    for label, said in (w.get("bottlenecks") or {}).items():
+        if said:
+            lines.append(f"  {label} {said['line']} ({said['of']} of {said['trials']} runs)")
     return lines
 
 

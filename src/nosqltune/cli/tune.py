@@ -137,7 +137,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if plan["top"] and reason != "time":   # the top configurations re-measured beside the default
             confirmation = confirm_best(store, store.find_study(study_name), store.find_study(study_name)["settings"]
                                         ["tune"], top=plan["top"], rounds=plan["rounds"], say=_progress(args))
-        result = summarize(store, study_id, spec, space)
+        result = summarize(store, study_id, spec, space, settings.to_dict())
         apply_confirmation(result, confirmation, space, spec)
         result["confirm_plan"] = plan
     finally:
@@ -321,7 +321,7 @@ def cmd_best(args: argparse.Namespace) -> int:
         spec = TuneSpec(**tune["spec"])
         settings = TrialSettings(**tune["harness"])
         space = TuningSpace(trial_target(settings).knob_space(settings).subset(tune["knobs"]), tune["fixed"])
-        result = summarize(store, study["id"], spec, space)
+        result = summarize(store, study["id"], spec, space, tune["harness"])
         if result["best"] is None:
             raise NosqltuneError(f"study '{study_name}' has no completed trial within its constraints yet")
         confirmation = study["settings"].get("confirm")

@@ -219,6 +219,12 @@ def build(views: list[TuningView], out: Path, source: str) -> tuple[Path, list[P
                              "each trial's measured phase, divided by its operations",
                              "no trial with the node's CPU time (recorded surrogate, external target, or trials "
                              "made before it was measured)"),
+                 "<h3>What limited each trial</h3>",
+                 figures.add(f"{slug}-bottleneck", lambda v=view: plots.bottlenecks(v),
+                             "each trial's verdict (the node's cores, the client's, the volume's IOPS or bandwidth "
+                             "cap, memory, a fixed rate, or the client's threads) and the utilisation that decided "
+                             "it; thresholds in nosqltune/bottleneck",
+                             "no complete trial"),
                  "<h3>Node internals over the measured phase: default vs best</h3>",
                  figures.add(f"{slug}-internals", lambda v=view: plots.internals(v),
                              "one cold run each (from the comparison when there is one); throughput and p99 "

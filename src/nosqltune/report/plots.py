@@ -305,3 +305,55 @@ def node_cost(view: TuningView):
                  fontsize=10)
     fig.tight_layout()
     return fig
+
+
+BOTTLENECK_COLOURS = {"volume-iops": "#c44e52", "volume-bandwidth": "#dd8452", "node-cores": "#4c72b0",
+                      "client-cores": "#8172b2", "rate": "#55a868", "memory": "#937860", "client-threads": "#888888"}
+
+
+def bottlenecks(view: TuningView):
+    """What limited each trial (bottleneck/__init__.py), in the order measured: its objective value coloured by the
+    verdict, and beside it the utilisation that decided (cores busy, or the share of the volume's cap used)."""
+    from ..bottleneck import LIMITS, of_trial
+
+    harness = view.tune.get("harness") or {}
+    points = []
+    for i, row in enumerate(view.rows, start=1):
+        verdict = of_trial(row, harness) if row["state"] == "COMPLETE" else None
+        if verdict is None:
+            continue
+        u = verdict.utilisation
+        caps = [u[k] for k in u if k.startswith("volume_")]
+        points.append((i, row["metrics"]["summary"], verdict, u.get("cores_busy"), max(caps) if caps else None))
+    if not points:
+        return None
+    plt = _plt()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    key = _summary_key(view.objective.metric)
+    for limit in LIMITS:
+        mine = [(i, s.get(key)) for i, s, v, _, _ in points if v.limit == limit and s.get(key) is not None]
+        if mine:
+            left.scatter([i for i, _ in mine], [y for _, y in mine], s=24, color=BOTTLENECK_COLOURS[limit],
+                         label=f"{limit} ({len(mine)})")
+    left.set_xlabel("trial (in the order measured)")
+    left.set_ylabel(view.objective.metric)
+    left.set_title("each trial's objective, coloured by what limited it", fontsize=10)
+    left.grid(alpha=0.3)
+    left.legend(fontsize=7)
+    cores = [(i, c) for i, _, _, c, _ in points if c is not None]
+    caps = [(i, c) for i, _, _, _, c in points if c is not None]
+    if cores:
+        right.scatter([i for i, _ in cores], [c for _, c in cores], s=18, color="#4c72b0",
+                      label="cores busy (node + client, of the machine's)")
+    if caps:
+        right.scatter([i for i, _ in caps], [c for _, c in caps], s=18, color="#c44e52",
+                      label="the volume's cap used (the more used of IOPS and MiB/s)")
+    right.axhline(0.9, color="black", linestyle="--", linewidth=0.8, label="threshold 0.9")
+    right.set_xlabel("trial (in the order measured)")
+    right.set_ylabel("share")
+    right.set_title("the utilisation that decided", fontsize=10)
+    right.grid(alpha=0.3)
+    right.legend(fontsize=7)
+    fig.suptitle(f"{view.name}: what limited each trial", fontsize=10)
+    fig.tight_layout()
+    return fig

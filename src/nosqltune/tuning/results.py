@@ -105,7 +105,7 @@ def changed_knobs(space: TuningSpace, config: dict[str, Any]) -> dict[str, tuple
     return {k.name: (k.default, config[k.name]) for k in space.knobs if config[k.name] != k.default}
 
 
-def summarize(store, study_id: int, spec, space) -> dict[str, Any]:
+def summarize(store, study_id: int, spec, space, settings: dict[str, Any] | None = None) -> dict[str, Any]:
     from ..objective import Objective
     from .results import best_configuration, changed_knobs, configurations, default_entry, speedup
 
@@ -115,6 +115,7 @@ def summarize(store, study_id: int, spec, space) -> dict[str, Any]:
     default = default_entry(rows, objective, spec.workloads, space)
     entries = configurations(rows, objective, spec.workloads, space)
     return {
+        "bottlenecks": bottlenecks(rows, space, [("default", default), ("best", best)], settings),
         "optimizer": spec.optimizer, "workloads": spec.workloads, "objective": objective.describe(),
         "metric": objective.metric, "unit": objective.unit,
         "trials": len(rows), "failed_trials": len([r for r in rows if r["state"] == "FAIL"]),
@@ -122,6 +123,28 @@ def summarize(store, study_id: int, spec, space) -> dict[str, Any]:
         "speedup": speedup(objective, best["value"] if best else None, default["value"] if default else None),
         "changed": {k: list(v) for k, v in changed_knobs(space, best["config"]).items()} if best else {},
     }
+
+
+def bottlenecks(rows: list[dict], space, entries: list[tuple[str, dict | None]],
+                settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What limited the study's trials (bottleneck/__init__.py): the count of each verdict over its complete
+    trials, and for each entry (the default, the best) its trials' most common verdict with the line of its last
+    such trial. `settings`: the study's harness (the caps of its volume), for trials stored without a verdict."""
+    from collections import Counter
+
+    from ..bottleneck import most_common, of_trial
+
+    verdicts = [(row, of_trial(row, settings)) for row in counted(rows) if row["state"] == "COMPLETE"]
+    verdicts = [(row, v) for row, v in verdicts if v is not None]
+    out: dict[str, Any] = {"counts": dict(Counter(v.limit for _, v in verdicts).most_common())}
+    for label, entry in entries:
+        if entry is None:
+            continue
+        key = space.key(entry["config"])
+        said = most_common([v for row, v in verdicts if space.key(row["config"]) == key])
+        if said:
+            out[label] = said
+    return out
 
 
 def format_summary(result: dict[str, Any]) -> str:
@@ -155,6 +178,13 @@ def format_summary(result: dict[str, Any]) -> str:
             lines.append("  (the default configuration)")
     else:
         lines.append("best:    none (no trial completed within the constraints)")
+    found = result.get("bottlenecks") or {}
+    for label in ("default", "best"):
+        if label in found:
+            said = found[label]
+            lines.append(f"{label} {said['line']} ({said['of']} of its {said['trials']} trial(s))")
+    if found.get("counts"):
+        lines.append("what limited the trials: " + ", ".join(f"{k} {n}" for k, n in found["counts"].items()))
     return "\n".join(lines)
 
 
