@@ -20,8 +20,10 @@ import sys
 from common import RESULTS, log, nosqltune, study_rows  # bench/common.py
 
 STUDY = RESULTS / "scenarios" / "calibrate.db"
-SCENARIOS = ("in-memory", "disk-bound", "write-heavy", "latency-slo")
-GOAL_CV = {"in-memory": 0.05, "disk-bound": 0.05, "write-heavy": 0.05, "latency-slo": 0.08}
+SCENARIOS = ("in-memory", "disk-bound", "write-heavy", "latency-slo", "cloud-disk", "cloud-slo")
+GOAL_CV = {"in-memory": 0.05, "disk-bound": 0.05, "write-heavy": 0.05, "latency-slo": 0.08, "cloud-disk": 0.05,
+           "cloud-slo": 0.08}
+LATENCY = ("latency-slo", "cloud-slo")   # objective: the read p99
 MAX_TRIAL_S = 60
 # (warm-up operations, measured operations) per scenario: a warm-up past the throughput dip of the first ~10 s
 # after a cold boot (bench/results/warmup_curve-c1.md), with the scenario's phase and a ~2.5x longer one
@@ -29,7 +31,10 @@ CELLS = {"in-memory": [(80000, 100000), (80000, 250000)],
          "disk-bound": [(40000, 60000), (40000, 150000)],
          "write-heavy": [(80000, 200000), (80000, 280000)],
          # a third setup: at half the maximum (LlamaTune's latency variants) instead of 0.6
-         "latency-slo": [(60000, 60000), (60000, 150000), (60000, 150000, 0.5)]}
+         "latency-slo": [(60000, 60000), (60000, 150000), (60000, 150000, 0.5)],
+         # on a gp3-like volume at ~3,000 ops/s (issue 37): a 15K warm-up and the scenario's 60K, or half of it
+         "cloud-disk": [(15000, 60000), (15000, 30000)],
+         "cloud-slo": [(15000, 60000)]}
 
 
 def cell_name(scenario: str, cell: tuple) -> str:
@@ -77,7 +82,7 @@ def summarize(name: str, cell: tuple) -> dict:
     found = rows(cell_name(name, cell))
     ok = [r for r in found if r["state"] == "COMPLETE"]
     s = [r["metrics"]["summary"] for r in ok]
-    objective = "read_p99_ms" if name == "latency-slo" else "throughput_ops_s"
+    objective = "read_p99_ms" if name in LATENCY else "throughput_ops_s"
     return {"scenario": name, "warmup_ops": cell[0], "operations": cell[1],
             "rate_fraction": cell[2] if len(cell) > 2 else None,
             "trials": len(found), "failed": len(found) - len(ok),
@@ -97,7 +102,29 @@ def summarize(name: str, cell: tuple) -> dict:
             "flushes": _mean([r["internals"].get("memtable_switch_count") for r in ok]),
             "trial_s": _mean([r["timings"].get("total_s") for r in ok]),
             "measure_s": _mean([r["timings"].get("measure_s") for r in ok]),
-            "dataset_build_s": max((r["timings"].get("dataset_build_s") or 0 for r in found), default=0)}
+            "dataset_build_s": max((r["timings"].get("dataset_build_s") or 0 for r in found), default=0),
+            # what limited the trials (nosqltune/bottleneck): the most common verdict, the volume's cap used
+            "limited_by": _most_common([(r["internals"].get("bottleneck") or {}).get("limit") for r in ok]),
+            "volume_use": _mean([max([v for k, v in ((r["internals"].get("bottleneck") or {}).get("utilisation")
+                                                      or {}).items() if k.startswith("volume_")] or [None])
+                                 if r["internals"].get("bottleneck") else None for r in ok]),
+            "node_cores": _mean([x.get("node_cpu_cores") for x in s]),
+            "ios_per_op": _mean([x.get("node_io_per_op") for x in s])}
+
+
+def _studies() -> set[str]:
+    """The names of the studies in the calibration store."""
+    import sqlite3
+
+    if not STUDY.exists():
+        return set()
+    with sqlite3.connect(STUDY) as conn:
+        return {r[0] for r in conn.execute("SELECT name FROM studies")}
+
+
+def _most_common(values):
+    values = [v for v in values if v]
+    return max(set(values), key=values.count) if values else None
 
 
 def pick(cells: list[dict]) -> dict | None:
@@ -108,6 +135,9 @@ def pick(cells: list[dict]) -> dict | None:
 
 
 def write(names: list[str]) -> None:
+    """scenarios.{md,json} of every scenario with trials stored (`names`: those run now, written in any case)."""
+    stored = _studies()
+    names = [n for n in SCENARIOS if n in names or any(cell_name(n, c) in stored for c in CELLS[n])]
     results = {name: [summarize(name, cell) for cell in CELLS[name]] for name in names}
     picks = {name: pick(cells) for name, cells in results.items()}
     (RESULTS / "scenarios.json").write_text(json.dumps({"cells": results, "picks": picks}, indent=1))
@@ -118,8 +148,8 @@ def write(names: list[str]) -> None:
           f"measurement (goal: 5%, 8% for latency-slo's p99, within {MAX_TRIAL_S} s per cold trial).", "",
           "| scenario | warm-up ops | measured ops | trials (failed) | objective | mean | CV | goal "
           "| throughput ops/s (CV) | read p99 / p99.9 ms | disk read B/op | node CPU us/op "
-          "| compactions / flushes per trial | trial s (measure s) |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| compactions / flushes per trial | trial s (measure s) | limited by (volume cap used; I/Os per op) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(v, digits=1):
         return "-" if v is None else f"{v:,.{digits}f}"
@@ -138,7 +168,9 @@ def write(names: list[str]) -> None:
                       f"| {f(r['throughput'], 0)} ({pct(r['throughput_cv'])}{rate}) | {f(r['read_p99_ms'], 2)} / "
                       f"{f(r['read_p999_ms'], 2)} | {f(r['disk_read_bytes_per_op'], 0)} "
                       f"| {f(r['node_cpu_us_per_op'])} | {f(r['compactions'])} (min {r['min_compactions']}) / "
-                      f"{f(r['flushes'])} | {f(r['trial_s'])} ({f(r['measure_s'])}) |")
+                      f"{f(r['flushes'])} | {f(r['trial_s'])} ({f(r['measure_s'])}) | {r['limited_by'] or '-'}"
+                      + (f" ({pct(r['volume_use'])}; {f(r['ios_per_op'], 2)})" if r["volume_use"] is not None else "")
+                      + (f", node {f(r['node_cores'], 2)} cores" if r["node_cores"] is not None else "") + " |")
     failures = {f"{name} {r['operations']}": r["errors"] for name, cells in results.items() for r in cells
                 if r["errors"]}
     if failures:

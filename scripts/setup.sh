@@ -11,6 +11,8 @@ if ! command -v java >/dev/null 2>&1 || ! java -version 2>&1 | grep -Eq 'version
 fi
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v taskset >/dev/null 2>&1 || need_apt+=(util-linux)
+# mkfs.ext4 makes the filesystem of a node's own volume (--volume, the cloud scenarios)
+command -v mkfs.ext4 >/dev/null 2>&1 || need_apt+=(e2fsprogs)
 # irace, the R package (seed 001), from Debian; without recommends it is about 56 MB instead of 650 MB
 [ -x /usr/lib/R/site-library/irace/bin/irace ] || need_apt+=(r-base-core r-cran-irace)
 # Debian's redis-server (Redis 7.0), the second datastore (issue 7); no service is started for it
