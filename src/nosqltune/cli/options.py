@@ -393,8 +393,10 @@ def trial_volume(args: argparse.Namespace, scenario, system: str):
     (one line, exit 2 for a bad value, exit 3 for a machine that cannot make one) before anything starts."""
     from ..volumes import resolve
 
-    volume = resolve(getattr(args, "volume", None) or scenario.volume, getattr(args, "disk_iops", None),
-                     getattr(args, "disk_mbps", None))
+    given = getattr(args, "volume", None)
+    own = {} if given else scenario.volume_caps   # a volume named on the command line comes with its own caps
+    volume = resolve(given or scenario.volume, getattr(args, "disk_iops", None) or own.get("iops"),
+                     getattr(args, "disk_mbps", None) or own.get("mbps"))
     if volume is None:
         return None
     if system != "cassandra":

@@ -15,15 +15,13 @@ cap's use is what the group did per second against the cap.
 
 from __future__ import annotations
 
-import errno
-import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ..errors import SetupError
-from .cgroup import CGROUP_ROOT, PROC_SELF_CGROUP, _NAME, _pids, _read, _under, _words, _writable, _write
+from .cgroup import (CGROUP_ROOT, PROC_SELF_CGROUP, _NAME, _pids, _read, _under, _words, _writable, _write, joiner,
+                     remove_group)
 from . import cgroup as _cgroup
 
 MIB = 1 << 20
@@ -223,41 +221,15 @@ class IOGroup:
 
     def preexec(self) -> Callable[[], None]:
         """For `process.spawn(..., preexec=)`: puts the child into the group between fork and exec."""
-        procs = os.fsencode(self.path / "cgroup.procs")
-
-        def join() -> None:
-            fd = os.open(procs, os.O_WRONLY)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
-
-        return join
+        return joiner(self.path)
 
     def pids(self) -> list[int]:
         return _pids(self.path)
 
     def close(self) -> None:
         """Move any processes left back to our own group and remove the group (one we own); safe to call twice."""
-        if self._closed or not self.owned:
-            self._closed = True
-            return
-        for pid in self.pids():
-            try:
-                _write(self.home / "cgroup.procs", str(pid))
-            except OSError as e:
-                if e.errno != errno.ESRCH:
-                    raise SetupError(f"cannot move pid {pid} out of cgroup {self.path}: {e.strerror or e}") from None
-        for attempt in range(40):
-            try:
-                _cgroup._remove_dir(self.path)
-                break
-            except FileNotFoundError:
-                break
-            except OSError as e:
-                if e.errno != errno.EBUSY or attempt == 39:
-                    raise SetupError(f"cannot remove cgroup {self.path}: {e.strerror or e}") from None
-                time.sleep(0.05)
+        if not self._closed and self.owned:
+            remove_group(self.path, self.home)
         self._closed = True
 
     def __enter__(self) -> IOGroup:

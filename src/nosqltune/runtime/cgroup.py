@@ -230,16 +230,7 @@ class MemoryGroup:
         """A function for `process.spawn(..., preexec=)` (or Popen's preexec_fn) that puts the calling process, the
         child between fork and exec, into this group. It uses only os.open/os.write (safe after fork); if the
         kernel refuses, the child raises and no process starts."""
-        procs = os.fsencode(self.path / "cgroup.procs")
-
-        def join() -> None:
-            fd = os.open(procs, os.O_WRONLY)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
-
-        return join
+        return joiner(self.path)
 
     def pids(self) -> list[int]:
         """Processes in the group now."""
@@ -323,23 +314,7 @@ class MemoryGroup:
         """Move any processes left back to our own group and remove the group; safe to call twice."""
         if self._closed:
             return
-        for pid in self.pids():
-            try:
-                _write(self.home / "cgroup.procs", str(pid))
-            except OSError as e:
-                if e.errno != errno.ESRCH:  # ESRCH: it exited meanwhile
-                    raise SetupError(f"cannot move pid {pid} out of cgroup {self.path}: {e.strerror or e}") from None
-        for attempt in range(40):
-            try:
-                _remove_dir(self.path)
-                break
-            except FileNotFoundError:
-                break
-            except OSError as e:
-                if e.errno != errno.EBUSY or attempt == 39:  # EBUSY: an exiting process not yet gone
-                    raise SetupError(f"cannot remove cgroup {self.path}: {e.strerror or e} "
-                                     f"(pids left: {' '.join(map(str, self.pids())) or 'none'})") from None
-                time.sleep(0.05)
+        remove_group(self.path, self.home)
         self._closed = True
 
     def __enter__(self) -> MemoryGroup:
@@ -350,6 +325,43 @@ class MemoryGroup:
 
     def __repr__(self) -> str:
         return f"MemoryGroup({str(self.path)!r}, v{self.version}, limit={self.limit_bytes})"
+
+
+def joiner(path: Path) -> Callable[[], None]:
+    """A function for `process.spawn(..., preexec=)` that puts the calling process (the child between fork and
+    exec) into the group at `path`, using only os.open/os.write (safe after fork)."""
+    procs = os.fsencode(path / "cgroup.procs")
+
+    def join() -> None:
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
+
+    return join
+
+
+def remove_group(path: Path, home: Path) -> None:
+    """Move the processes left in the group at `path` back to `home` (our own group) and remove it; a group already
+    gone is fine."""
+    for pid in _pids(path):
+        try:
+            _write(home / "cgroup.procs", str(pid))
+        except OSError as e:
+            if e.errno != errno.ESRCH:  # ESRCH: it exited meanwhile
+                raise SetupError(f"cannot move pid {pid} out of cgroup {path}: {e.strerror or e}") from None
+    for attempt in range(40):
+        try:
+            _remove_dir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            if e.errno != errno.EBUSY or attempt == 39:  # EBUSY: an exiting process not yet gone
+                raise SetupError(f"cannot remove cgroup {path}: {e.strerror or e} "
+                                 f"(pids left: {' '.join(map(str, _pids(path))) or 'none'})") from None
+            time.sleep(0.05)
 
 
 def _pids(path: Path) -> list[int]:

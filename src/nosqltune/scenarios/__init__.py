@@ -40,7 +40,8 @@ class Scenario:
     heap: str | None = None
     offheap_mb: int | None = None       # with page_cache_mb: the node's memory cgroup is heap + these two
     page_cache_mb: int | None = None
-    volume: str | None = None           # each node on a volume of its own: a preset of volumes/volumes.yaml
+    volume: str | None = None           # each node on a volume of its own: a preset of volumes/volumes.yaml,
+    volume_caps: dict[str, int] = field(default_factory=dict)   # with these caps over the preset's (iops, mbps)
     knobs: dict[str, Any] = field(default_factory=dict)
     objective: str = "throughput"
     rate_fraction: float | None = None
@@ -76,7 +77,7 @@ class Scenario:
         if self.memory_capped:
             sets["memory"] = {"offheap_mb": self.offheap_mb, "page_cache_mb": self.page_cache_mb}
         if self.volume:
-            sets["volume"] = self.volume
+            sets["volume"] = self.volume + "".join(f", {k} {v}" for k, v in self.volume_caps.items())
         if self.knobs:
             sets["knobs"] = dict(self.knobs)
         if self.rate_fraction is not None:
@@ -111,7 +112,12 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
         raise ValueError(f"{where}: calibration takes {', '.join(sorted(_CALIBRATION))}")
     if not 0 < float(calibration.get("max_cv", 0.05)) < 1 or float(calibration.get("max_trial_s", 60)) <= 0:
         raise ValueError(f"{where}: calibration needs 0 < max_cv < 1 and max_trial_s > 0")
-    volume = spec.get("volume")
+    volume, caps = spec.get("volume"), {}
+    if isinstance(volume, dict):   # {preset: NAME, iops: N, mbps: M}: the preset with caps of the scenario's
+        caps = {k: v for k, v in volume.items() if k != "preset"}
+        if set(caps) - {"iops", "mbps"} or any(not isinstance(v, int) or v <= 0 for v in caps.values()):
+            raise ValueError(f"{where}: volume takes preset, and positive whole iops and mbps")
+        volume = volume.get("preset")
     if volume is not None:
         from ..volumes import presets
 
@@ -123,7 +129,8 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
     return Scenario(name=name, summary=" ".join(spec["summary"].split()), why=" ".join(spec["why"].split()),
                     workload=spec.get("workload"), distribution=spec.get("distribution"), sizes=sizes,
                     heap=spec.get("heap"), offheap_mb=memory.get("offheap_mb"),
-                    page_cache_mb=memory.get("page_cache_mb"), volume=volume, knobs=dict(spec.get("knobs") or {}),
+                    page_cache_mb=memory.get("page_cache_mb"), volume=volume, volume_caps=caps,
+                    knobs=dict(spec.get("knobs") or {}),
                     objective=spec.get("objective", "throughput"),
                     rate_fraction=None if fraction is None else float(fraction),
                     sources=tuple(spec.get("sources") or ()),
