@@ -35,20 +35,31 @@ from common import RESULTS, ROOT, kept_notes, log, nosqltune, study_rows  # benc
 
 sys.path.insert(0, str(ROOT / "src"))
 
+from nosqltune.bottleneck import of_trial  # noqa: E402
 from nosqltune.evaluation.stats import mean_interval  # noqa: E402
 from nosqltune.knobs import load_space  # noqa: E402
 
 FOLDER = RESULTS / "landscape"
 DEFAULT_END = "default-end"   # the default's second run of a round (its last trial)
 ONE_DEFAULT_PER_ROUND = ("disk-bound", "write-heavy")   # screened before the second default run came in
-SCENARIOS = ("disk-bound", "write-heavy", "latency-slo", "in-memory")
-OBJECTIVE = {"latency-slo": ("read_p99_ms", False)}   # else throughput, higher is better
+SCENARIOS = ("disk-bound", "write-heavy", "latency-slo", "in-memory", "cloud-disk", "cloud-slo")
+OBJECTIVE = {"latency-slo": ("read_p99_ms", False), "cloud-slo": ("read_p99_ms", False)}   # else throughput, higher
+# the knob set screened per scenario (--knobs for the others): on a capped volume, the settings that trade memory
+# against I/Os (issue 37)
+SCREENED = {"cloud-disk": "cloud", "cloud-slo": "cloud"}
+# per knob set, a knob whose only effect is through another's variant (the row cache's table switch: the size's
+# variant sets it; v5-screen's screening, made before this, ran it alone and keeps its rows)
+ONLY_ENABLERS = {"cloud": ("caching_rows_per_partition",)}
+# per knob set, the levels screened where the range's ends cannot run: under the cloud scenarios' memory cap a heap
+# above the heap + page cache is killed at boot (tune ends the range there too)
+LEVELS = {"cloud": {"heap_size": [512, 1280]}}
 # two default runs of a steady machine: a throughput CV of at most 5% (the scenarios' calibration) makes their
 # difference's standard deviation about 7%; 15% apart is past 2 of those, and 1.20 (in-memory's round 3, whose
 # client also spent 23% more CPU per operation at its end: the machine, not Cassandra) is past 3
 DRIFT_LIMIT = 0.15
 RELATIVE_COST = "node_per_client_cpu"
-FIGURES = (("throughput_ops_s", True), ("read_p99_ms", False), ("node_cpu_us_per_op", False), (RELATIVE_COST, False))
+FIGURES = (("throughput_ops_s", True), ("read_p99_ms", False), ("node_cpu_us_per_op", False), (RELATIVE_COST, False),
+           ("node_io_per_op", False))   # the I/Os its own volume served per operation (cloud scenarios)
 # what a conditional knob needs beside it to act at all
 ENABLERS = {"compression_level": {"compression": "ZstdCompressor"},
             "row_cache_size": {"caching_rows_per_partition": "ALL"},
@@ -61,7 +72,11 @@ def variants(knob_set: str) -> dict[str, dict]:
     space = load_space("cassandra").subset(knob_set)
     out: dict[str, dict] = {}
     for knob in space:
-        if knob.type in ("int", "float"):
+        if knob.name in ONLY_ENABLERS.get(knob_set, ()):
+            continue
+        if knob.name in LEVELS.get(knob_set, {}):
+            levels = LEVELS[knob_set][knob.name]
+        elif knob.type in ("int", "float"):
             levels = [v for v in knob.range if v != knob.default]
         elif knob.type == "bool":
             levels = [not knob.default]
@@ -99,13 +114,14 @@ def main() -> int:
                    help="run nothing: write landscape.md/json from the trials stored so far")
     a = p.parse_args()
     FOLDER.mkdir(parents=True, exist_ok=True)
-    plan = variants(a.knobs)
-    labels = ["default", *plan]
     scenarios = [s for s in a.scenarios.split(",") if s]
+    plans = {s: variants(SCREENED.get(s, a.knobs)) for s in SCENARIOS}
     if a.write_only:
-        write(labels, a.repeat)
+        write(plans, a.repeat)
         return 0
     for scenario in scenarios:
+        plan = plans[scenario]
+        labels = ["default", *plan]
         # scenarios screened since 2026-11-24 22:30 run the default at both ends of every round (their mean is
         # what a round's variants are paired with: one slow default run no longer shifts a whole round)
         two = scenario not in ONE_DEFAULT_PER_ROUND
@@ -118,7 +134,7 @@ def main() -> int:
                 log(f"{scenario} round {round_ + 1}/{a.repeat}: {label}")
                 nosqltune("bench", "--scenario", scenario, "--repeat", "1", *args_of(label, plan.get(label, {})),
                           "--study", str(FOLDER / f"{scenario}.db"), "--study-name", label, "--json", ok=(0, 1))
-            write(labels, a.repeat)
+            write(plans, a.repeat)
     return 0
 
 
@@ -180,7 +196,9 @@ def summarize(scenario: str, labels: list[str], rounds: int) -> dict:
                                                    for r, d in zip(_by_round(found, rounds), default)]
         failed = [r for r in found if r["state"] not in ("COMPLETE", "RUNNING")]   # (RUNNING: under way)
         entry = {"rounds": sum(r is not None for r in runs), "failed": len(failed),
-                 "errors": [r["error"] for r in failed][:2]}
+                 "errors": [r["error"] for r in failed][:2],
+                 "limited_by": _most_common([getattr(of_trial(r), "limit", None) for r in found
+                                             if r["state"] == "COMPLETE"])}
         for key, better in ((objective, higher), *FIGURES):
             values = [r[key] for r in runs if r and r.get(key) is not None]
             entry[f"{key}_mean"] = statistics.mean(values) if values else None
@@ -193,13 +211,20 @@ def summarize(scenario: str, labels: list[str], rounds: int) -> dict:
     return out
 
 
-def write(labels: list[str], rounds: int) -> None:
-    """landscape.{md,json} of every scenario with a study; the hand-written notes between the markers of the
-    current landscape.md are kept."""
-    results = {s: summarize(s, labels, rounds) for s in SCENARIOS if (FOLDER / f"{s}.db").exists()}
+def _most_common(values: list) -> str | None:
+    values = [v for v in values if v]
+    return max(set(values), key=values.count) if values else None
+
+
+def write(plans: dict[str, dict[str, dict]], rounds: int) -> None:
+    """landscape.{md,json} of every scenario with a study (`plans`: each scenario's variants); the hand-written
+    notes between the markers of the current landscape.md are kept."""
+    results = {s: summarize(s, ["default", *plans[s]], rounds) for s in SCENARIOS if (FOLDER / f"{s}.db").exists()}
+    labels = list(dict.fromkeys(label for s in results for label in ["default", *plans[s]]))
     (RESULTS / "landscape.json").write_text(json.dumps(results, indent=1))
     md = ["# Where tuning 5.0 can pay: one knob at a time, per scenario (issue 20)", "",
-          "Generated by `bench/landscape.py`: every knob of `v5-screen` at the ends of its range (each other "
+          "Generated by `bench/landscape.py`: every knob of `v5-screen` (`cloud` in the cloud scenarios) at the "
+          "ends of its range (each other "
           "choice of an enum), and `latest` (cassandra_latest.yaml), against the default, in interleaved cold "
           "rounds on this machine (2 cores shared by node and client). Effect = mean over the rounds of the "
           "variant's ratio to the default's run of the same round, > 1 is better (for latencies: default / "
@@ -207,7 +232,9 @@ def write(labels: list[str], rounds: int) -> None:
           "effect within this many rounds. node/client CPU: the node's CPU per operation relative to the YCSB "
           "client's, as an effect (> 1: the node spends less per operation than with the default): the client's "
           "work per operation does not depend on the node's configuration, so the ratio cancels the machine's own "
-          "speed, which moves throughput and both CPU figures alike.", ""]
+          "speed, which moves throughput and both CPU figures alike. I/Os per op (cloud scenarios): the I/Os the "
+          "node's own volume served per operation, as an effect (> 1: fewer); limited by: the variant's most "
+          "common bottleneck verdict (nosqltune/bottleneck).", ""]
     md += kept_notes(RESULTS / "landscape.md", Path(__file__).name)
 
     def f(v, digits=3):
@@ -229,7 +256,7 @@ def write(labels: list[str], rounds: int) -> None:
                  f"{r['last_ops_s']:,.0f} last, more than {DRIFT_LIMIT:.0%} apart (the machine's speed changed "
                  "within the round; its trials stay in the study)." for r in result["rounds_left_out"]],
                "", "| variant | rounds | effect on objective [95%] | throughput | read p99 | node CPU/op | "
-               "node/client CPU [95%] |", "|---|---|---|---|---|---|---|"]
+               "node/client CPU [95%] | I/Os per op | limited by |", "|---|---|---|---|---|---|---|---|---|"]
         ranked = sorted((l for l in labels if l != "default" and l in result["variants"]),
                         key=lambda l: -(result["variants"][l][f"{obj}_effect"] or 0))
         for label in ranked:
@@ -238,7 +265,8 @@ def write(labels: list[str], rounds: int) -> None:
             md.append(f"| {label} | {v['rounds']}{failed} | x{f(v[f'{obj}_effect'])}{span(v[f'{obj}_interval'])} | "
                       f"x{f(v['throughput_ops_s_effect'])} | x{f(v['read_p99_ms_effect'])} | "
                       f"x{f(v['node_cpu_us_per_op_effect'])} | "
-                      f"x{f(v[f'{RELATIVE_COST}_effect'])}{span(v[f'{RELATIVE_COST}_interval'])} |")
+                      f"x{f(v[f'{RELATIVE_COST}_effect'])}{span(v[f'{RELATIVE_COST}_interval'])} | "
+                      f"{f(v['node_io_per_op_mean'], 2)} (x{f(v['node_io_per_op_effect'])}) | {v['limited_by'] or '-'} |")
         errors = {l: v["errors"] for l, v in result["variants"].items() if v["errors"]}
         if errors:
             md += ["", "Failed runs (first reasons):", ""]

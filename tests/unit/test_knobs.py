@@ -90,7 +90,8 @@ def test_irace23_has_the_23_knobs(space):
 
 
 @pytest.mark.parametrize("name,size", [("irace23", 23), ("rafiki5", 5), ("vorstella5", 5), ("mlos10", 10),
-                                       ("eppinger", 7), ("v5-screen", 27), ("v5", 20)])
+                                       ("eppinger", 7), ("v5-screen", 27), ("v5", 20),
+                                       ("cloud", 15)])
 def test_named_sets_resolve(space, name, size):
     sub = space.subset(name)
     assert len(sub) == size == len(space.knob_sets[name]["knobs"])
@@ -119,7 +120,7 @@ def test_unknown_set_lists_the_available_ones(space):
     with pytest.raises(KnobError) as err:
         space.subset("irace24")
     assert str(err.value) == ("unknown knob set 'irace24' for cassandra; "
-                              "available: irace23, wide24, rafiki5, vorstella5, mlos10, eppinger, v5-screen, v5")
+                              "available: irace23, wide24, rafiki5, vorstella5, mlos10, eppinger, v5-screen, v5, cloud")
 
 
 def test_subset_from_a_list_keeps_file_order(space):

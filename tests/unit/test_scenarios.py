@@ -14,7 +14,7 @@ def _args(*argv):
 
 
 def test_the_four_scenarios_and_what_makes_each():
-    assert list(scenarios()) == ["in-memory", "disk-bound", "write-heavy", "latency-slo"]
+    assert list(scenarios()) == ["in-memory", "disk-bound", "write-heavy", "latency-slo", "cloud-disk", "cloud-slo"]
     disk = scenario("disk-bound")
     assert disk.memory_capped and disk.memory_limit_mb(1024) == 1024 + 768 + 256
     assert disk.sizes["records"] >= 1_000_000 and disk.distribution == "uniform"
@@ -217,3 +217,46 @@ def test_rate_fraction_sets_the_fixed_rate_over_the_scenarios(monkeypatch):
         assert workload.target == rate and constraint == f"throughput>={0.95 * rate:g}"
     args = _args("--scenario", "latency-slo", "--target", "700", "--rate-fraction", "0.5")   # a rate given wins
     assert scenario_rate(args, _settings(args), _build_workload(args))[0].target == 700
+
+
+def test_the_cloud_scenarios_put_each_node_on_a_capped_volume_and_flags_win(monkeypatch):
+    from nosqltune.runtime import blkio, volume
+
+    monkeypatch.setattr(volume, "usable", lambda: None)   # this test makes no volume: it reads the settings
+    monkeypatch.setattr(blkio, "usable", lambda: None)
+    cloud = scenario("cloud-disk")
+    assert (cloud.volume, cloud.volume_caps) == ("aws-gp3", {"iops": 1000, "mbps": 42})
+    assert cloud.memory_limit_mb(1024) == scenario("disk-bound").memory_limit_mb(1024)
+    settings = _settings(_args("--scenario", "cloud-disk"))
+    assert settings.volume == {"name": "aws-gp3", "read_iops": 1000, "write_iops": 1000, "read_mbps": 42,
+                               "write_mbps": 42, "read_ahead_kb": 128}
+    # a volume named on the command line comes with its own caps; a cap given wins over both
+    assert _settings(_args("--scenario", "cloud-disk", "--volume", "aws-gp3")).volume["read_iops"] == 3000
+    assert _settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).volume["read_mbps"] == 42
+    assert _settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).volume["read_iops"] == 500
+    slo = scenario("cloud-slo")
+    assert slo.rate_fraction == 0.7 and slo.objective == "p99-read" and slo.volume == "aws-gp3"
+    assert _settings(_args()).volume is None
+    listed = scenario("cloud-disk").describe()["sets"]
+    assert listed["volume"] == "aws-gp3, iops 1000, mbps 42"
+
+
+def test_a_volume_without_its_machinery_is_one_line_exit_3_and_bad_input_exit_2(monkeypatch, capsys):
+    from nosqltune.cli import main
+    from nosqltune.runtime import blkio, volume
+
+    monkeypatch.setattr(volume, "usable", lambda: None)
+    monkeypatch.setattr(blkio, "usable", lambda: "no block I/O controller here: neither cgroup v1's x nor v2's y")
+    assert main(["bench", "--disk-iops", "300"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "a volume per node cannot be made here: no block I/O controller" in err
+    monkeypatch.setattr(volume, "usable", lambda: "a volume per node needs root (loop devices, mounts)")
+    assert main(["bench", "--scenario", "cloud-disk"]) == 3
+    assert "needs root" in capsys.readouterr().err
+    for argv, words in ((["--disk-mbps", "0"], "--disk-mbps 0"), (["--volume", "ebs-io9"], "unknown volume"),
+                        (["--system", "redis", "--volume", "aws-gp3"], "for Cassandra's nodes"),
+                        (["--disk-iops", "100", "--restore", "reload"], "--restore reload with a volume"),
+                        (["--set", "read_ahead_kb=64"], "read_ahead_kb sets the node's own volume")):
+        assert main(["bench", *argv]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert words in err and err.count("\n") == 0, err

@@ -395,8 +395,9 @@ def trial_volume(args: argparse.Namespace, scenario, system: str):
 
     given = getattr(args, "volume", None)
     own = {} if given else scenario.volume_caps   # a volume named on the command line comes with its own caps
-    volume = resolve(given or scenario.volume, getattr(args, "disk_iops", None) or own.get("iops"),
-                     getattr(args, "disk_mbps", None) or own.get("mbps"))
+    iops, mbps = getattr(args, "disk_iops", None), getattr(args, "disk_mbps", None)
+    volume = resolve(given or scenario.volume, own.get("iops") if iops is None else iops,
+                     own.get("mbps") if mbps is None else mbps)
     if volume is None:
         return None
     if system != "cassandra":
