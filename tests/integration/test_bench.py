@@ -44,6 +44,11 @@ def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_
         assert summary["errors"] == 0
         assert_cost_measured(summary)         # the node's CPU and GC over JMX, the client's own
         assert row["metrics"]["cost"]["operations"] == OPERATIONS
+        # what limited it, with the figures that decided: data in memory, no cap, no fixed rate
+        verdict = row["internals"]["bottleneck"]
+        assert verdict["limit"] in ("node-cores", "client-cores", "client-threads"), verdict
+        assert verdict["utilisation"]["node_cores"] == round(summary["node_cpu_cores"], 4)
+        assert verdict["line"].startswith("limited by ") and "cores" in verdict["line"]
         assert row["metrics"]["warmup"]["operations"] >= 300
         assert row["internals"]["live_sstable_count"] >= 1
         assert row["internals"]["live_disk_space_used_bytes"] > 5000 * 1000  # 5000 rows of 10 x 100 bytes

@@ -16,6 +16,8 @@ from nosqltune.runtime import blkio, volume
 from nosqltune.runtime.blkio import IOGroup
 from nosqltune.runtime.volume import LoopVolume, lock_image, prepare_image
 
+from tests.faultlog import record
+
 from .conftest import volume_leftovers
 from .fault_injection import PHASES, run_with_fault
 from .test_scenarios import bench
@@ -78,6 +80,7 @@ def test_a_capped_volume_holds_a_process_to_its_iops_and_its_bandwidth(tmp_path)
     assert not volume_leftovers(tmp_path)
 
 
+@pytest.mark.slow   # make test keeps a volume trial in the killed-tuner case below (its resumed trial)
 def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, tmp_path, capsys):
     study = tmp_path / "vol.db"
     # 32 threads keep enough reads waiting that the cap, not the threads, sets the pace
@@ -99,19 +102,26 @@ def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, t
     assert not volume_leftovers(nosqltune_home)
 
 
+@pytest.mark.faults   # the fault campaign's rows (make faults): a Cassandra node on a capped volume
 @pytest.mark.parametrize("phase", [pytest.param(p, id=p, marks=[] if p == "measure" else [pytest.mark.slow])
                                    for p in PHASES])
 def test_the_tuner_killed_at_each_phase_of_a_volume_trial_leaves_nothing_behind(phase, nosqltune_home, dataset_cache,
                                                                                 tmp_path):
     # killed (SIGKILL: nothing of the tuner runs after it) while its trial's volume is mounted, its group holds the
     # node, or neither yet; the resume sweeps what the dead tuner left, runs the trial again and leaves nothing
-    args = ["--records", "20000", "--operations", "6000", "--threads", "8", "--warmup-ops", "500", "--heap", "1G",
-            "--workload", "ycsb-c", "--distribution", "uniform", "--page-cache", "8M", "--disk-iops", "400"]
+    args = ["--records", "20000", "--operations", "5000", "--threads", "32", "--warmup-ops", "500", "--heap", "1G",
+            "--workload", "ycsb-c", "--distribution", "uniform", "--page-cache", "8M", "--disk-iops", "150"]
     outcome = run_with_fault(fault="tuner-kill", phase=phase, home=tmp_path / "home", study=tmp_path / "s.db",
                              trial_args=args, budget=1, trial=1, system="cassandra")
     assert outcome.injected, f"never killed at {phase}: {outcome.user_sees}"
     assert outcome.exit_code == -9 or (phase == "stop" and outcome.exit_code == 0), outcome.user_sees
     assert outcome.resume_code in (0, None), outcome.user_sees
     assert not outcome.orphans and not outcome.lost, (outcome.orphans, outcome.rows)
-    assert [r["state"] for r in outcome.rows][-1] == "COMPLETE"
-    assert not volume_leftovers(tmp_path / "home", dataset_cache)
+    last = outcome.rows[-1]
+    assert last["state"] == "COMPLETE"
+    # the trial run again on resume ran on its volume, and the volume's cap limited it
+    assert last["internals"]["volume"]["node1"]["direct_io"]
+    assert last["internals"]["bottleneck"]["limit"] == "volume-iops", last["internals"]["bottleneck"]
+    left = volume_leftovers(tmp_path / "home", dataset_cache)
+    assert not left, left
+    record("fault", **{**outcome.row(), "system": "cassandra on a capped volume"})
