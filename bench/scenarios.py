@@ -34,7 +34,8 @@ CELLS = {"in-memory": [(80000, 100000), (80000, 250000)],
          "latency-slo": [(60000, 60000), (60000, 150000), (60000, 150000, 0.5)],
          # on a volume capped at 1,000 IOPS, ~1,200 ops/s: the scenario's setup, and a shorter warm-up
          "cloud-disk": [(20000, 30000), (10000, 30000)],
-         "cloud-slo": [(20000, 30000)]}
+         # the p99 at 0.7 varied by 44% from run to run: a rate nearer the cap and one at half of it
+         "cloud-slo": [(20000, 30000), (15000, 30000, 0.85), (10000, 20000, 0.5)]}
 
 
 def cell_name(scenario: str, cell: tuple) -> str:

@@ -80,7 +80,6 @@ def test_a_capped_volume_holds_a_process_to_its_iops_and_its_bandwidth(tmp_path)
     assert not volume_leftovers(tmp_path)
 
 
-@pytest.mark.slow   # make test keeps a volume trial in the killed-tuner case below (its resumed trial)
 def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, tmp_path, capsys):
     study = tmp_path / "vol.db"
     # 32 threads keep enough reads waiting that the cap, not the threads, sets the pace
@@ -103,8 +102,9 @@ def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, t
 
 
 @pytest.mark.faults   # the fault campaign's rows (make faults): a Cassandra node on a capped volume
-@pytest.mark.parametrize("phase", [pytest.param(p, id=p, marks=[] if p == "measure" else [pytest.mark.slow])
-                                   for p in PHASES])
+@pytest.mark.slow   # 80 s a phase: make test keeps the trial on a volume above and the sweep of a killed run's
+# volume in tests/unit/test_volumes.py; make test-all and make faults run every phase
+@pytest.mark.parametrize("phase", PHASES)
 def test_the_tuner_killed_at_each_phase_of_a_volume_trial_leaves_nothing_behind(phase, nosqltune_home, dataset_cache,
                                                                                 tmp_path):
     # killed (SIGKILL: nothing of the tuner runs after it) while its trial's volume is mounted, its group holds the

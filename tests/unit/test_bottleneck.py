@@ -110,3 +110,28 @@ def test_disk_bound_trials_of_the_committed_study_are_limited_by_the_cores():
     for row, v in verdicts:
         if v.limit != "node-cores":
             assert v.limit == "memory" and v.utilisation["cores_busy"] < THRESHOLDS["cores"]
+
+
+def test_best_shows_what_limited_the_default_and_the_best(capsys, tmp_path):
+    import shutil
+
+    from nosqltune.cli import main
+
+    study = tmp_path / "disk-bound.db"   # a copy: best reads, but never writes, a committed study
+    shutil.copy(RESULTS / "impact" / "disk-bound.db", study)
+    assert main(["best", "--study", str(study), "--study-name", "smac"]) == 0
+    out = capsys.readouterr().out
+    assert "default limited by the node's cores: node " in out
+    assert "best limited by the node's cores" in out
+    counts = [line for line in out.splitlines() if line.startswith("what limited the trials: ")]
+    assert counts and counts[0].split(": ", 1)[1].startswith("node-cores ")
+
+
+def test_the_report_draws_each_trials_verdict(tmp_path):
+    from nosqltune.report.data import load_views
+    from nosqltune.report.page import build
+
+    views = load_views(str(RESULTS / "impact" / "disk-bound.db"), "smac")
+    index, files = build(views, tmp_path / "report", source="disk-bound")
+    assert any(f.name == "smac-bottleneck.png" for f in files)
+    assert "What limited each trial" in index.read_text()

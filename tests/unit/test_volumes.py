@@ -13,6 +13,7 @@ from nosqltune.errors import SetupError, UsageError
 from nosqltune.objective import Objective, metric_unit, metric_value
 from nosqltune.runtime import blkio, cgroup
 from nosqltune.runtime.blkio import IOGroup
+from nosqltune.runtime.volume import usable as volume_usable
 from nosqltune.volumes import Volume, presets, resolve
 
 MiB = 1 << 20
@@ -205,3 +206,57 @@ def test_io_and_bytes_per_op_are_minimised_cost_metrics():
     assert Objective.parse("bytes-per-op").evaluate([summary]).value == 12000.0
     with pytest.raises(UsageError, match="io-per-op"):
         Objective.parse("iops-per-op")
+
+
+def test_parallel_trials_on_one_dataset_each_get_an_image_of_their_own(tmp_path):
+    from nosqltune.runtime.volume import claim_image, image_size
+
+    first, held = claim_image(tmp_path, "node1")
+    second, held_too = claim_image(tmp_path, "node1")
+    assert (first.name, second.name) == ("node1-0.img", "node1-1.img")
+    held.close()
+    again, held_again = claim_image(tmp_path, "node1")   # a slot let go is taken again first
+    assert again.name == "node1-0.img"
+    held_too.close()
+    held_again.close()
+    # room for compactions to rewrite the data twice over and a commit log, in whole GiB; sparse
+    assert image_size(0) == 2 << 30 and image_size(1 << 30) == 5 << 30 and image_size((1 << 30) + 1) == 6 << 30
+
+
+@pytest.mark.skipif(bool(volume_usable() or blkio.usable()), reason="no loop devices or blkio controller here")
+def test_what_a_killed_run_left_mounted_is_swept_by_the_next(tmp_path):
+    """A tuner killed while its trial's volume was mounted leaves the mount (and so its loop device) and an empty
+    I/O group; the next trial on the machine unmounts, detaches and removes them before removing the folder, and
+    the dataset's image keeps its files."""
+    import json
+    import socket
+
+    from nosqltune.runtime import paths
+    from nosqltune.runtime.volume import LoopVolume, loop_backing_file, lock_image, mounts, prepare_image
+
+    image = tmp_path / "cache" / "node-0.img"
+    lock = lock_image(image)
+    prepare_image(image, {"t": 1}, 1 << 30, lambda root: (root / "dataset").mkdir(), tmp_path / "prep", 128)
+    nodes = tmp_path / "nodes"
+    trial = nodes / "deadbeef0001"
+    trial.mkdir(parents=True)
+    (trial / paths.OWNER_FILE).write_text(json.dumps({"host": socket.gethostname(), "pid": 1 << 22,
+                                                      "started": "0"}))   # a pid no process has
+    vol = LoopVolume.mount(image, trial / "volume", 128)
+    (vol.point / "node").mkdir()
+    group = IOGroup.create("nodes-deadbeef0001-4000-io", vol.device, {"read_iops": 100})
+    lock.close()   # the killed tuner's lock went with it
+    try:
+        removed = paths.remove_orphaned_trial_dirs(nodes)
+        assert removed == [trial] and not trial.exists()
+        assert not [p for _, p in mounts() if p.startswith(str(trial))]
+        assert loop_backing_file(vol.number) != str(image)   # detached (autoclear)
+        assert not group.path.exists()
+    finally:
+        if any(p == str(vol.point) for _, p in mounts()):
+            vol.close()
+        group.close()
+    lock = lock_image(image)
+    with LoopVolume.mount(image, tmp_path / "again", 128) as again:   # the image's own files are intact
+        assert (again.point / "dataset").is_dir()
+    lock.close()

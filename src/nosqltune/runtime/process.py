@@ -10,7 +10,8 @@ import signal
 import socket
 import subprocess
 import threading
-from typing import IO, Callable, Sequence
+from contextlib import contextmanager
+from typing import IO, Callable, Iterator, Sequence
 
 _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_DROP = 24
@@ -155,3 +156,19 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
         except OSError:
             return True
     return False
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) and SIGTERM back while the block runs, and deliver them after it: for a trial's own
+    cleanup (stop the datastore, unmount its volume, remove its groups), which a second Ctrl-C would otherwise cut
+    short and leave a mount or a group behind. Only in the main thread (where Python handles signals); processes
+    started inside would inherit the mask, so start none there."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)

@@ -190,23 +190,25 @@ def end_trial(result: TrialResult, timings: dict[str, float], started: float, st
     from .dataset import dataset_for
 
     from ..runtime.paths import release_leftovers
+    from ..runtime.process import interrupts_deferred
 
-    t0 = time.monotonic()
-    try:
-        stop()
-    finally:
-        release_leftovers(home)   # a volume left mounted in the folder is unmounted before anything is removed
-    timings["stop_s"] = time.monotonic() - t0
-    timings["total_s"] = time.monotonic() - started
-    result.timings = timings
-    if not settings.keep_node:
-        shutil.rmtree(home, ignore_errors=True)
-    elif home.exists():
-        from ..runtime.paths import keep_trial_dir
+    with interrupts_deferred():   # a Ctrl-C now waits for the cleanup: no mount, group or node left half-undone
+        t0 = time.monotonic()
+        try:
+            stop()
+        finally:
+            release_leftovers(home)   # a volume left mounted in the folder is unmounted before anything is removed
+        timings["stop_s"] = time.monotonic() - t0
+        timings["total_s"] = time.monotonic() - started
+        result.timings = timings
+        if not settings.keep_node:
+            shutil.rmtree(home, ignore_errors=True)
+        elif home.exists():
+            from ..runtime.paths import keep_trial_dir
 
-        keep_trial_dir(home)
-    if settings.restore_mode == "reload":
-        shutil.rmtree(dataset_for("reload-" + home.name).root, ignore_errors=True)
+            keep_trial_dir(home)
+        if settings.restore_mode == "reload":
+            shutil.rmtree(dataset_for("reload-" + home.name).root, ignore_errors=True)
 
 
 def judge_errors(result: TrialResult, metrics: dict[str, Any]) -> None:
