@@ -160,15 +160,21 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
 
 @contextmanager
 def interrupts_deferred() -> Iterator[None]:
-    """Hold Ctrl-C (SIGINT) and SIGTERM back while the block runs, and deliver them after it: for a trial's own
+    """Hold Ctrl-C (SIGINT) and SIGTERM back while the block runs, and act on them after it: for a trial's own
     cleanup (stop the datastore, unmount its volume, remove its groups), which a second Ctrl-C would otherwise cut
-    short and leave a mount or a group behind. Only in the main thread (where Python handles signals); processes
-    started inside would inherit the mask, so start none there."""
+    short and leave a mount or a group behind. Python runs signal handlers in the main thread whichever thread the
+    kernel delivers to, so the main thread's handlers are swapped for ones that only note the signal; in another
+    thread (a local executor's worker) nothing is held back: its interruption reaches it through the main thread."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    noted: list[int] = []
+    held = {sig: signal.signal(sig, lambda signum, _frame: noted.append(signum))
+            for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(noted):   # each signal once, to its own handler now
+            signal.raise_signal(sig)

@@ -20,6 +20,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -36,7 +37,6 @@ _LOOP_CONFIGURE = 0x4C0A
 _LO_FLAGS_AUTOCLEAR = 4
 _LO_FLAGS_DIRECT_IO = 16
 _MS_NOATIME = 1024
-_MNT_DETACH = 2
 BLOCK_SIZE = 4096
 READY = "nosqltune-volume.json"   # in an image's root: which dataset build it holds
 
@@ -56,7 +56,11 @@ class _LoopConfig(ctypes.Structure):
 
 
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
+    return libc
 
 
 def usable() -> str | None:
@@ -103,37 +107,62 @@ def loop_backing_file(number: int) -> str | None:
         return None
 
 
+_OCTAL = re.compile(rb"\\([0-7]{3})")
+
+
+def _unescape(field: bytes) -> str:
+    """A mountinfo field: the kernel writes space, tab, newline and backslash as \\ooo; the rest are the path's own
+    bytes (UTF-8 or not)."""
+    return os.fsdecode(_OCTAL.sub(lambda m: bytes([int(m.group(1), 8)]), field))
+
+
 def mounts() -> list[tuple[str, str]]:
     """(source, mount point) of every mount this process sees, from /proc/self/mountinfo."""
     out = []
-    for line in MOUNTINFO.read_text().splitlines():
-        left, _, right = line.partition(" - ")
+    for line in MOUNTINFO.read_bytes().splitlines():
+        left, _, right = line.partition(b" - ")
         fields, rest = left.split(), right.split()
         if len(fields) >= 5 and len(rest) >= 2:
-            out.append((rest[1], fields[4].encode().decode("unicode_escape")))
+            out.append((_unescape(rest[1]), _unescape(fields[4])))
     return out
 
 
-def _umount(point: str | Path, lazy: bool = False) -> None:
+def attached(image: Path) -> list[int]:
+    """The loop devices that still use `image`: mounted, or detached lazily and still held by a process (such a
+    filesystem is out of mountinfo but alive: mounting the image again would corrupt it)."""
+    target = os.path.realpath(image)
+    found = []
+    for entry in SYS_BLOCK.glob("loop*"):
+        number = entry.name[4:]
+        if number.isdigit() and loop_backing_file(int(number)) == target:
+            found.append(int(number))
+    return sorted(found)
+
+
+def _umount(point: str | Path) -> None:
     libc = _libc()
-    if libc.umount2(os.fsencode(str(point)), _MNT_DETACH if lazy else 0) != 0:
+    if libc.umount2(os.fsencode(str(point)), 0) != 0:
         err = ctypes.get_errno()
         if err not in (errno.EINVAL, errno.ENOENT):   # EINVAL: not a mount point (any more)
             raise OSError(err, f"cannot unmount {point}: {os.strerror(err)}")
 
 
-def _unmount(point: str | Path) -> None:
-    """Unmount, retrying a busy mount for a few seconds (a just-killed JVM's files close as it is reaped), then
-    lazily (detached now, gone when its last user is)."""
-    for _ in range(50):
+def _unmount(point: str | Path, wait_s: float = 15.0) -> None:
+    """Unmount, retrying a busy mount for `wait_s` seconds (a just-killed JVM's files close as it is reaped).
+    Never lazily: a lazily detached filesystem lives on while anything holds it, and a second mount of its image
+    would corrupt it. SetupError, with who holds it, when it stays busy."""
+    deadline = time.monotonic() + wait_s
+    while True:
         try:
             _umount(point)
             return
         except OSError as e:
             if e.errno != errno.EBUSY:
                 raise SetupError(str(e)) from None
+            if time.monotonic() > deadline:
+                raise SetupError(f"cannot unmount {point}: still in use after {wait_s:.0f} s (`fuser -vm {point}` "
+                                 "names who holds it); stop that, then run again") from None
             time.sleep(0.1)
-    _umount(point, lazy=True)
 
 
 def release_mounts_under(folder: Path) -> list[str]:
@@ -194,6 +223,10 @@ class LoopVolume:
         """Attach and mount `image` at `point` (made if missing) with this read-ahead; the caller holds the image's
         lock (`lock_image`). What a dead holder left mounted is unmounted first."""
         release_image(image)
+        still = attached(image)
+        if still:
+            raise SetupError(f"{image} is still attached to /dev/loop{still[0]} (a filesystem unmounted lazily and "
+                             "still held by a process): mounting it again would corrupt it")
         point.mkdir(parents=True, exist_ok=True)
         fd, number = _attach(image)
         try:
@@ -202,7 +235,10 @@ class LoopVolume:
                 raise SetupError(f"/dev/loop{number} could not use direct I/O on {image}'s filesystem: the machine's "
                                  "page cache would serve the volume's reads; keep the cache (NOSQLTUNE_CACHE) on a "
                                  "filesystem with O_DIRECT (ext4, xfs)")
-            if _libc().mount(f"/dev/loop{number}".encode(), os.fsencode(str(point)), b"ext4", _MS_NOATIME, None) != 0:
+            # discard: blocks the filesystem frees (a trial's compactions, its commit log) are punched out of the
+            # sparse image, which stays the size of what it holds
+            if _libc().mount(f"/dev/loop{number}".encode(), os.fsencode(str(point)), b"ext4", _MS_NOATIME,
+                             b"discard") != 0:
                 err = ctypes.get_errno()
                 raise SetupError(f"cannot mount {image} at {point}: {os.strerror(err)}")
         finally:
@@ -213,10 +249,8 @@ class LoopVolume:
         """Unmount (the loop device detaches); safe to call twice."""
         if self._closed:
             return
-        try:
-            _unmount(self.point)
-        finally:
-            self._closed = True
+        _unmount(self.point)
+        self._closed = True
 
     def __enter__(self) -> LoopVolume:
         return self
@@ -247,11 +281,22 @@ def claim_image(folder: Path, stem: str, slots: int = 8) -> tuple[Path, IO[bytes
     for slot in range(slots):
         image = folder / f"{stem}-{slot}.img"
         try:
-            return image, lock_image(image, wait=False)
+            lock = lock_image(image, wait=False)
         except BlockingIOError:
             continue
-    image = folder / f"{stem}-0.img"
-    return image, lock_image(image)
+        if attached(image) and not _mounted_only_by_the_dead(image):
+            lock.close()   # held by a lazily detached filesystem: another slot
+            continue
+        return image, lock
+    raise SetupError(f"every image slot of {folder / stem} is in use (another trial of this dataset, or a volume still "
+                     f"held by a process): wait for them or stop them, then run again")
+
+
+def _mounted_only_by_the_dead(image: Path) -> bool:
+    """Every loop device on `image` is mounted where mountinfo shows it: a dead holder's mounts, which
+    `LoopVolume.mount` unmounts (a device out of mountinfo is a lazily detached filesystem still in use)."""
+    devices = {f"/dev/loop{n}" for n in attached(image)}
+    return devices <= {source for source, _point in mounts()}
 
 
 def image_size(data_bytes: int) -> int:
