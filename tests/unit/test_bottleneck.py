@@ -47,7 +47,7 @@ def test_a_volume_at_its_iops_cap_wins_over_everything_else():
     assert v.per_op["ios"] == pytest.approx(0.994) and v.per_op["bytes"] == 4396.0
     line = v.line()
     assert line.startswith("limited by the volume's IOPS cap: reads 2,970.0 IOPS = 99% of the cap")
-    assert "67% of the bytes written passed uncapped" in line   # 200 of 300 bytes per operation escaped the group
+    assert "67% of the bytes written were not charged to the node's group" in line   # 200 of 300 bytes per op
     # the same I/O rate without a cap is not a limit
     assert diagnose(figures, {}, {}, cores=2).limit == "client-threads"
 

@@ -53,8 +53,8 @@ class Bottleneck:
                 if share is not None and u.get(f"{direction}_{kind}") and (direction == "read" or share >= 0.01):
                     parts.append(f"{direction}s {u[f'{direction}_{kind}']:,.1f} {unit} = {share:.0%} of the cap")
         if u.get("writes_uncharged") is not None and u.get("writes_uncharged", 0) > 0.01:
-            parts.append(f"{u['writes_uncharged']:.0%} of the bytes written passed uncapped (write-back the "
-                         "blkio controller charges to no group)")
+            parts.append(f"{u['writes_uncharged']:.0%} of the bytes written were not charged to the node's group "
+                         "(write-back, the filesystem's journal)")
         if u.get("node_cores") is not None:
             cores = f"node {u['node_cores']:.2f}"
             if u.get("client_cores") is not None:
@@ -75,6 +75,14 @@ class Bottleneck:
     def to_dict(self) -> dict[str, Any]:
         return {"limit": self.limit, "line": self.line(), "utilisation": dict(self.utilisation),
                 "per_op": dict(self.per_op), "thresholds": dict(THRESHOLDS)}
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its affinity: a container's or a taskset's cpuset), not the machine's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _cpus(text: str | None) -> int | None:
@@ -120,13 +128,14 @@ def diagnose(summary: dict[str, Any], settings: dict[str, Any] | None = None,
         if shares and max(shares) >= THRESHOLDS["cap"]:
             verdicts.append("volume-iops" if kind == "iops" else "volume-bandwidth")
 
-    # cgroup v1 charges write-back to no group: what the device wrote beyond what the group was charged escaped
+    # what the device wrote beyond what the node's group was charged escaped the cap: write-back (cgroup v1 charges
+    # it to no group) and the filesystem's journal (written by its own kernel thread)
     written, charged = _get(summary, "node_dev_write_bytes_per_op"), _get(summary, "node_group_write_bytes_per_op")
     if written and charged is not None:
         u["writes_uncharged"] = max(0.0, written - charged) / written
 
     node, client = _get(summary, "node_cpu_cores"), _get(summary, "client_cpu_cores")
-    machine = cores or os.cpu_count() or 1
+    machine = cores or _usable_cores()
     node_set, client_set = _cpus(settings.get("server_cpus")), _cpus(settings.get("client_cpus"))
     if node is not None:
         u["node_cores"] = node

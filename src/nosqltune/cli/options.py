@@ -268,6 +268,15 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
     subset = full_space.subset(args.knobs if knobs is None else knobs)
     if settings is not None:
         subset = _heap_within_cap(subset, full_space, settings)
+        # a volume's own settings (read_ahead_kb) need a volume: without one they are left out, and said so
+        on_volume = [k.name for k in subset if k.applies == "volume"]
+        if on_volume and settings.volume is None:
+            if len(on_volume) == len(subset.knobs):
+                raise UsageError(f"{', '.join(on_volume)} sets the node's own volume, and this run has none: give "
+                                 "--volume, --disk-iops or --disk-mbps, or other --knobs")
+            subset = leave_out(subset, full_space, on_volume)
+            print(f"note: {', '.join(on_volume)} left out of the search: it sets the node's own volume, and this run "
+                  "has none (--volume, --disk-iops, --disk-mbps)", file=sys.stderr)
     # a scenario's knob values are its situation (write-heavy's 32 MiB of memtable space is what makes it flush
     # and compact): held, never searched, or the study's default would be another scenario's
     # (a knob also given by --set/--config is not held: that clash is the user's, and said below)

@@ -15,13 +15,11 @@ cap's use is what the group did per second against the cap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ..errors import SetupError
-from .cgroup import (CGROUP_ROOT, PROC_SELF_CGROUP, _NAME, _pids, _read, _under, _words, _writable, _write, joiner,
-                     remove_group)
+from .cgroup import CGROUP_ROOT, PROC_SELF_CGROUP, _NAME, _pids, _read, _words, _write, joiner, remove_group
 from . import cgroup as _cgroup
 
 MIB = 1 << 20
@@ -30,63 +28,9 @@ _V1_CAPS = {"read_iops": "blkio.throttle.read_iops_device", "write_iops": "blkio
 _V2_CAPS = {"read_iops": "riops", "write_iops": "wiops", "read_mbps": "rbps", "write_mbps": "wbps"}
 
 
-@dataclass(frozen=True)
-class _Place:
-    version: int
-    parent: Path
-    home: Path
-    enable: bool = False
-
-
-def _own_path(proc_self_cgroup: Path, controller: str) -> tuple[str | None, str | None]:
-    """Our path in the v1 hierarchy of `controller` and in the v2 hierarchy."""
-    v1 = v2 = None
-    try:
-        lines = _read(proc_self_cgroup).splitlines()
-    except OSError:
-        return None, None
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        hierarchy, controllers, path = parts
-        if hierarchy == "0" and controllers == "":
-            v2 = path
-        elif controller in controllers.split(","):
-            v1 = path
-    return v1, v2
-
-
-def _locate(cgroup_root: Path, proc_self_cgroup: Path) -> _Place:
-    own_v1, own_v2 = _own_path(proc_self_cgroup, "blkio")
-    mount_v1 = cgroup_root / "blkio"
-    if (mount_v1 / "blkio.throttle.read_iops_device").exists() and own_v1 is not None:
-        home = _under(mount_v1, own_v1)
-        if not home.is_dir():
-            home = mount_v1
-        if not _writable(home):
-            raise SetupError(f"cannot create a blkio cgroup in {home} (cgroup v1): it is not writable; run as root")
-        return _Place(1, home, home)
-    if (cgroup_root / "cgroup.controllers").exists() and own_v2 is not None:
-        if "io" not in _words(cgroup_root / "cgroup.controllers"):
-            raise SetupError(f"cgroup v2 at {cgroup_root} has no io controller: an I/O cap per node needs it")
-        home = _under(cgroup_root, own_v2)
-        is_root = not (home / "cgroup.type").exists()
-        if "io" in _words(home / "cgroup.subtree_control"):
-            parent, enable = home, False
-        elif not is_root and "io" in _words(home.parent / "cgroup.subtree_control"):
-            parent, enable = home.parent, False
-        elif is_root:
-            parent, enable = home, True
-        else:
-            raise SetupError(f"cgroup v2: the io controller is not delegated to {home} nor to its parent: run "
-                             "nosqltune as root, or under systemd-run --scope -p Delegate=yes")
-        if not _writable(parent):
-            raise SetupError(f"cannot create an io cgroup in {parent} (cgroup v2): it is not writable; run as root")
-        return _Place(2, parent, home, enable)
-    raise SetupError(f"no block I/O controller here: neither cgroup v1's {mount_v1} (blkio) nor cgroup v2's io "
-                     f"controller at {cgroup_root}: a volume's I/O cap needs one (mount -t cgroup -o blkio cgroup "
-                     f"{mount_v1}, as root)")
+def _locate(cgroup_root: Path, proc_self_cgroup: Path) -> _cgroup._Place:
+    """Where this machine lets us create an I/O group; SetupError saying what is missing otherwise."""
+    return _cgroup._locate(cgroup_root, proc_self_cgroup, _cgroup.BLKIO)
 
 
 def usable(*, cgroup_root: Path = CGROUP_ROOT, proc_self_cgroup: Path = PROC_SELF_CGROUP) -> str | None:

@@ -78,8 +78,23 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK)
 
 
-def _own_paths(proc_self_cgroup: Path) -> tuple[str | None, str | None]:
-    """Our memory group's path in the v1 memory hierarchy and our path in the v2 hierarchy, from /proc/self/cgroup
+@dataclass(frozen=True)
+class Controller:
+    """A cgroup controller as each version names it: v1's hierarchy and a file its groups have, v2's name."""
+
+    v1: str       # the v1 hierarchy: /sys/fs/cgroup/<v1>, and its name in /proc/self/cgroup
+    probe: str    # a file every v1 group of it has
+    v2: str       # its name in v2's cgroup.controllers and cgroup.subtree_control
+    why: str      # what a group of it is for, in the words of an error
+
+
+MEMORY = Controller("memory", "memory.limit_in_bytes", "memory",
+                    "(the kernel command line must not hold cgroup_disable=memory)")
+BLKIO = Controller("blkio", "blkio.throttle.read_iops_device", "io", "(an I/O cap per node needs it)")
+
+
+def _own_paths(proc_self_cgroup: Path, v1_name: str = "memory") -> tuple[str | None, str | None]:
+    """Our group's path in the v1 hierarchy `v1_name` and our path in the v2 hierarchy, from /proc/self/cgroup
     (lines `id:controllers:path`; v2's is `0::path`)."""
     v1 = v2 = None
     try:
@@ -93,7 +108,7 @@ def _own_paths(proc_self_cgroup: Path) -> tuple[str | None, str | None]:
         hierarchy, controllers, path = parts
         if hierarchy == "0" and controllers == "":
             v2 = path
-        elif "memory" in controllers.split(","):
+        elif v1_name in controllers.split(","):
             v1 = path
     return v1, v2
 
@@ -102,43 +117,43 @@ def _under(root: Path, path: str) -> Path:
     return root / path.lstrip("/") if path.strip("/") else root
 
 
-def _locate(cgroup_root: Path, proc_self_cgroup: Path) -> _Place:
-    """Where this machine lets us create a memory group; SetupError saying what is missing otherwise."""
-    own_v1, own_v2 = _own_paths(proc_self_cgroup)
-    mount_v1 = cgroup_root / "memory"
-    if (mount_v1 / "memory.limit_in_bytes").exists() and own_v1 is not None:
+def _locate(cgroup_root: Path, proc_self_cgroup: Path, controller: Controller = MEMORY) -> _Place:
+    """Where this machine lets us create a group of `controller`; SetupError saying what is missing otherwise."""
+    c = controller
+    own_v1, own_v2 = _own_paths(proc_self_cgroup, c.v1)
+    mount_v1 = cgroup_root / c.v1
+    if (mount_v1 / c.probe).exists() and own_v1 is not None:
         home = _under(mount_v1, own_v1)
         if not home.is_dir():  # a container's view: the mount shows our own group as its root
             home = mount_v1
         if not _writable(home):
-            raise SetupError(f"cannot create a memory cgroup in {home} (cgroup v1): it is not writable; run as root, "
+            raise SetupError(f"cannot create a {c.v1} cgroup in {home} (cgroup v1): it is not writable; run as root, "
                              "or remount it read-write (a container needs --privileged or a writable /sys/fs/cgroup)")
         return _Place(1, home, home)
     if (cgroup_root / "cgroup.controllers").exists() and own_v2 is not None:
-        if "memory" not in _words(cgroup_root / "cgroup.controllers"):
-            raise SetupError(f"cgroup v2 at {cgroup_root} has no memory controller: boot with it enabled "
-                             "(the kernel command line must not hold cgroup_disable=memory)")
+        if c.v2 not in _words(cgroup_root / "cgroup.controllers"):
+            raise SetupError(f"cgroup v2 at {cgroup_root} has no {c.v2} controller: boot with it enabled {c.why}")
         home = _under(cgroup_root, own_v2)
         is_root = not (home / "cgroup.type").exists()  # the real root has no cgroup.type (a namespace's root has)
-        if "memory" in _words(home / "cgroup.subtree_control"):
+        if c.v2 in _words(home / "cgroup.subtree_control"):
             parent, enable = home, False
-        elif not is_root and "memory" in _words(home.parent / "cgroup.subtree_control"):
+        elif not is_root and c.v2 in _words(home.parent / "cgroup.subtree_control"):
             # v2 lets only leaf groups hold processes: ours holds us, so the group goes beside it
             parent, enable = home.parent, False
         elif is_root:
             parent, enable = home, True
         else:
             raise SetupError(
-                f"cgroup v2: the memory controller is not delegated to {home} nor to its parent (no 'memory' in "
+                f"cgroup v2: the {c.v2} controller is not delegated to {home} nor to its parent (no '{c.v2}' in "
                 f"{home.parent / 'cgroup.subtree_control'}): run nosqltune under "
-                "systemd-run --scope -p Delegate=yes, or write +memory into that file as root")
+                f"systemd-run --scope -p Delegate=yes, or write +{c.v2} into that file as root")
         if not _writable(parent):
-            raise SetupError(f"cannot create a memory cgroup in {parent} (cgroup v2): it is not writable; run as root "
+            raise SetupError(f"cannot create a {c.v2} cgroup in {parent} (cgroup v2): it is not writable; run as root "
                              "or under systemd-run --user --scope -p Delegate=yes")
         return _Place(2, parent, home, enable)
-    raise SetupError(f"no memory cgroup on this machine: neither cgroup v1's {mount_v1} nor cgroup v2's memory "
+    raise SetupError(f"no {c.v1} cgroup on this machine: neither cgroup v1's {mount_v1} nor cgroup v2's {c.v2} "
                      f"controller at {cgroup_root} (with this process in it, per {proc_self_cgroup}); mount one, "
-                     f"e.g. mount -t cgroup -o memory cgroup {mount_v1}")
+                     f"e.g. mount -t cgroup -o {c.v1} cgroup {mount_v1}")
 
 
 def usable(*, cgroup_root: Path = CGROUP_ROOT, proc_self_cgroup: Path = PROC_SELF_CGROUP) -> str | None:

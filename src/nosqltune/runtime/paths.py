@@ -134,20 +134,33 @@ def remove_orphaned_trial_dirs(nodes: Path) -> list[Path]:
             continue
         if _process_identity(int(owner.get("pid", 0))) == owner:
             continue   # its owner still runs
-        release_leftovers(owner_file.parent)
+        if not release_leftovers(owner_file.parent):
+            continue   # still mounted: removing the folder would delete the volume's files through the mount
         shutil.rmtree(owner_file.parent, ignore_errors=True)
         removed.append(owner_file.parent)
     return removed
 
 
-def release_leftovers(trial: Path) -> None:
+def release_leftovers(trial: Path) -> bool:
     """What a trial folder's processes may hold outside it: mounts under it (unmounted first: removing the folder
-    through a mount would delete the volume's files) and the empty cgroups named after it."""
+    through a mount would delete the volume's files) and the empty cgroups named after it. Never raises: False, with
+    the reason on stderr, when a mount stays (busy, or not ours to unmount): then the folder must stay too."""
+    import sys
+
+    from ..errors import SetupError
     from .blkio import remove_empty_groups
     from .volume import release_mounts_under
 
-    release_mounts_under(trial)
-    remove_empty_groups(trial.name)
+    try:
+        release_mounts_under(trial)
+    except (SetupError, OSError) as exc:
+        print(f"warning: {trial} keeps a mount: {exc}", file=sys.stderr)
+        return False
+    try:
+        remove_empty_groups(trial.name)
+    except OSError:
+        pass   # a group we cannot remove holds no mount: the folder may go
+    return True
 
 
 def _process_identity(pid: int) -> dict:

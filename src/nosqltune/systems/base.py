@@ -196,12 +196,12 @@ def end_trial(result: TrialResult, timings: dict[str, float], started: float, st
         t0 = time.monotonic()
         try:
             stop()
-        finally:
-            release_leftovers(home)   # a volume left mounted in the folder is unmounted before anything is removed
+        finally:   # a volume left mounted in the folder is unmounted before anything is removed
+            released = release_leftovers(home)
         timings["stop_s"] = time.monotonic() - t0
         timings["total_s"] = time.monotonic() - started
         result.timings = timings
-        if not settings.keep_node:
+        if not settings.keep_node and released:
             shutil.rmtree(home, ignore_errors=True)
         elif home.exists():
             from ..runtime.paths import keep_trial_dir

@@ -89,16 +89,17 @@ class NodeVolume:
                 "read_ahead_kb": self.loop.read_ahead_kb(), "caps": self.caps(), "preset": self.spec.name,
                 "image": str(self.loop.image)}
 
-    def close(self) -> None:
-        """Remove the trial's node folders from the image, unmount it, let it go; safe to call twice."""
+    def close(self, keep: bool = False) -> None:
+        """Remove the trial's node folders from the image (`keep`: leave them there for inspection, until the
+        image's next trial), unmount it, let it go; safe to call twice. The image stays locked when it cannot be
+        unmounted (SetupError): nobody may mount it while its filesystem lives."""
         if self._closed:
             return
-        try:
+        if not keep:
             shutil.rmtree(self.storage, ignore_errors=True)
-            self.loop.close()
-        finally:
-            self._closed = True
-            self._lock.close()
+        self.loop.close()
+        self._closed = True
+        self._lock.close()
 
 
 def _built(dataset: Dataset) -> Any:

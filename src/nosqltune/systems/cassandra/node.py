@@ -254,6 +254,10 @@ class CassandraNode:
                 self._group.close()
                 self._group = None
 
+    def io_caps(self) -> dict[str, int] | None:
+        """The caps the kernel holds for the node's volume now (read back from its I/O group), None without."""
+        return None if self._io_group is None else self._io_group.caps()
+
     def disk_spec(self) -> str | None:
         """The node's volume as loadgen's cost.disks reads it (device counters, and its I/O group's), or None."""
         return None if self.volume is None else self.volume.disk_spec(self._io_group)

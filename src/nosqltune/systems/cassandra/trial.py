@@ -245,7 +245,7 @@ class _Servers:
                 node.stop(drain=drain, timeout=30 if drain else 0)
         finally:
             for volume in self.volumes.values():   # after the JVMs: nothing holds their files any more
-                volume.close()
+                volume.close(keep=self.settings.keep_node)
 
     def __enter__(self) -> "_Servers":
         return self
@@ -358,6 +358,9 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             progress("booting Cassandra" + (f" ({settings.nodes} nodes)" if settings.nodes > 1 else ""))
             timings["boot_s"] = servers.start(settings.boot_timeout, restored=True)
             node = servers.first
+            for i, member in enumerate(servers.members, 1):   # the caps as the kernel holds them for each node
+                if volumes and member.io_caps() is not None:
+                    result.internals["volume"][f"node{i}"]["caps_in_kernel"] = member.io_caps()
             t0 = time.monotonic()
             statements = (_design_statements(settings) + placed.keyspace_statements(KEYSPACE)
                           + placed.table_statements(KEYSPACE, TABLE))
