@@ -54,3 +54,9 @@ def kept_notes(path: Path, script: str) -> list[str]:
     if markers[0] in text and markers[1] in text:
         return [text[text.index(markers[0]):text.index(markers[1]) + len(markers[1])], ""]
     return [markers[0], "", markers[1], ""]
+
+
+def most_common(values: list):
+    """The most frequent of the values that are set (a verdict per trial, say), None when none is."""
+    values = [v for v in values if v]
+    return max(set(values), key=values.count) if values else None

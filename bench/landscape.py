@@ -31,7 +31,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from common import RESULTS, ROOT, kept_notes, log, nosqltune, study_rows  # bench/common.py
+from common import RESULTS, most_common, ROOT, kept_notes, log, nosqltune, study_rows  # bench/common.py
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -197,7 +197,7 @@ def summarize(scenario: str, labels: list[str], rounds: int) -> dict:
         failed = [r for r in found if r["state"] not in ("COMPLETE", "RUNNING")]   # (RUNNING: under way)
         entry = {"rounds": sum(r is not None for r in runs), "failed": len(failed),
                  "errors": [r["error"] for r in failed][:2],
-                 "limited_by": _most_common([getattr(of_trial(r), "limit", None) for r in found
+                 "limited_by": most_common([getattr(of_trial(r), "limit", None) for r in found
                                              if r["state"] == "COMPLETE"])}
         for key, better in ((objective, higher), *FIGURES):
             values = [r[key] for r in runs if r and r.get(key) is not None]
@@ -209,11 +209,6 @@ def summarize(scenario: str, labels: list[str], rounds: int) -> dict:
                 entry[f"{key}_interval"] = list(interval) if interval else None
         out["variants"][label] = entry
     return out
-
-
-def _most_common(values: list) -> str | None:
-    values = [v for v in values if v]
-    return max(set(values), key=values.count) if values else None
 
 
 def write(plans: dict[str, dict[str, dict]], rounds: int) -> None:

@@ -17,7 +17,7 @@ import json
 import statistics
 import sys
 
-from common import RESULTS, log, nosqltune, study_rows  # bench/common.py
+from common import RESULTS, most_common, log, nosqltune, study_rows  # bench/common.py
 
 STUDY = RESULTS / "scenarios" / "calibrate.db"
 SCENARIOS = ("in-memory", "disk-bound", "write-heavy", "latency-slo", "cloud-disk", "cloud-slo")
@@ -105,7 +105,7 @@ def summarize(name: str, cell: tuple) -> dict:
             "measure_s": _mean([r["timings"].get("measure_s") for r in ok]),
             "dataset_build_s": max((r["timings"].get("dataset_build_s") or 0 for r in found), default=0),
             # what limited the trials (nosqltune/bottleneck): the most common verdict, the volume's cap used
-            "limited_by": _most_common([(r["internals"].get("bottleneck") or {}).get("limit") for r in ok]),
+            "limited_by": most_common([(r["internals"].get("bottleneck") or {}).get("limit") for r in ok]),
             "volume_use": _mean([max([v for k, v in ((r["internals"].get("bottleneck") or {}).get("utilisation")
                                                       or {}).items() if k.startswith("volume_")] or [None])
                                  if r["internals"].get("bottleneck") else None for r in ok]),
@@ -121,11 +121,6 @@ def _studies() -> set[str]:
         return set()
     with sqlite3.connect(STUDY) as conn:
         return {r[0] for r in conn.execute("SELECT name FROM studies")}
-
-
-def _most_common(values):
-    values = [v for v in values if v]
-    return max(set(values), key=values.count) if values else None
 
 
 def pick(cells: list[dict]) -> dict | None:

@@ -328,8 +328,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             if spec is not None:
                 progress("mounting each node's volume")
                 timings["restore_s"] = 0.0
-                for i, (node_home, part) in enumerate(servers.node_homes(), 1):
-                    dataset.hold()
+                for i, (node_home, part) in enumerate(servers.node_homes(), 1):   # the dataset is held already
                     volumes[i] = NodeVolume.open(spec, dataset, part, node_home / "volume",
                                                  placed.volume.get("read_ahead_kb"))
                     if servers.cluster is None:   # a cluster's nodes take theirs from `volumes` as they start
