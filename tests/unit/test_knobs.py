@@ -91,7 +91,7 @@ def test_irace23_has_the_23_knobs(space):
 
 @pytest.mark.parametrize("name,size", [("irace23", 23), ("rafiki5", 5), ("vorstella5", 5), ("mlos10", 10),
                                        ("eppinger", 7), ("v5-screen", 27), ("v5", 20),
-                                       ("cloud", 15)])
+                                       ("cloud", 13)])
 def test_named_sets_resolve(space, name, size):
     sub = space.subset(name)
     assert len(sub) == size == len(space.knob_sets[name]["knobs"])

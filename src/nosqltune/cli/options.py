@@ -85,6 +85,11 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                    help="Cassandra: run each node in a memory cgroup capped at its heap + the scenario's off-heap "
                         "allowance + SIZE of page cache (e.g. 256M), the restored data evicted from the page cache "
                         "before each trial (default: the scenario's; disk-bound 256M, others no cap)")
+    h.add_argument("--page-cache-start", choices=("cold", "warm"), default=None,
+                   help="with a page cache cap: 'cold' starts each node with none of its data in memory; 'warm' "
+                        "reads its data files once into its memory group after boot (index files last), so its page "
+                        "cache starts as full as the cap allows, as a node long in service (default: the "
+                        "scenario's; cloud-disk and cloud-slo warm, disk-bound cold)")
     v = parser.add_argument_group("volume (Cassandra: each node's data on a volume of its own, as on a cloud "
                                   "block volume; needs root, loop devices and the block I/O cgroup controller)")
     v.add_argument("--volume", metavar="NAME", default=None,
@@ -381,6 +386,12 @@ def _settings(args: argparse.Namespace, *, surrogate: bool = False):
         if why:
             raise SetupError(f"a memory cgroup per node is needed to cap the page cache, and none can be made here: "
                              f"{why}")
+    warm = scenario.warm_page_cache
+    if getattr(args, "page_cache_start", None) is not None:
+        warm = args.page_cache_start == "warm"
+        if page_cache is None:
+            raise UsageError("--page-cache-start goes with a page cache cap: --page-cache SIZE or a scenario that "
+                             "has one (disk-bound, cloud-disk, cloud-slo)")
     volume = trial_volume(args, scenario, system)
     heap = trial_heap(args, most, default=scenario.heap)
     for flag in ("server_cpus", "client_cpus"):
@@ -394,6 +405,7 @@ def _settings(args: argparse.Namespace, *, surrogate: bool = False):
                          keep_node=args.keep_nodes, jit=args.jit, per_node=_per_node(args, system, most),
                          scenario=scenario.name, page_cache_mb=page_cache,
                          offheap_mb=None if page_cache is None else scenario.offheap_mb or DEFAULT_OFFHEAP_MB,
+                         warm_page_cache=warm and page_cache is not None,
                          volume=None if volume is None else volume.to_dict(), **design)
 
 

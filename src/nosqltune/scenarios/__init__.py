@@ -40,6 +40,7 @@ class Scenario:
     heap: str | None = None
     offheap_mb: int | None = None       # with page_cache_mb: the node's memory cgroup is heap + these two
     page_cache_mb: int | None = None
+    warm_page_cache: bool = False       # the node's page cache filled with its data after boot (memory: warm: true)
     volume: str | None = None           # each node on a volume of its own: a preset of volumes/volumes.yaml,
     volume_caps: dict[str, int] = field(default_factory=dict)   # with these caps over the preset's (iops, mbps)
     knobs: dict[str, Any] = field(default_factory=dict)
@@ -75,7 +76,8 @@ class Scenario:
         if self.heap:
             sets["heap"] = self.heap
         if self.memory_capped:
-            sets["memory"] = {"offheap_mb": self.offheap_mb, "page_cache_mb": self.page_cache_mb}
+            sets["memory"] = {"offheap_mb": self.offheap_mb, "page_cache_mb": self.page_cache_mb,
+                              **({"warm": True} if self.warm_page_cache else {})}
         if self.volume:
             sets["volume"] = self.volume + "".join(f", {k} {v}" for k, v in self.volume_caps.items())
         if self.knobs:
@@ -105,8 +107,10 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
     if any(v <= 0 for v in sizes.values()):
         raise ValueError(f"{where}: sizes must be positive")
     memory = spec.get("memory") or {}
-    if set(memory) - {"offheap_mb", "page_cache_mb"} or (memory and "page_cache_mb" not in memory):
-        raise ValueError(f"{where}: memory takes offheap_mb and page_cache_mb")
+    if set(memory) - {"offheap_mb", "page_cache_mb", "warm"} or (memory and "page_cache_mb" not in memory):
+        raise ValueError(f"{where}: memory takes offheap_mb, page_cache_mb and warm")
+    if not isinstance(memory.get("warm", False), bool):
+        raise ValueError(f"{where}: memory's warm is true or false")
     calibration = spec.get("calibration") or {}
     if not isinstance(calibration, dict) or set(calibration) - _CALIBRATION:
         raise ValueError(f"{where}: calibration takes {', '.join(sorted(_CALIBRATION))}")
@@ -129,7 +133,8 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
     return Scenario(name=name, summary=" ".join(spec["summary"].split()), why=" ".join(spec["why"].split()),
                     workload=spec.get("workload"), distribution=spec.get("distribution"), sizes=sizes,
                     heap=spec.get("heap"), offheap_mb=memory.get("offheap_mb"),
-                    page_cache_mb=memory.get("page_cache_mb"), volume=volume, volume_caps=caps,
+                    page_cache_mb=memory.get("page_cache_mb"), warm_page_cache=memory.get("warm", False),
+                    volume=volume, volume_caps=caps,
                     knobs=dict(spec.get("knobs") or {}),
                     objective=spec.get("objective", "throughput"),
                     rate_fraction=None if fraction is None else float(fraction),

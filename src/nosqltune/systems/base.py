@@ -61,6 +61,9 @@ class TrialSettings:
     # restored data's emptied before every trial; None: no cap, the restored data read into the page cache
     page_cache_mb: int | None = None
     offheap_mb: int | None = None
+    # with page_cache_mb: after boot each node's data files are read once from inside its memory group, so its page
+    # cache starts full (index files kept), as a node long in service; False: the node starts with none of it
+    warm_page_cache: bool = False
     # each node's data on a volume of its own with these caps and read-ahead (volumes.Volume as a dict: --volume,
     # --disk-iops, --disk-mbps; systems/volume.py); None: the node's folders on the machine's disk
     volume: dict[str, Any] | None = None

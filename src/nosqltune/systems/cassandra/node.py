@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -253,6 +254,16 @@ class CassandraNode:
             if self._group is not None:
                 self._group.close()
                 self._group = None
+
+    def warm_page_cache(self, data_dir: Path) -> int | None:
+        """Read the node's data files once into its memory group's page cache, index files last, at the machine's
+        speed (the volume's caps lifted meanwhile where the kernel would apply them to the reader); the group's page
+        cache in bytes afterwards, None for a node without a memory group (its data is in memory already)."""
+        if self._group is None:
+            return None
+        lift = self._io_group.lifted() if self._io_group is not None else contextlib.nullcontext()
+        with lift:
+            return self._group.fill_page_cache([data_dir], last=lambda name: not name.endswith("-Data.db"))
 
     def io_caps(self) -> dict[str, int] | None:
         """The caps the kernel holds for the node's volume now (read back from its I/O group), None without."""

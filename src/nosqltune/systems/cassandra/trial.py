@@ -381,6 +381,13 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                                                 for i, member in enumerate(servers.members, 1)}
             applied["design"] = settings.design()
             timings["apply_s"] = time.monotonic() - t0
+            if settings.warm_page_cache:
+                progress("reading each node's data into its page cache, as a node long in service holds it")
+                t0 = time.monotonic()
+                warmed = {f"node{i}": member.warm_page_cache(data_dir)
+                          for i, (member, (data_dir, _)) in enumerate(zip(servers.members, servers.data_dirs()), 1)}
+                timings["warm_cache_s"] = time.monotonic() - t0
+                result.internals["page_cache_warmed_bytes"] = warmed
             before = internals.node_stats(node.ports.jmx)
             progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
                      f"{workload.threads} threads")
