@@ -80,6 +80,40 @@ def test_a_capped_volume_holds_a_process_to_its_iops_and_its_bandwidth(tmp_path)
     assert not volume_leftovers(tmp_path)
 
 
+def test_a_warm_start_fills_the_nodes_memory_group_to_its_cap_index_files_last_past_the_io_cap(tmp_path):
+    from nosqltune.runtime.cgroup import MemoryGroup, cached_bytes, usable
+
+    if usable():
+        pytest.skip(usable())
+    image = tmp_path / "w.img"
+    lock = lock_image(image)
+
+    def files(root):
+        for name, mib in (("nb-1-big-Data.db", 96), ("nb-1-big-Index.db", 4)):
+            with open(root / name, "wb") as fh:
+                fh.write(os.urandom(mib << 20))
+
+    try:
+        prepare_image(image, {"test": 2}, 1 << 30, files, tmp_path / "prep", 128)
+        with LoopVolume.mount(image, tmp_path / "mnt", 128) as vol, \
+                MemoryGroup.create("warmtest", 48 << 20) as memory, \
+                IOGroup.create("warmtest-io", vol.device, {"read_iops": 20}, shared=memory.path) as io:
+            started = time.monotonic()
+            with io.lifted():
+                cached = memory.fill_page_cache([vol.point], last=lambda name: not name.endswith("-Data.db"))
+            seconds = time.monotonic() - started
+            # 100 MiB read through a 48 MiB group: it ends full, and the index, read last, is whole in it
+            assert 36 << 20 <= cached <= 48 << 20, cached
+            assert cached_bytes(vol.point / "nb-1-big-Index.db") == 4 << 20
+            assert cached_bytes(vol.point / "nb-1-big-Data.db") < 48 << 20
+            # at 20 I/Os per second, 800 read-ahead windows of 128 KiB would take 40 s: the caps did not hold it
+            assert seconds < 10, seconds
+            assert io.caps() == {"read_iops": 20}
+    finally:
+        lock.close()
+    assert not volume_leftovers(tmp_path)
+
+
 def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, dataset_cache, tmp_path, capsys):
     study = tmp_path / "vol.db"
     # 32 threads keep enough reads waiting that the cap, not the threads, sets the pace

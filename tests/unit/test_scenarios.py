@@ -6,7 +6,7 @@ from nosqltune.cli import build_parser, main
 from nosqltune.cli.options import _build_workload, _overrides, _settings
 from nosqltune.errors import UsageError
 from nosqltune.knobs import load_space
-from nosqltune.scenarios import scenario, scenarios
+from nosqltune.scenarios import _parse, scenario, scenarios
 
 
 def _args(*argv):
@@ -239,6 +239,24 @@ def test_the_cloud_scenarios_put_each_node_on_a_capped_volume_and_flags_win(monk
     assert _settings(_args()).volume is None
     listed = scenario("cloud-disk").describe()["sets"]
     assert listed["volume"] == "aws-gp3, iops 1000, mbps 42"
+    # the cloud scenarios start each node's page cache warm (a node long in service); disk-bound starts cold
+    assert settings.warm_page_cache and _settings(_args("--scenario", "cloud-slo")).warm_page_cache
+    assert listed["memory"]["warm"] is True
+    assert not _settings(_args("--scenario", "disk-bound")).warm_page_cache
+    assert not _settings(_args("--scenario", "cloud-disk", "--page-cache-start", "cold")).warm_page_cache
+    assert _settings(_args("--scenario", "disk-bound", "--page-cache-start", "warm")).warm_page_cache
+
+
+def test_a_warm_start_needs_a_page_cache_cap_and_a_boolean(capsys):
+    from nosqltune.cli import main
+
+    assert main(["bench", "--page-cache-start", "warm"]) == 2   # in-memory: the data is in memory anyway
+    err = capsys.readouterr().err.strip()
+    assert "--page-cache-start goes with a page cache cap" in err and err.count("\n") == 0, err
+    with pytest.raises(ValueError, match="memory's warm is true or false"):
+        _parse("x", {"summary": "s", "why": "w", "memory": {"page_cache_mb": 8, "warm": "yes"}})
+    with pytest.raises(ValueError, match="memory takes offheap_mb, page_cache_mb and warm"):
+        _parse("x", {"summary": "s", "why": "w", "memory": {"page_cache_mb": 8, "hot": True}})
 
 
 def test_a_volume_without_its_machinery_is_one_line_exit_3_and_bad_input_exit_2(monkeypatch, capsys):

@@ -162,6 +162,37 @@ def test_v2_puts_the_caps_on_the_nodes_memory_group_when_it_has_one(tree):
     assert memory_group.exists()   # its owner (the memory group) removes it
 
 
+def test_caps_are_lifted_for_a_warm_start_only_where_the_reader_would_be_held_by_them(tree):
+    parent = _v2_tree(tree, delegate=False)
+    memory_group = parent / "nosqltune-node"
+    memory_group.mkdir()
+    for name, text in V2_IO.items():
+        (memory_group / name).write_text(text)
+    group = IOGroup.create("t1", (7, 3), {"read_iops": 100, "read_mbps": 42}, shared=memory_group,
+                           cgroup_root=tree[0], proc_self_cgroup=tree[1])
+    # v2: the node's memory group is its I/O group, so a reader charged to its memory is capped with it
+    with group.lifted():
+        assert (memory_group / "io.max").read_text() == "7:3 rbps=max wbps=max riops=max wiops=max"
+        assert group.caps() == {}
+    assert group.caps() == {"read_iops": 100, "read_mbps": 42}
+    with pytest.raises(RuntimeError), group.lifted():   # put back also when the reading fails
+        raise RuntimeError("reader failed")
+    assert group.caps() == {"read_iops": 100, "read_mbps": 42}
+
+
+def test_v1_caps_stay_while_a_reader_outside_the_blkio_group_warms_the_page_cache(tree):
+    root, proc, made = tree
+    (root / "blkio").mkdir()
+    for name, text in V1_IO.items():
+        (root / "blkio" / name).write_text(text)
+    proc.write_text("7:blkio:/\n4:memory:/x\n0::/\n")
+    made["files"] = V1_IO
+    group = _create(tree, {"read_iops": 100})
+    with group.lifted():
+        assert group.caps() == {"read_iops": 100}
+    group.close()
+
+
 def test_no_controller_is_one_line_and_leftover_groups_are_swept(tree):
     root, proc, made = tree
     proc.write_text("0::/\n")
