@@ -21,6 +21,7 @@ class TuningView:
     default: dict[str, Any] | None
     compare_rows: list[dict[str, Any]] = field(default_factory=list)
     environments: list[dict[str, Any]] = field(default_factory=list)
+    all_rows: list[dict[str, Any]] = field(default_factory=list)   # every trial of the study, all tags
 
     @property
     def tune(self) -> dict[str, Any]:
@@ -76,7 +77,7 @@ def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
                 best=confirmed_best(best_configuration(tuned, objective, workloads, space), study["settings"], space),
                 default=default_entry(tuned, objective, workloads, space),
                 compare_rows=[r for r in rows if r["tag"] == "compare"],
-                environments=[fingerprints[i] for i in env_ids if i in fingerprints]))
+                environments=[fingerprints[i] for i in env_ids if i in fingerprints], all_rows=rows))
         return views
     finally:
         store.close()

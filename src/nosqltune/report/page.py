@@ -225,6 +225,11 @@ def build(views: list[TuningView], out: Path, source: str) -> tuple[Path, list[P
                              "cap, memory, a fixed rate, or the client's threads) and the utilisation that decided "
                              "it; thresholds in nosqltune/bottleneck",
                              "no complete trial"),
+                 "<h3>Where the machine's time went</h3>",
+                 figures.add(f"{slug}-time", lambda v=view: plots.study_time(v),
+                             "every trial's time split into building its dataset, restoring it, booting, warming "
+                             "up and measuring (tuning/cost.py), and the best found against the hours spent",
+                             "no trial with stored timings"),
                  "<h3>Node internals over the measured phase: default vs best</h3>",
                  figures.add(f"{slug}-internals", lambda v=view: plots.internals(v),
                              "one cold run each (from the comparison when there is one); throughput and p99 "

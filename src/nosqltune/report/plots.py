@@ -357,3 +357,51 @@ def bottlenecks(view: TuningView):
     fig.suptitle(f"{view.name}: what limited each trial", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+PHASE_COLOURS = {"build": "#c44e52", "restore": "#937860", "boot": "#8172b2", "warm-up": "#dd8452",
+                 "measure": "#55a868", "other": "#bbbbbb"}
+
+
+def study_time(view: TuningView):
+    """Where the study's machine time went (tuning/cost.py: building datasets, restoring, booting, warming up,
+    measuring) and the best single run found against the machine hours spent, tuning trials and the
+    confirmation's and comparison's alike."""
+    from ..tuning.cost import best_by_machine_time, time_split
+
+    rows = view.all_rows or view.rows
+    split = time_split(rows)
+    if not split["trials"]:
+        return None
+    key = _summary_key(view.objective.metric)
+
+    def value(row):
+        if row.get("tag") != "tune" or row["state"] != "COMPLETE":
+            return None
+        return ((row.get("metrics") or {}).get("summary") or {}).get(key)
+
+    curve = best_by_machine_time(rows, value, view.objective.maximize)
+    plt = _plt()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1, 1.4]})
+    hours = {k: v / 3600 for k, v in split["seconds"].items()}
+    start = 0.0
+    for name, h in hours.items():
+        left.barh([0], [h], left=[start], color=PHASE_COLOURS[name],
+                  label=f"{name} {split['shares'][name] * 100:.0f}%")
+        start += h
+    left.set_yticks([])
+    left.set_xlabel("machine hours (sum of the trials' times)")
+    left.set_title(f"{split['trials']} trials, {split['builds']} dataset builds", fontsize=10)
+    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
+    if curve:
+        right.step([h for h, _ in curve], [v for _, v in curve], where="post", linewidth=2, color="#4c72b0")
+    if view.default and view.default["value"]:
+        right.axhline(view.default["value"], color="black", linestyle=":", linewidth=1, label="default")
+        right.legend(fontsize=7)
+    right.set_xlabel("machine hours spent")
+    right.set_ylabel(view.objective.metric)
+    right.set_title("best single run so far against the machine's time", fontsize=10)
+    right.grid(alpha=0.3)
+    fig.suptitle(f"{view.name}: the study's machine time", fontsize=10)
+    fig.tight_layout()
+    return fig

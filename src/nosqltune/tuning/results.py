@@ -7,6 +7,7 @@ from typing import Any
 
 from ..knobs.space import TuningSpace
 from ..objective import Objective
+from .cost import format_split, time_split
 
 
 def _mean_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -110,12 +111,14 @@ def summarize(store, study_id: int, spec, space, settings: dict[str, Any] | None
     from .results import best_configuration, changed_knobs, configurations, default_entry, speedup
 
     objective = Objective.from_dict(spec.objective)
-    rows = counted([r for r in store.trials(study_id) if r["tag"] == "tune"])
+    everything = store.trials(study_id)   # confirmation and comparison trials took machine time too
+    rows = counted([r for r in everything if r["tag"] == "tune"])
     best = best_configuration(rows, objective, spec.workloads, space)
     default = default_entry(rows, objective, spec.workloads, space)
     entries = configurations(rows, objective, spec.workloads, space)
     return {
         "bottlenecks": bottlenecks(rows, space, [("default", default), ("best", best)], settings),
+        "time": time_split(everything),
         "optimizer": spec.optimizer, "workloads": spec.workloads, "objective": objective.describe(),
         "metric": objective.metric, "unit": objective.unit,
         "trials": len(rows), "failed_trials": len([r for r in rows if r["state"] == "FAIL"]),
@@ -185,6 +188,8 @@ def format_summary(result: dict[str, Any]) -> str:
             lines.append(f"{label} {said['line']} ({said['of']} of its {said['trials']} trial(s))")
     if found.get("counts"):
         lines.append("what limited the trials: " + ", ".join(f"{k} {n}" for k, n in found["counts"].items()))
+    if result.get("time"):
+        lines.append(format_split(result["time"]))
     return "\n".join(lines)
 
 
