@@ -22,6 +22,8 @@ def bench(study: Path, *extra: str, capsys=None) -> tuple[int, dict]:
     return code, (json.loads(out) if out.strip() else {})
 
 
+@pytest.mark.slow   # 92 s (a Leveled dataset): make test-all; make test keeps the settings of 5.0 reaching the
+# node (below) and the shared study of best, compare, report and export (test_tune.py)
 def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_home, dataset_cache, tmp_path,
                                                                        capsys):
     """The default twice, then knobs of every kind: cassandra.yaml at boot, table and keyspace options after the
