@@ -35,5 +35,6 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 PYTHON=${PYTHON:-python3}
-"$PYTHON" -m pip install -q --disable-pip-version-check -e '.[test]'
+# the versions bench/results was made with (scripts/constraints.txt; scripts/lock_constraints.py refreshes it)
+"$PYTHON" -m pip install -q --disable-pip-version-check -c scripts/constraints.txt -e '.[test]'
 "$PYTHON" -m nosqltune setup
