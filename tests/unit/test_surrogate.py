@@ -294,9 +294,28 @@ def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch):
     rows = open_store(str(study)).trials()
     assert sum(r["tag"] == "compare" for r in rows) == 8 and len(rows) == 20
 
+    # a run that fails makes the comparison exit 1, as a failed trial does in bench and tune; what completed is shown
+    from nosqltune.systems.base import TrialResult
+
+    real = SurrogateTarget.run_trial
+    calls = []
+
+    def second_fails(self, *a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            return TrialResult(state="FAIL", failure_kind="crashed", error="the node died (test)")
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(SurrogateTarget, "run_trial", second_fails)
+    code = main(["compare", "--study", str(study), "--repeat", "2", "--scale", "2", "--json"])
+    captured = capsys.readouterr()
+    assert code == 1 and "1 of 4 comparison runs failed" in captured.err
+    assert json.loads(captured.out)["workloads"]["read90"]["stats"]["best"]["pairs"] == 1
+    monkeypatch.setattr(SurrogateTarget, "run_trial", real)
+
     code = main(["export", "--study", str(study), "--format", "csv"])
     records = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert code == 0 and len(records) == 20
+    assert code == 0 and len(records) == 24
     assert {"knob.concurrent_writes", "metric.throughput_ops_s", "workload", "meta.candidate"} <= set(records[0])
 
     # a later `tune --resume` keeps the stored comparison that `report` reads (the store merges settings)

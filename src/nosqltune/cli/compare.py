@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ..errors import UsageError
@@ -264,6 +265,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         # good, so bad input leaves the store as it was)
         lease = store.acquire_lease(study["id"])
         env_id = store.environment(target.fingerprint(settings))
+        failed, ran = 0, 0
         for workload in workloads:
             group = f"{workload.name}-x{args.scale:g}{suffix}"
             say(f"{workload.name} at x{args.scale:g}: {args.repeat} interleaved rounds of {', '.join(candidates)}")
@@ -271,6 +273,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                    lambda overrides: run(overrides, workload),
                                    workload_info={**workload.to_dict(), "harness": settings.to_dict()},
                                    environment_id=env_id, say=say, group=group)
+            ran += sum(len(v) for v in runs.values())
+            failed += sum(r is None for v in runs.values() for r in v)
             per_metric = {}
             for metric in [objective.metric, *(m for m in side_metrics if m != objective.metric)]:
                 values = {k: [metric_value(metric, r["metrics"]["summary"]) if r else None for r in v]
@@ -297,6 +301,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(result, default=str))
     else:
         print(format_comparison(result, objective.unit))
+    if failed:   # as bench and tune: a failed trial is exit 1, the comparison of the runs that did complete printed
+        print(f"nosqltune: {failed} of {ran} comparison runs failed (stored with their reasons: `nosqltune export`)",
+              file=sys.stderr)
+        return 1
     return 0
 
 
