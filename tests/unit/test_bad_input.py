@@ -76,6 +76,8 @@ CASES = [
     case("--workload and --read-ratio", "bench --workload ycsb-b --read-ratio 0.5", "not both"),
     case("zero records", "bench --records 0", "--records must be a positive integer"),
     case("zero threads", "bench --threads 0", "--threads must be a positive integer"),
+    case("a million client threads", "bench --threads 1000000", "client threads (256 per core)"),
+    case("a million client threads in a study", "tune --threads 1000000 --budget 2", "give fewer"),
     case("records not a number", "bench --records many", "--records"),
     case("unknown distribution", "bench --distribution gaussian", "--distribution"),
     case("unknown restore mode", "bench --restore move", "--restore"),

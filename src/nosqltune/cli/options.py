@@ -155,6 +155,15 @@ def _scenario(args: argparse.Namespace):
     return scenario(getattr(args, "scenario", None), getattr(args, "system", None) or "cassandra")
 
 
+THREADS_PER_CORE = 256   # YCSB client threads per core the client may ask for: beyond, they only wait and take memory
+
+
+def max_client_threads() -> int:
+    """The most client threads a trial may ask for on this machine (each is a JVM thread with its own stack, and the
+    node's request threads are bounded far below: native_transport_max_threads is 128 by default)."""
+    return THREADS_PER_CORE * (os.cpu_count() or 1)
+
+
 def _build_workload(args: argparse.Namespace, *, name: Any = ..., read_ratio: Any = ..., **overrides: Any):
     """The workload of the flags over the scenario's; `name`, `read_ratio` and sizes given here win over both."""
     from ..workloads.spec import make_workload
@@ -168,6 +177,10 @@ def _build_workload(args: argparse.Namespace, *, name: Any = ..., read_ratio: An
              "warmup_max_seconds": args.warmup_max_seconds, "warmup_steady_window": args.steady_window,
              "warmup_steady_cv": args.steady_cv, "max_seconds": args.max_seconds}
     _positive("max-seconds", args.max_seconds)
+    if args.threads is not None and args.threads > max_client_threads():
+        raise UsageError(f"--threads {args.threads}: this machine has {os.cpu_count()} cores, and at most "
+                         f"{max_client_threads()} client threads ({THREADS_PER_CORE} per core) run beside the node "
+                         "without starving the machine's other processes; give fewer")
     sizes.update(overrides)
     name = args.workload if name is ... else name
     read_ratio = args.read_ratio if read_ratio is ... else read_ratio
