@@ -41,3 +41,30 @@ def test_other_errors_are_not_swallowed(monkeypatch):
     monkeypatch.setattr(internals, "node_stats", broken)
     with pytest.raises(ValueError):
         internals.stats_after_run(7199, tries=2, pause=0)
+
+
+def test_a_builds_wait_for_compactions_outlasts_a_call_that_fails_for_a_moment(monkeypatch):
+    """A finished 2M-record build was thrown away when one stats call failed (the JVM that asks could not start for
+    a moment): the wait asks again before it gives up."""
+    calls: list = []
+    pending = iter([4, 0])
+
+    def node_stats(jmx_port, keyspace="ycsb", table="usertable"):
+        calls.append(jmx_port)
+        if len(calls) == 2:
+            raise TrialError("internals", "JMX call stats failed: Error: could not create the Java Virtual Machine")
+        return {"pending_compactions": next(pending)}
+
+    monkeypatch.setattr(internals, "node_stats", node_stats)
+    assert internals.wait_compactions(7199, timeout=60, poll=0)["pending"] == 0
+    assert len(calls) == 3
+    calls.clear()
+
+    def never(jmx_port, keyspace="ycsb", table="usertable"):
+        calls.append(jmx_port)
+        raise TrialError("internals", "JMX call stats failed: connection refused")
+
+    monkeypatch.setattr(internals, "node_stats", never)
+    with pytest.raises(TrialError, match="3 tries: JMX call stats failed: connection refused"):
+        internals.wait_compactions(7199, timeout=60, poll=0)
+    assert len(calls) == 3   # a node that does not answer at all still fails the build

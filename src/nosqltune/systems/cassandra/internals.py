@@ -24,11 +24,10 @@ def node_stats(jmx_port: int, keyspace: str = "ycsb", table: str = "usertable", 
     return json.loads(_run(jmx_port, ["stats", "--keyspace", keyspace, "--table", table], timeout))
 
 
-def stats_after_run(jmx_port: int, tries: int = 3, pause: float = 2.0, **kwargs) -> dict:
-    """The node's stats once its measured run is over. The run's figures are already whole and the node is
-    alive (the caller checked): a node that is slow to answer over JMX then (a heap or page cache under
-    pressure) costs the trial its internals, not its run. Up to `tries` calls `pause` seconds apart; when none
-    answers, {"internals_error": why} instead of the stats."""
+def answered_stats(jmx_port: int, tries: int = 3, pause: float = 2.0, **kwargs) -> dict:
+    """The node's stats, asked up to `tries` times `pause` seconds apart: the short-lived JVM that asks over JMX
+    may fail to start or connect for a moment (a machine under load), which says nothing about the node. Raises
+    the last TrialError when no try answers; other errors are not retried."""
     import time
 
     failed = None
@@ -39,7 +38,17 @@ def stats_after_run(jmx_port: int, tries: int = 3, pause: float = 2.0, **kwargs)
             return node_stats(jmx_port, **kwargs)
         except TrialError as exc:
             failed = exc
-    return {"internals_error": f"after the run, {tries} tries: {failed}"}
+    raise TrialError(failed.kind, f"{tries} tries: {failed}")
+
+
+def stats_after_run(jmx_port: int, tries: int = 3, pause: float = 2.0, **kwargs) -> dict:
+    """The node's stats once its measured run is over. The run's figures are already whole and the node is
+    alive (the caller checked): a node that is slow to answer over JMX then (a heap or page cache under
+    pressure) costs the trial its internals, not its run. When no try answers, {"internals_error": why}."""
+    try:
+        return answered_stats(jmx_port, tries, pause, **kwargs)
+    except TrialError as exc:
+        return {"internals_error": f"after the run, {exc}"}
 
 
 def drain(jmx_port: int, timeout: float = 60.0) -> None:
@@ -60,8 +69,8 @@ def wait_compactions(jmx_port: int, timeout: float, poll: float = 2.0, keyspace:
     import time
 
     started = time.monotonic()
-    while True:
-        stats = node_stats(jmx_port, keyspace, table)
+    while True:   # a dataset's build ends here: one call that fails for a moment must not throw the build away
+        stats = answered_stats(jmx_port, keyspace=keyspace, table=table, pause=poll)
         pending = max(int(stats.get("pending_compactions") or 0), int(stats.get("table_pending_compactions") or 0))
         waited = time.monotonic() - started
         if pending == 0 or waited >= timeout:
