@@ -51,6 +51,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     _check_parallel(args)
     if not args.resume:   # bad input is refused before the store is touched
         settings = _settings(args, surrogate=True)
+        _check_parallel_fits(args, settings)
         full_space = trial_target(settings).knob_space(settings)
         fresh = _new_run(args, full_space, settings)
     if args.resume and not store_exists(args.study):
@@ -173,6 +174,24 @@ def _check_parallel(args: argparse.Namespace) -> None:
             and store_path(args.study) is None:
         raise UsageError("several trials at once need a store the workers can open: a SQLite file or a "
                          "postgresql:// URL, not :memory:")
+
+
+def _check_parallel_fits(args: argparse.Namespace, settings) -> None:
+    """Trials run at once on this machine (--parallel N, local executor) must fit in its memory together: N
+    Cassandra trials hold N times the nodes of one, each with its heap (a Ray cluster's machines decide for
+    themselves). A recorded surrogate or an external target starts no node here."""
+    if (args.parallel or 1) <= 1 or args.executor == "ray" or settings.system != "cassandra":
+        return
+    from ..systems.cassandra.cluster import MAX_NODES, check_fits
+
+    nodes = (args.parallel or 1) * settings.nodes
+    if nodes > MAX_NODES:
+        raise UsageError(f"--parallel {args.parallel}: {nodes} Cassandra nodes at once on this machine, at most "
+                         f"{MAX_NODES} run side by side; give a smaller --parallel, or --executor ray")
+    try:
+        check_fits(nodes, settings.heap_mb)
+    except UsageError as exc:
+        raise UsageError(f"--parallel {args.parallel} runs {nodes} nodes at once: {exc}") from None
 
 
 def _stale_after(args: argparse.Namespace) -> float:
