@@ -237,3 +237,15 @@ def test_knobs_lists_a_space_and_a_named_set(capsys):
     out = capsys.readouterr().out
     assert out.startswith("redis ") and "sets: " in out.splitlines()[0]
     assert any(line.startswith("maxmemory_policy ") for line in out.splitlines())
+
+
+def test_one_text_table_pads_columns_aligns_numbers_right_and_lets_the_last_run_on():
+    from nosqltune.cli.text import text_table
+
+    rows = [["knob", "size", "meaning"], ["heap_size", "1024", "the JVM's heap"], ["gc", "7", "which collector"]]
+    assert text_table(rows, right={1}, free_last=True).split("\n") == [
+        "knob       size  meaning",
+        "heap_size  1024  the JVM's heap",
+        "gc            7  which collector"]
+    assert text_table(rows[:2]).split("\n")[0] == "knob       size  meaning"   # every column padded, trailing cut
+    assert text_table([]) == ""

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ..bottleneck import of_trial
+from .text import text_table
 from ..evaluation.runs import run_trials
 from .options import (_build_workload, _common, _overrides, _progress, _settings, _stats, scenario_rate,
                       trial_target)
@@ -60,9 +61,7 @@ def format_table(rows: list[dict]) -> str:
             st = _stats([v for v in values if v is not None])
             cells += [_fmt(st["mean"]), _fmt(st["sd"]), _fmt(st["cv"] * 100 if st["cv"] is not None else None)]
         table.append(cells)
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    out = ["  ".join(cell.rjust(w) if j else cell.ljust(w) for j, (cell, w) in enumerate(zip(row, widths)))
-           for row in table]
+    out = text_table(table, right=set(range(1, len(header)))).split("\n")
     for r in rows:
         if r["state"] != "COMPLETE":
             out.append(f"trial {r['id']} failed ({r['failure_kind']}): {r['error']}")

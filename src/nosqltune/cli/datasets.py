@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from ..errors import UsageError
+from .text import text_table
 
 
 def parse_age(text: str, flag: str = "--older-than") -> float:
@@ -79,10 +80,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for info in reversed(infos):   # most recently used first
         table.append([info.key, info.system, "-" if info.records is None else str(info.records),
                       format_size(info.bytes), _when(info.last_used), "yes" if info.in_use else "-", shaped_by(info)])
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
-    for r in table:
-        print("  ".join(c.rjust(w) if i in (2, 3) else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
-              + "  " + r[-1])
+    print(text_table(table, right={2, 3}, free_last=True))
     return 0
 
 

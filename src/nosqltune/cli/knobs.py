@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from .text import text_table
 
 
 def cmd_knobs(args: argparse.Namespace) -> int:
@@ -33,9 +34,7 @@ def cmd_knobs(args: argparse.Namespace) -> int:
         unit = f" {k.unit}" if k.unit else ""
         table.append([k.name, k.type + (" log" if k.log else ""), rng + unit, str(k.default) + unit,
                       k.applies + (" reload" if k.reload else ""), "yes" if k.live else "-", k.description])
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
-    for r in table:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    print(text_table(table, free_last=True))
     return 0
 
 
