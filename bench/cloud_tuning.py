@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""What tuning finds on a capped cloud volume (issue 37, part 4): a SMAC study on `cloud-disk`, its confirmation,
+then the default, the confirmed best and `latest` in --rounds interleaved cold rounds (Wilcoxon signed-rank test);
+and the same configurations at `cloud-slo`'s fixed rate (70% of the default's maximum there), where the read p99
+is the objective. Beside every ratio the mechanism, from the same runs: the volume's I/Os and bytes per operation,
+the node's CPU per operation, and what limited the runs (their bottleneck line).
+
+Study files: bench/results/impact/cloud-disk.db (study `smac`, the comparison stored in it) and
+bench/results/impact/cloud-slo.db (study `reference`: the default measured at the scenario's rate, and the
+comparison). Every step is resumable (tune --resume, best --confirm and compare continue their rounds); the
+search may be stopped early (Ctrl-C, or --search-only then stop), and `--after-search` confirms and compares what
+it found. Writes bench/results/cloud_tuning.{md,json}; `--write-only` rewrites them from the stores. Hours of
+cold trials: nothing else may run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from statistics import mean
+
+import yaml
+
+from common import RESULTS, kept_notes, log, most_common, nosqltune, study_rows  # bench/common.py
+
+FOLDER = RESULTS / "impact"
+DISK = FOLDER / "cloud-disk.db"
+SLO = FOLDER / "cloud-slo.db"
+BEST_FILE = FOLDER / "cloud-disk-smac-best.yaml"
+GOAL = {"cloud-disk": {"vs_default": 1.5, "vs_latest": 1.15}, "cloud-slo": {"vs_default": 1 / 0.6}}
+MECHANISM = (("node_io_per_op", "I/Os/op", "{:.3f}"), ("node_bytes_per_op", "KB/op", "{:.1f}"),
+             ("node_cpu_us_per_op", "node CPU us/op", "{:.0f}"))
+
+
+def search(budget: int) -> None:
+    if study_rows(DISK, "smac"):
+        nosqltune("tune", "--resume", "--study", str(DISK), "--study-name", "smac", "--json")
+    else:
+        nosqltune("tune", "--scenario", "cloud-disk", "--knobs", "cloud", "--optimizer", "smac", "--budget",
+                  str(budget), "--study", str(DISK), "--study-name", "smac", "--json")
+
+
+def after_search(rounds: int) -> None:
+    nosqltune("best", "--study", str(DISK), "--study-name", "smac", "--confirm", "--json")
+    best = json.loads(nosqltune("best", "--study", str(DISK), "--study-name", "smac", "--format", "json"))
+    BEST_FILE.write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
+    nosqltune("compare", "--study", str(DISK), "--study-name", "smac", "--candidates", "best,latest", "--repeat",
+              str(rounds), "--metrics", "throughput,p99-read,cpu-per-op,io-per-op", "--json", ok=(0, 1))
+    if not study_rows(SLO, "reference"):   # the default at the scenario's fixed rate: the study compare runs in
+        nosqltune("tune", "--scenario", "cloud-slo", "--knobs", "cloud", "--optimizer", "random", "--budget", "1",
+                  "--confirm-top", "0", "--study", str(SLO), "--study-name", "reference", "--json")
+    nosqltune("compare", "--study", str(SLO), "--study-name", "reference", "--candidates",
+              f"{BEST_FILE},latest", "--repeat", str(rounds), "--metrics", "p99-read,throughput,io-per-op", "--json",
+              ok=(0, 1))
+
+
+def _study(db: Path, name: str) -> dict | None:
+    if not db.exists():
+        return None
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT id, settings FROM studies WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        trials = conn.execute("SELECT tag, state, config, metrics, internals, meta, timings, started_at, finished_at, "
+                              "number FROM trials WHERE study_id = ? ORDER BY id", (row[0],)).fetchall()
+    keys = ("tag", "state", "config", "metrics", "internals", "meta", "timings", "started_at", "finished_at", "number")
+    rows = [dict(zip(keys, t)) for t in trials]
+    for r in rows:
+        for k in ("config", "metrics", "internals", "meta", "timings"):
+            r[k] = json.loads(r[k] or "null")
+    return {"settings": json.loads(row[1] or "{}"), "rows": rows}
+
+
+def _paired(a: list, b: list, maximize: bool) -> dict:
+    from scipy.stats import wilcoxon
+
+    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    if len(pairs) < 2:
+        return {"rounds": len(pairs), "mean_ratio": None, "p": None}
+    ratios = [(x / y) if maximize else (y / x) for x, y in pairs]
+    return {"rounds": len(pairs), "mean_ratio": mean(ratios),
+            "p": float(wilcoxon([x for x, _ in pairs], [y for _, y in pairs]).pvalue)}
+
+
+def _mechanism(rows: list[dict], group: str) -> dict:
+    """Per candidate of one comparison: the mean of its runs' mechanism figures and its most common verdict."""
+    from nosqltune.bottleneck import of_trial
+
+    out: dict = {}
+    for r in rows:
+        meta = r["meta"] or {}
+        if r["tag"] != "compare" or meta.get("group") != group or r["state"] != "COMPLETE":
+            continue
+        summary = r["metrics"]["summary"]
+        entry = out.setdefault(meta["candidate"], {"runs": 0, "verdicts": [], **{k: [] for k, _, _ in MECHANISM}})
+        entry["runs"] += 1
+        for key, _, _ in MECHANISM:
+            if summary.get(key) is not None:
+                entry[key].append(summary[key] / (1000 if key == "node_bytes_per_op" else 1))
+        verdict = (r["internals"] or {}).get("bottleneck") or {}
+        if not verdict:
+            said = of_trial(r)
+            verdict = {"limit": said.limit, "line": said.line()} if said else {}
+        entry["verdicts"].append((verdict.get("limit"), verdict.get("line")))
+    for entry in out.values():
+        for key, _, _ in MECHANISM:
+            entry[key] = mean(entry[key]) if entry[key] else None
+        limit = most_common([v[0] for v in entry["verdicts"]])
+        entry["limit"] = limit
+        entry["line"] = next((line for lim, line in reversed(entry["verdicts"]) if lim == limit), None)
+        entry["limits"] = {lim: sum(1 for v in entry["verdicts"] if v[0] == lim) for lim in {v[0] for v in entry["verdicts"]}}
+        del entry["verdicts"]
+    return out
+
+
+def collect() -> dict:
+    from nosqltune.tuning.cost import time_split
+
+    results: dict = {"scenarios": {}}
+    for scenario, db, name in (("cloud-disk", DISK, "smac"), ("cloud-slo", SLO, "reference")):
+        study = _study(db, name)
+        if study is None:
+            continue
+        tune = study["settings"].get("tune", {})
+        entry: dict = {"study": str(db.relative_to(RESULTS.parent.parent)), "study_name": name,
+                       "time": time_split(study["rows"]),
+                       "search_trials": sum(1 for r in study["rows"] if r["tag"] == "tune"),
+                       "budget": tune.get("spec", {}).get("budget"), "comparisons": {}}
+        confirm = study["settings"].get("confirm")
+        if confirm:
+            entry["confirmation"] = {k: confirm.get(k) for k in ("best", "speedup", "label", "rounds") if k in confirm}
+        for key, comparison in (study["settings"].get("compare") or {}).items():
+            metric = comparison["metric"]
+            maximize = metric == "throughput"
+            for workload, w in comparison["workloads"].items():
+                values, stats = w["values"], w["stats"]
+                labels = [k for k in values if k != "default"]
+                tuned = [k for k in labels if k != "latest"]
+                block = {"metric": metric, "rounds": len(values["default"]), "workload": workload,
+                         "candidates": {}, "mechanism": _mechanism(study["rows"], w["group"]),
+                         "default_values": values["default"]}
+                for label in labels:
+                    s = stats[label]
+                    also = {m: a["stats"].get(label, {}).get("mean_speedup") for m, a in (w.get("also") or {}).items()}
+                    block["candidates"][label] = {
+                        "vs_default": s, "also": also, "config": comparison["candidates"].get(label),
+                        "vs_latest": _paired(values[label], values["latest"], maximize) if label in tuned else None}
+                entry["comparisons"][key] = block
+        results["scenarios"][scenario] = entry
+    return results
+
+
+def _ratio(s: dict) -> str:
+    if not s or s.get("mean_speedup") is None:
+        return "-"
+    ci = f" [{s['ci_low']:.3f}, {s['ci_high']:.3f}]" if s.get("ci_low") is not None else ""
+    return f"x{s['mean_speedup']:.3f}{ci}"
+
+
+def _p(x) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def write(results: dict) -> None:
+    (RESULTS / "cloud_tuning.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    path = RESULTS / "cloud_tuning.md"
+    lines = ["# What tuning finds on a capped cloud volume (issue 37)", "",
+             "Generated by `bench/cloud_tuning.py` from bench/results/impact/cloud-disk.db and cloud-slo.db: a SMAC "
+             "study on `cloud-disk` (knob set `cloud`), its confirmation, then the default, the confirmed best and "
+             "`latest` in interleaved cold rounds, at full speed (cloud-disk, throughput) and at cloud-slo's fixed "
+             "rate (read p99). Ratio > 1 is better (read p99, CPU and I/Os per operation: default / candidate); p "
+             "from the Wilcoxon signed-rank test over the rounds. Goals: cloud-disk >= x1.5 against the default and "
+             ">= x1.15 against `latest`, p < 0.05; cloud-slo a read p99 >= 40% lower than the default's, p < 0.05.", ""]
+    lines += kept_notes(path, Path(__file__).name)
+    for scenario, entry in results["scenarios"].items():
+        split = entry["time"]
+        lines += [f"## {scenario}", "",
+                  f"Study `{entry['study_name']}` in `{entry['study']}`: {entry['search_trials']} search trials "
+                  f"(budget {entry['budget']}); machine time {split['machine_s'] / 3600:.2f} h over {split['trials']} "
+                  f"trials, {split['builds']} dataset builds: "
+                  + ", ".join(f"{k} {v * 100:.0f}%" for k, v in split["shares"].items() if v is not None) + ".", ""]
+        for key, block in entry["comparisons"].items():
+            goal = GOAL.get(scenario, {})
+            lines += [f"### {block['workload']}, {block['metric']}, {block['rounds']} rounds (comparison {key})", "",
+                      "| candidate | vs default (mean, 95% CI) | p | vs latest | p | goal | same runs, vs default |",
+                      "|---|---|---|---|---|---|---|"]
+            for label, c in block["candidates"].items():
+                s, v = c["vs_default"], c["vs_latest"]
+                meets = "-"
+                if label != "latest" and s.get("mean_speedup"):
+                    ok = s["mean_speedup"] >= goal.get("vs_default", 0) and (s.get("p_value") or 1) < 0.05
+                    if v and "vs_latest" in goal:
+                        ok = ok and (v["mean_ratio"] or 0) >= goal["vs_latest"] and (v["p"] or 1) < 0.05
+                    meets = "yes" if ok else "no"
+                also = ", ".join(f"{m} x{x:.3f}" for m, x in c["also"].items() if x is not None) or "-"
+                lines.append(f"| {label} | {_ratio(s)} | {_p(s.get('p_value'))} | "
+                             f"{'x%.3f' % v['mean_ratio'] if v and v['mean_ratio'] else '-'} | "
+                             f"{_p(v['p']) if v else '-'} | {meets} | {also} |")
+            lines += ["", "The mechanism, from the same runs (means over each candidate's runs):", "",
+                      "| candidate | runs | " + " | ".join(unit for _, unit, _ in MECHANISM) + " | limited by |",
+                      "|---|---|" + "---|" * len(MECHANISM) + "---|"]
+            for label, m in block["mechanism"].items():
+                cells = [fmt.format(m[k]) if m.get(k) is not None else "-" for k, _, fmt in MECHANISM]
+                limits = ", ".join(f"{k} {n}" for k, n in sorted(m["limits"].items(), key=lambda kv: -kv[1]) if k)
+                lines.append(f"| {label} | {m['runs']} | " + " | ".join(cells) + f" | {limits or '-'} |")
+            lines += [""]
+            for label, m in block["mechanism"].items():
+                if m.get("line"):
+                    lines.append(f"- {label}: {m['line']}")
+            runs = [x for x in block["default_values"] if x is not None]
+            if runs:
+                lines.append(f"- the default's {block['metric']} over its {len(runs)} runs: {min(runs):,.4g} to "
+                             f"{max(runs):,.4g}")
+            lines += ["", "Configurations:", ""]
+            for label, c in block["candidates"].items():
+                config = ", ".join(f"{k}={x}" for k, x in sorted((c.get("config") or {}).items()))
+                lines.append(f"- {label}: {config or '(the default)'}")
+            lines += [""]
+    path.write_text("\n".join(lines) + "\n")
+    log(f"wrote {path}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--budget", type=int, default=60, help="the SMAC study's trials, its confirmation included")
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--search-only", action="store_true", help="run (or resume) the search and stop")
+    p.add_argument("--after-search", action="store_true",
+                   help="confirm and compare what the search found so far (a search stopped early included)")
+    p.add_argument("--write-only", action="store_true", help="rewrite cloud_tuning.md/json from the stores")
+    a = p.parse_args()
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    if not a.write_only:
+        if not a.after_search:
+            search(a.budget)
+        if not a.search_only:
+            after_search(a.rounds)
+    write(collect())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
