@@ -219,7 +219,7 @@ def test_a_searched_design_is_a_knob_column_not_a_design_column(tmp_path):
 
 
 def test_design_default_is_the_default_knobs_on_the_best_design():
-    from nosqltune.cli.compare import parse_candidates
+    from nosqltune.evaluation.compare import parse_candidates
     from nosqltune.knobs import load_space
 
     space = load_space("cassandra")

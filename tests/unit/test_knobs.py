@@ -469,7 +469,7 @@ def test_import_is_light():
 
 def test_latest_is_cassandra_5s_own_recommendation_as_knob_values(tmp_path):
     from nosqltune.cli import build_parser
-    from nosqltune.cli.compare import parse_candidates
+    from nosqltune.evaluation.compare import parse_candidates
     from nosqltune.cli.options import _overrides
     from nosqltune.knobs import KnobError, load_config, named_configs
     from nosqltune.systems.cassandra.config import place

@@ -503,7 +503,7 @@ def test_tune_ends_with_a_confirmation_counted_in_its_budget(tmp_path, capsys, m
     import json
 
     from nosqltune.cli import main
-    from nosqltune.cli.compare import confirm_plan
+    from nosqltune.evaluation.confirmation import confirm_plan
     from nosqltune.store import open_store
 
     assert confirm_plan(60, 1, 3, 3) == {"top": 3, "rounds": 3, "trials": 12, "search_budget": 48, "skipped": None}

@@ -11,137 +11,6 @@ from ..errors import UsageError
 from .options import DEFAULT_STUDY
 
 
-SPECIAL = ("best", "default", "best-practice", "design-default")
-
-
-def _tuning_study(args):
-    from ..surrogate.features import existing_store
-    from ..tuning.loop import DEFAULT_STUDY_NAME
-
-    store = existing_store(args.study)
-    name = args.study_name or DEFAULT_STUDY_NAME
-    study = store.find_study(name)
-    tune = (study or {}).get("settings", {}).get("tune")
-    if not tune:
-        store.close()
-        raise UsageError(f"no tuning study '{name}' in {args.study} (compare needs a study made by `nosqltune tune`)")
-    return store, study, tune
-
-
-def _context(store, study: dict, tune: dict):
-    """A tuning study's harness settings, full knob space, spec, objective, tuned space and tuning trials."""
-    from ..knobs.space import TuningSpace
-    from ..objective import Objective
-    from ..systems import TrialSettings
-    from ..tuning.loop import TuneSpec
-    from .options import trial_target
-
-    settings = TrialSettings(**tune["harness"])
-    full_space = trial_target(settings).knob_space(settings)
-    spec = TuneSpec(**tune["spec"])
-    objective = Objective.from_dict(spec.objective)
-    space = TuningSpace(full_space.subset(tune["knobs"]), tune["fixed"])
-    rows = [r for r in store.trials(study["id"]) if r["tag"] == "tune"]
-    return settings, full_space, spec, objective, space, rows
-
-
-CONFIRM_TOP = 3       # configurations re-measured by `best --confirm` ...
-CONFIRM_ROUNDS = 3    # ... in this many interleaved cold rounds with the default
-
-
-def confirm_best(store, study: dict, tune: dict, *, top: int = CONFIRM_TOP, rounds: int = CONFIRM_ROUNDS,
-                 say=lambda _: None) -> dict[str, Any] | None:
-    """Re-measure the `top` configurations of a study by single runs, with the default, in `rounds` interleaved
-    cold rounds per workload (stored, resumable: tag compare, group confirm-after-N:WORKLOAD); the confirmed best is the
-    one with the best mean over those rounds (its single run, chosen as the best of many, is left out: it is
-    the lucky draw). Returns the result, also kept in the study's settings under "confirm"; None when the
-    study has no completed configuration but the default."""
-    from ..evaluation.compare import run_interleaved
-    from ..evaluation.stats import compare, mean_interval
-    from ..tuning.results import configurations, default_entry
-    from ..workloads.spec import Workload
-    from .options import trial_target
-
-    settings, full_space, spec, objective, space, rows = _context(store, study, tune)
-    sign = 1 if objective.maximize else -1
-    ranked = sorted((e for e in configurations(rows, objective, spec.workloads, space)
-                     if e["value"] is not None and e["feasible"] and not e["partial"] and e["kind"] != "default"),
-                    key=lambda e: -sign * e["value"])[:top]
-    if not ranked:
-        return None
-    candidates = {"default": dict(tune["fixed"]),
-                  **{f"top{i}": {**tune["fixed"], **e["config"]} for i, e in enumerate(ranked, 1)}}
-    target = trial_target(settings, tune.get("system", "cassandra"), seed=spec.seed,
-                          metrics=(objective.metric,) + tuple(c.metric for c in objective.constraints))
-    env_id = store.environment(target.fingerprint(settings))
-    # one confirmation per state of the study: after more tuning trials the top configurations may change, and
-    # the stored rounds of "top1" then belong to another configuration
-    completed = len([r for r in rows if r["failure_kind"] != "interrupted"])
-    group = f"confirm-after-{completed}"
-    summaries: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
-    for w in tune["workloads"]:
-        workload = Workload.from_dict(w)
-        say(f"confirming on {workload.name}: {rounds} interleaved cold rounds of {', '.join(candidates)}")
-        runs = run_interleaved(store, study["id"], candidates, rounds,
-                               lambda overrides: target.run_trial(full_space, overrides, workload, settings,
-                                                                  progress=say),
-                               workload_info={**workload.to_dict(), "harness": settings.to_dict()},
-                               environment_id=env_id, say=say, group=f"{group}:{workload.name}")
-        for label, by_round in runs.items():
-            for r, row in enumerate(by_round):
-                summaries[label][r].append(row["metrics"]["summary"] if row else None)
-    default = default_entry(rows, objective, spec.workloads, space)
-    single = {"default": default["value"] if default else None,
-              **{f"top{i}": e["value"] for i, e in enumerate(ranked, 1)}}
-    out: dict[str, Any] = {}
-    for label, per_round in summaries.items():
-        evaluated = [objective.evaluate(s) for s in per_round]
-        values = [e.value if e.value is not None and e.feasible else None for e in evaluated]
-        got = [v for v in values if v is not None]
-        interval = mean_interval(got)
-        out[label] = {"config": candidates[label], "single_run": single[label], "values": values,
-                      "mean": sum(got) / len(got) if got else None, "interval": list(interval) if interval else None,
-                      "feasible_rounds": len(got)}
-    # a confirmed best must have held the constraints in every round; the default stays the best when no
-    # configuration beat its mean
-    eligible = [label for label in out if out[label]["feasible_rounds"] == rounds]
-    best = max(eligible, key=lambda label: sign * out[label]["mean"]) if eligible else None
-    result = {"top": top, "rounds": rounds, "trials": rounds * len(candidates) * len(tune["workloads"]),
-              "after_tune_trials": completed, "metric": objective.metric, "unit": objective.unit,
-              "candidates": out, "best": best,
-              "vs_default": compare(best, out[best]["values"], out["default"]["values"],
-                                    maximize=objective.maximize).to_dict() if best and best != "default" else None}
-    store.update_study_settings(study["id"], {"confirm": result})
-    return result
-
-
-def confirm_plan(budget: int, workloads: int, top: int, rounds: int) -> dict[str, Any]:
-    """How a study's budget is split between the search and the confirmation at its end: the confirmation takes
-    (top + 1) x rounds trials per workload (the default runs beside the top configurations in every round) and
-    runs only when the budget is at least twice that; else the whole budget is the search's."""
-    cost = (top + 1) * rounds * workloads if top > 0 else 0
-    if cost and budget >= 2 * cost:
-        return {"top": top, "rounds": rounds, "trials": cost, "search_budget": budget - cost, "skipped": None}
-    skipped = None if not top else (f"the budget of {budget} trials is under twice the {cost} trials a "
-                                    "confirmation takes")
-    return {"top": 0, "rounds": rounds, "trials": 0, "search_budget": budget, "skipped": skipped}
-
-
-def apply_confirmation(result: dict[str, Any], confirmation: dict[str, Any] | None, space, spec) -> None:
-    """Make a study summary's best the confirmed one (its mean and interval over the confirmation's rounds)."""
-    from ..objective import Objective
-    from ..tuning.results import changed_knobs, confirmed_best, speedup
-
-    result["confirm"] = confirmation
-    best = confirmed_best(result.get("best"), {"confirm": confirmation}, space)
-    if not (best and best.get("confirmed")):
-        return
-    result["best"] = best
-    result["speedup"] = speedup(Objective.from_dict(spec.objective), best["value"],
-                                confirmation["candidates"]["default"]["mean"])
-    result["changed"] = {k: list(v) for k, v in changed_knobs(space, best["config"]).items()}
-
-
 def format_confirmation(result: dict[str, Any]) -> str:
     unit = result["unit"]
 
@@ -167,143 +36,26 @@ def format_confirmation(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def parse_candidates(text: str, space, best: dict[str, Any] | None,
-                     best_practice: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    """'best,default,best-practice,design-default,my.yaml' -> label -> knob overrides; the default always comes
-    first. design-default: Cassandra's default knobs on the best configuration's physical design (its nodes
-    and replication factor), which splits a searched design's gain into the design's and the knobs'."""
-    from pathlib import Path
-
-    from ..knobs import load_config, named_configs
-
-    out: dict[str, dict[str, Any]] = {"default": {}}
-    for item in (t.strip() for t in text.split(",")):
-        if not item or item == "default":
-            continue
-        if item == "best":
-            if best is None:
-                raise UsageError("the study has no best configuration yet (no completed trial)")
-            out["best"] = best
-        elif item == "design-default":
-            design = {k: v for k, v in (best or {}).items() if k in space and space[k].applies == "design"}
-            if not design:
-                raise UsageError("design-default needs a best configuration with a searched design (tune --design)")
-            out["design-default"] = design
-        elif item == "best-practice" and best_practice is not None:
-            if not best_practice:
-                raise UsageError(f"the {space.system} knob space has no best-practice rules (Cassandra's has)")
-            out["best-practice"] = best_practice
-        elif (is_file := Path(item).exists()) or item in named_configs(space.system):
-            # a configuration to measure, not to search (a YAML file, e.g. another study's best found in a wider
-            # range such as v5's concurrent_writes [2, 128], or a named one such as latest: cassandra_latest.yaml):
-            # only values the datastore refuses are refused
-            label = Path(item).stem if is_file else item
-            out[label] = space.validate(load_config(item, space.system), allow_outside_range=True)
-        else:
-            named = "".join(f", {n}" for n in named_configs(space.system))
-            raise UsageError(f"unknown candidate {item!r}: use best, default, best-practice, design-default{named} "
-                             "or a YAML file of knob values")
-    if len(out) < 2:
-        raise UsageError("--candidates names nothing to compare with the default: add best, best-practice or a YAML "
-                         "file of knob values")
-    return out
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .options import trial_target
-    from ..objective import check_metric, metric_unit, metric_value
-    from ..tuning.results import best_configuration, confirmed_best
-    from ..workloads.spec import Workload
-    from ..runtime.paths import cache_dir
-    from ..knobs.best_practice import best_practice, machine_facts
-    from ..bottleneck import most_common, of_trial
-    from ..evaluation.compare import run_interleaved
-    from ..evaluation.stats import compare
+    from ..evaluation.compare import CompareSettings, compare_study
+    from ..evaluation.study import open_study
+    from ..surrogate.features import existing_store
 
-    if args.repeat < 2:
-        raise UsageError("--repeat must be at least 2 (a comparison needs repeated pairs)")
-    if args.scale <= 0:
-        raise UsageError("--scale must be positive")
-    side_metrics = [check_metric(m, "--metrics entry") for m in args.metrics.split(",") if m.strip()]
-    store, study, tune = _tuning_study(args)
-    lease = None
+    settings = CompareSettings(candidates=args.candidates, rounds=args.repeat, scale=args.scale,
+                               metrics=tuple(m.strip() for m in args.metrics.split(",") if m.strip()))
+    store = existing_store(args.study)
     try:
-        settings, full_space, spec, objective, space, rows = _context(store, study, tune)
-        # the confirmed best when the study has one (`best --confirm`, or the end of `tune`)
-        best = confirmed_best(best_configuration(rows, objective, spec.workloads, space), study["settings"], space)
-        best_source = None if not best else ("the best single run" if not best.get("confirmed") else
-                                             f"the confirmed best ({best['label']} of the confirmation)")
-        system = tune.get("system", "cassandra")
-        facts = machine_facts(heap_mb=settings.heap_mb, data_path=cache_dir(), server_cpus=settings.server_cpus)
-        practice, rules = best_practice(full_space, facts)
-        target = trial_target(settings, system, seed=spec.seed, metrics=(objective.metric,))
-        own = target.knob_space(settings)     # a recorded dataset answers for its own knobs only
-        practice = {k: v for k, v in practice.items() if k in own}
-        rules = {k: v for k, v in rules.items() if k in practice}
-        candidates = parse_candidates(args.candidates, full_space, best["config"] if best else None, practice)
-        candidates = {k: {**tune["fixed"], **v} for k, v in candidates.items()}
-
-        def run(overrides, workload):
-            return target.run_trial(full_space, overrides, workload, settings, progress=say)
-        say = _say(args)
-        # each set of candidates has its own rounds (the default is re-run beside them, so every pair ran
-        # side by side) and its own stored result; plain best-vs-default keeps the bare scale as its key
-        others = [k for k in candidates if k != "default"]
-        suffix = "" if others == ["best"] else ":" + "+".join(others)
-        result: dict[str, Any] = {"study": args.study, "study_name": study["name"], "system": system,
-                                  "metric": objective.metric, "best_is": best_source,
-                                  "scale": args.scale, "candidates": candidates, "workloads": {}}
-        if "best-practice" in candidates:
-            result["best_practice"] = {"machine": facts, "rules": rules}
-        workloads = [Workload.from_dict(w if args.scale == 1 else
-                                        {**w, "records": int(w["records"] * args.scale),
-                                         "operations": int(w["operations"] * args.scale)})
-                     for w in tune["workloads"]]
-        for workload in workloads:   # e.g. the memory guard of Redis at --scale 10
-            target.preflight(workload, settings)
-        # compare runs trials in the study: not beside a tune (the lease is taken once the input is known to be
-        # good, so bad input leaves the store as it was)
-        lease = store.acquire_lease(study["id"])
-        env_id = store.environment(target.fingerprint(settings))
-        failed, ran = 0, 0
-        for workload in workloads:
-            group = f"{workload.name}-x{args.scale:g}{suffix}"
-            say(f"{workload.name} at x{args.scale:g}: {args.repeat} interleaved rounds of {', '.join(candidates)}")
-            runs = run_interleaved(store, study["id"], candidates, args.repeat,
-                                   lambda overrides: run(overrides, workload),
-                                   workload_info={**workload.to_dict(), "harness": settings.to_dict()},
-                                   environment_id=env_id, say=say, group=group)
-            ran += sum(len(v) for v in runs.values())
-            failed += sum(r is None for v in runs.values() for r in v)
-            per_metric = {}
-            for metric in [objective.metric, *(m for m in side_metrics if m != objective.metric)]:
-                values = {k: [metric_value(metric, r["metrics"]["summary"]) if r else None for r in v]
-                          for k, v in runs.items()}
-                if metric != objective.metric and not any(x is not None for v in values.values() for x in v):
-                    continue   # a figure this target does not give (e.g. a recorded surrogate's CPU)
-                maximize = metric == "throughput"
-                per_metric[metric] = {"values": values, "stats": {
-                    k: compare(k, values[k], values["default"], maximize=maximize).to_dict()
-                    for k in candidates if k != "default"}}
-            main = per_metric.pop(objective.metric)
-            main["bottlenecks"] = {k: most_common([v for v in (of_trial(r, settings.to_dict()) for r in rows if r)
-                                                   if v is not None]) for k, rows in runs.items()}
-            result["workloads"][workload.name] = {"group": group, **main,
-                                                  "also": {m: {**v, "unit": metric_unit(m)}
-                                                           for m, v in per_metric.items()}}
-        earlier = (store.find_study(study["name"]) or study)["settings"].get("compare", {})
-        store.update_study_settings(study["id"], {"compare": {**earlier, f"x{args.scale:g}{suffix}": result}})
+        study = open_study(store, args.study, args.study_name, "compare")
+        result = {"study": args.study, **compare_study(study, settings, say=_say(args))}
     finally:
-        if lease is not None:
-            lease.release()
         store.close()
     if args.json:
         print(json.dumps(result, default=str))
     else:
-        print(format_comparison(result, objective.unit))
-    if failed:   # as bench and tune: a failed trial is exit 1, the comparison of the runs that did complete printed
-        print(f"nosqltune: {failed} of {ran} comparison runs failed (stored with their reasons: `nosqltune export`)",
-              file=sys.stderr)
+        print(format_comparison(result, study.objective.unit))
+    if result["failed_runs"]:   # as bench and tune: a failed trial is exit 1; the runs that completed are compared
+        print(f"nosqltune: {result['failed_runs']} of {result['runs']} comparison runs failed (stored with their "
+              "reasons: `nosqltune export`)", file=sys.stderr)
         return 1
     return 0
 

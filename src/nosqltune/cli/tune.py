@@ -14,7 +14,9 @@ from typing import Any
 from ..errors import NosqltuneError, UsageError
 from ..tuning.loop import DEFAULT_BUDGET, DEFAULT_STUDY_NAME
 from ..tuning.results import format_summary, stored_subset, summarize, yaml_fragment
-from .compare import CONFIRM_ROUNDS, CONFIRM_TOP, apply_confirmation, confirm_best, confirm_plan, format_confirmation
+from ..evaluation.confirmation import (CONFIRM_ROUNDS, CONFIRM_TOP, ConfirmSettings, apply_confirmation, confirm_best,
+                                      confirm_plan)
+from .compare import format_confirmation
 from ..store import store_exists
 from .options import DEFAULT_STUDY, _common, _progress, study_path
 
@@ -136,8 +138,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 executor.close()
         confirmation = None
         if plan["top"] and reason != "time":   # the top configurations re-measured beside the default
-            confirmation = confirm_best(store, store.find_study(study_name), store.find_study(study_name)["settings"]
-                                        ["tune"], top=plan["top"], rounds=plan["rounds"], say=_progress(args))
+            from ..evaluation.study import study_of
+
+            confirmation = confirm_best(study_of(store, store.find_study(study_name)),
+                                        ConfirmSettings(top=plan["top"], rounds=plan["rounds"]), say=_progress(args))
         result = summarize(store, study_id, spec, space, settings.to_dict())
         apply_confirmation(result, confirmation, space, spec)
         result["confirm_plan"] = plan
@@ -319,38 +323,24 @@ def _new_run(args: argparse.Namespace, full_space, settings):
 
 
 def cmd_best(args: argparse.Namespace) -> int:
-    from .options import trial_target
-    from ..knobs.space import TuningSpace
-    from ..systems.base import TrialSettings
+    from ..evaluation.study import open_study
     from ..store import open_store
-    from ..tuning.loop import TuneSpec
 
     if not store_exists(args.study):
         raise UsageError(f"no study store at {args.study}: give the --study of a tuning run")
-    study_name = args.study_name or DEFAULT_STUDY_NAME
+    confirm = ConfirmSettings(top=args.top, rounds=args.rounds) if args.confirm else None
     store = open_store(args.study)
     try:
-        study = store.find_study(study_name)
-        tune = (study or {}).get("settings", {}).get("tune")
-        if not tune:
-            names = [s["name"] for s in store.studies() if s["settings"].get("tune")]
-            raise UsageError(f"no tuning study '{study_name}' in {args.study}: "
-                             + (f"give --study-name, one of {', '.join(names)}" if names else
-                                "it holds no study made by `nosqltune tune`"))
-        spec = TuneSpec(**tune["spec"])
-        settings = TrialSettings(**tune["harness"])
-        space = TuningSpace(trial_target(settings).knob_space(settings).subset(tune["knobs"]), tune["fixed"])
-        result = summarize(store, study["id"], spec, space, tune["harness"])
+        study = open_study(store, args.study, args.study_name, "best")
+        study_name, tune, space, spec, settings = study.name, study.tune, study.space, study.spec, study.settings
+        result = summarize(store, study.id, spec, space, tune["harness"])
         if result["best"] is None:
             raise NosqltuneError(f"study '{study_name}' has no completed trial within its constraints yet")
-        confirmation = study["settings"].get("confirm")
-        if args.confirm:
-            if args.top < 1 or args.rounds < 2:
-                raise UsageError("--top must be at least 1 and --rounds at least 2")
-            lease = store.acquire_lease(study["id"])   # trials in the study: not beside a running tune
+        confirmation = study.record["settings"].get("confirm")
+        if confirm is not None:
+            lease = store.acquire_lease(study.id)   # trials in the study: not beside a running tune
             try:
-                confirmation = confirm_best(store, study, tune, top=args.top, rounds=args.rounds,
-                                            say=_progress(args))
+                confirmation = confirm_best(study, confirm, say=_progress(args))
             finally:
                 lease.release()
     finally:

@@ -7,8 +7,11 @@ candidate always runs first or last and slow drift of the machine is spread over
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import UsageError
 from ..store import TrialState
 
 TAG = "compare"
@@ -64,3 +67,147 @@ def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]],
         out[label] = [done.get((r, label)) if done.get((r, label)) is not None
                       and done[(r, label)]["state"] == TrialState.COMPLETE.value else None for r in range(rounds)]
     return out
+
+
+# --- a study's candidates against its default (`nosqltune compare`) --------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    candidates: str = "best"          # comma-separated: best, default, best-practice, design-default, latest, files
+    rounds: int = 10                  # interleaved cold rounds
+    scale: float = 1.0                # records and operations multiplied by this (validation at a larger load)
+    metrics: tuple[str, ...] = ("throughput", "cpu-per-op")   # tested beside the objective, from the same runs
+
+    def __post_init__(self) -> None:
+        from ..objective import check_metric
+
+        if self.rounds < 2:
+            raise UsageError("--repeat must be at least 2 (a comparison needs repeated pairs)")
+        if self.scale <= 0:
+            raise UsageError("--scale must be positive")
+        for metric in self.metrics:
+            check_metric(metric, "--metrics entry")
+
+
+def parse_candidates(text: str, space, best: dict[str, Any] | None,
+                     best_practice: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """'best,default,best-practice,design-default,my.yaml' -> label -> knob overrides; the default always comes
+    first. design-default: Cassandra's default knobs on the best configuration's physical design (its nodes
+    and replication factor), which splits a searched design's gain into the design's and the knobs'."""
+    from ..knobs import load_config, named_configs
+
+    out: dict[str, dict[str, Any]] = {"default": {}}
+    for item in (t.strip() for t in text.split(",")):
+        if not item or item == "default":
+            continue
+        if item == "best":
+            if best is None:
+                raise UsageError("the study has no best configuration yet (no completed trial)")
+            out["best"] = best
+        elif item == "design-default":
+            design = {k: v for k, v in (best or {}).items() if k in space and space[k].applies == "design"}
+            if not design:
+                raise UsageError("design-default needs a best configuration with a searched design (tune --design)")
+            out["design-default"] = design
+        elif item == "best-practice" and best_practice is not None:
+            if not best_practice:
+                raise UsageError(f"the {space.system} knob space has no best-practice rules (Cassandra's has)")
+            out["best-practice"] = best_practice
+        elif (is_file := Path(item).exists()) or item in named_configs(space.system):
+            # a configuration to measure, not to search (a YAML file, e.g. another study's best found in a wider
+            # range such as v5's concurrent_writes [2, 128], or a named one such as latest: cassandra_latest.yaml):
+            # only values the datastore refuses are refused
+            label = Path(item).stem if is_file else item
+            out[label] = space.validate(load_config(item, space.system), allow_outside_range=True)
+        else:
+            named = "".join(f", {n}" for n in named_configs(space.system))
+            raise UsageError(f"unknown candidate {item!r}: use best, default, best-practice, design-default{named} "
+                             "or a YAML file of knob values")
+    if len(out) < 2:
+        raise UsageError("--candidates names nothing to compare with the default: add best, best-practice or a YAML "
+                         "file of knob values")
+    return out
+
+
+def compare_study(study, settings: CompareSettings, say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Run the candidates of `settings` and the default in interleaved cold rounds on the study's workloads and
+    harness (stored in the study as tag compare, resumable), test each against the default on the study's
+    objective and the side metrics, and keep the result in the study's settings under "compare". The result
+    counts its runs (`runs`) and the failed ones (`failed_runs`): a failed run leaves its round's pair out."""
+    from ..bottleneck import most_common, of_trial
+    from ..knobs.best_practice import best_practice, machine_facts
+    from ..objective import metric_unit, metric_value
+    from ..runtime.paths import cache_dir
+    from ..tuning.results import best_configuration, confirmed_best
+    from ..workloads.spec import Workload
+    from .stats import compare
+
+    store, tune, objective, full_space = study.store, study.tune, study.objective, study.full_space
+    harness = study.settings
+    rows = study.trials()
+    # the confirmed best when the study has one (`best --confirm`, or the end of `tune`)
+    best = confirmed_best(best_configuration(rows, objective, study.spec.workloads, study.space),
+                          study.record["settings"], study.space)
+    best_source = None if not best else ("the best single run" if not best.get("confirmed") else
+                                         f"the confirmed best ({best['label']} of the confirmation)")
+    facts = machine_facts(heap_mb=harness.heap_mb, data_path=cache_dir(), server_cpus=harness.server_cpus)
+    practice, rules = best_practice(full_space, facts)
+    target = study.target((objective.metric,))
+    own = target.knob_space(harness)     # a recorded dataset answers for its own knobs only
+    practice = {k: v for k, v in practice.items() if k in own}
+    rules = {k: v for k, v in rules.items() if k in practice}
+    candidates = parse_candidates(settings.candidates, full_space, best["config"] if best else None, practice)
+    candidates = {k: {**tune["fixed"], **v} for k, v in candidates.items()}
+    # each set of candidates has its own rounds (the default is re-run beside them, so every pair ran side by
+    # side) and its own stored result; plain best-vs-default keeps the bare scale as its key
+    others = [k for k in candidates if k != "default"]
+    suffix = "" if others == ["best"] else ":" + "+".join(others)
+    result: dict[str, Any] = {"study_name": study.name, "system": study.system, "metric": objective.metric,
+                              "best_is": best_source, "scale": settings.scale, "candidates": candidates,
+                              "workloads": {}, "runs": 0, "failed_runs": 0}
+    if "best-practice" in candidates:
+        result["best_practice"] = {"machine": facts, "rules": rules}
+    workloads = [Workload.from_dict(w if settings.scale == 1 else
+                                    {**w, "records": int(w["records"] * settings.scale),
+                                     "operations": int(w["operations"] * settings.scale)})
+                 for w in tune["workloads"]]
+    for workload in workloads:   # e.g. the memory guard of Redis at --scale 10
+        target.preflight(workload, harness)
+    # compare runs trials in the study: not beside a tune (the lease is taken once the input is known to be good,
+    # so bad input leaves the store as it was)
+    lease = store.acquire_lease(study.id)
+    try:
+        env_id = store.environment(target.fingerprint(harness))
+        for workload in workloads:
+            group = f"{workload.name}-x{settings.scale:g}{suffix}"
+            say(f"{workload.name} at x{settings.scale:g}: {settings.rounds} interleaved rounds of "
+                f"{', '.join(candidates)}")
+            runs = run_interleaved(store, study.id, candidates, settings.rounds,
+                                   lambda overrides: target.run_trial(full_space, overrides, workload, harness,
+                                                                      progress=say),
+                                   workload_info={**workload.to_dict(), "harness": harness.to_dict()},
+                                   environment_id=env_id, say=say, group=group)
+            result["runs"] += sum(len(v) for v in runs.values())
+            result["failed_runs"] += sum(r is None for v in runs.values() for r in v)
+            per_metric = {}
+            for metric in [objective.metric, *(m for m in settings.metrics if m != objective.metric)]:
+                values = {k: [metric_value(metric, r["metrics"]["summary"]) if r else None for r in v]
+                          for k, v in runs.items()}
+                if metric != objective.metric and not any(x is not None for v in values.values() for x in v):
+                    continue   # a figure this target does not give (e.g. a recorded surrogate's CPU)
+                maximize = metric == "throughput"
+                per_metric[metric] = {"values": values, "stats": {
+                    k: compare(k, values[k], values["default"], maximize=maximize).to_dict()
+                    for k in candidates if k != "default"}}
+            main = per_metric.pop(objective.metric)
+            main["bottlenecks"] = {k: most_common([v for v in (of_trial(r, harness.to_dict()) for r in runs_of if r)
+                                                   if v is not None]) for k, runs_of in runs.items()}
+            result["workloads"][workload.name] = {"group": group, **main,
+                                                  "also": {m: {**v, "unit": metric_unit(m)}
+                                                           for m, v in per_metric.items()}}
+        earlier = (store.find_study(study.name) or study.record)["settings"].get("compare", {})
+        store.update_study_settings(study.id, {"compare": {**earlier, f"x{settings.scale:g}{suffix}": result}})
+    finally:
+        lease.release()
+    return result

@@ -44,11 +44,8 @@ class TuningView:
 
 
 def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
-    from ..systems import target
-    from ..systems.base import TrialSettings
-    from ..knobs.space import TuningSpace
+    from ..evaluation.study import study_of
     from ..surrogate.features import existing_store
-    from ..objective import Objective
     from ..tuning.results import best_configuration, configurations, confirmed_best, default_entry
 
     store = existing_store(path)
@@ -62,11 +59,9 @@ def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
         fingerprints = store.environments()
         views = []
         for study in studies:
-            tune = study["settings"]["tune"]
-            objective = Objective.from_dict(tune["spec"]["objective"])
-            settings = TrialSettings(**tune["harness"])
-            space = TuningSpace(target(settings.system).knob_space(settings).subset(tune["knobs"]), tune["fixed"])
-            rows = store.trials(study["id"])
+            opened = study_of(store, study)
+            tune, objective, space = opened.tune, opened.objective, opened.space
+            rows = opened.trials(tag=None)
             tuned = [r for r in rows if r["tag"] == "tune"]
             workloads = tune["spec"]["workloads"]
             entries = sorted(configurations(tuned, objective, workloads, space), key=lambda e: min(e["trial_ids"]))

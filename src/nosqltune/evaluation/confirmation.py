@@ -1,0 +1,117 @@
+"""The confirmation at the end of a study (`tune`, `best --confirm`): its top configurations by single runs
+re-measured beside the default in interleaved cold rounds, the one with the best mean made the study's best."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import UsageError
+from .study import TuningStudy
+
+CONFIRM_TOP = 3       # configurations re-measured by `best --confirm` ...
+CONFIRM_ROUNDS = 3    # ... in this many interleaved cold rounds with the default
+
+
+@dataclass(frozen=True)
+class ConfirmSettings:
+    top: int = CONFIRM_TOP       # configurations re-measured
+    rounds: int = CONFIRM_ROUNDS  # interleaved cold rounds, the default in each
+
+    def __post_init__(self) -> None:
+        if self.top < 1 or self.rounds < 2:
+            raise UsageError("--top must be at least 1 and --rounds at least 2")
+
+
+def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(),
+                 say=lambda _: None) -> dict[str, Any] | None:
+    """Re-measure the `top` configurations of a study by single runs, with the default, in `rounds` interleaved
+    cold rounds per workload (stored, resumable: tag compare, group confirm-after-N:WORKLOAD); the confirmed best is the
+    one with the best mean over those rounds (its single run, chosen as the best of many, is left out: it is
+    the lucky draw). Returns the result, also kept in the study's settings under "confirm"; None when the
+    study has no completed configuration but the default."""
+    from ..tuning.results import configurations, default_entry
+    from ..workloads.spec import Workload
+    from .compare import run_interleaved
+    from .stats import compare, mean_interval
+
+    store, tune, top, rounds = study.store, study.tune, confirm.top, confirm.rounds
+    settings, full_space, spec, objective, space = (study.settings, study.full_space, study.spec, study.objective,
+                                                    study.space)
+    rows = study.trials()
+    sign = 1 if objective.maximize else -1
+    ranked = sorted((e for e in configurations(rows, objective, spec.workloads, space)
+                     if e["value"] is not None and e["feasible"] and not e["partial"] and e["kind"] != "default"),
+                    key=lambda e: -sign * e["value"])[:top]
+    if not ranked:
+        return None
+    candidates = {"default": dict(tune["fixed"]),
+                  **{f"top{i}": {**tune["fixed"], **e["config"]} for i, e in enumerate(ranked, 1)}}
+    target = study.target()
+    env_id = store.environment(target.fingerprint(settings))
+    # one confirmation per state of the study: after more tuning trials the top configurations may change, and
+    # the stored rounds of "top1" then belong to another configuration
+    completed = len([r for r in rows if r["failure_kind"] != "interrupted"])
+    group = f"confirm-after-{completed}"
+    summaries: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
+    for w in tune["workloads"]:
+        workload = Workload.from_dict(w)
+        say(f"confirming on {workload.name}: {rounds} interleaved cold rounds of {', '.join(candidates)}")
+        runs = run_interleaved(store, study.id, candidates, rounds,
+                               lambda overrides: target.run_trial(full_space, overrides, workload, settings,
+                                                                  progress=say),
+                               workload_info={**workload.to_dict(), "harness": settings.to_dict()},
+                               environment_id=env_id, say=say, group=f"{group}:{workload.name}")
+        for label, by_round in runs.items():
+            for r, row in enumerate(by_round):
+                summaries[label][r].append(row["metrics"]["summary"] if row else None)
+    default = default_entry(rows, objective, spec.workloads, space)
+    single = {"default": default["value"] if default else None,
+              **{f"top{i}": e["value"] for i, e in enumerate(ranked, 1)}}
+    out: dict[str, Any] = {}
+    for label, per_round in summaries.items():
+        evaluated = [objective.evaluate(s) for s in per_round]
+        values = [e.value if e.value is not None and e.feasible else None for e in evaluated]
+        got = [v for v in values if v is not None]
+        interval = mean_interval(got)
+        out[label] = {"config": candidates[label], "single_run": single[label], "values": values,
+                      "mean": sum(got) / len(got) if got else None, "interval": list(interval) if interval else None,
+                      "feasible_rounds": len(got)}
+    # a confirmed best must have held the constraints in every round; the default stays the best when no
+    # configuration beat its mean
+    eligible = [label for label in out if out[label]["feasible_rounds"] == rounds]
+    best = max(eligible, key=lambda label: sign * out[label]["mean"]) if eligible else None
+    result = {"top": top, "rounds": rounds, "trials": rounds * len(candidates) * len(tune["workloads"]),
+              "after_tune_trials": completed, "metric": objective.metric, "unit": objective.unit,
+              "candidates": out, "best": best,
+              "vs_default": compare(best, out[best]["values"], out["default"]["values"],
+                                    maximize=objective.maximize).to_dict() if best and best != "default" else None}
+    store.update_study_settings(study.id, {"confirm": result})
+    return result
+
+
+def confirm_plan(budget: int, workloads: int, top: int, rounds: int) -> dict[str, Any]:
+    """How a study's budget is split between the search and the confirmation at its end: the confirmation takes
+    (top + 1) x rounds trials per workload (the default runs beside the top configurations in every round) and
+    runs only when the budget is at least twice that; else the whole budget is the search's."""
+    cost = (top + 1) * rounds * workloads if top > 0 else 0
+    if cost and budget >= 2 * cost:
+        return {"top": top, "rounds": rounds, "trials": cost, "search_budget": budget - cost, "skipped": None}
+    skipped = None if not top else (f"the budget of {budget} trials is under twice the {cost} trials a "
+                                    "confirmation takes")
+    return {"top": 0, "rounds": rounds, "trials": 0, "search_budget": budget, "skipped": skipped}
+
+
+def apply_confirmation(result: dict[str, Any], confirmation: dict[str, Any] | None, space, spec) -> None:
+    """Make a study summary's best the confirmed one (its mean and interval over the confirmation's rounds)."""
+    from ..objective import Objective
+    from ..tuning.results import changed_knobs, confirmed_best, speedup
+
+    result["confirm"] = confirmation
+    best = confirmed_best(result.get("best"), {"confirm": confirmation}, space)
+    if not (best and best.get("confirmed")):
+        return
+    result["best"] = best
+    result["speedup"] = speedup(Objective.from_dict(spec.objective), best["value"],
+                                confirmation["candidates"]["default"]["mean"])
+    result["changed"] = {k: list(v) for k, v in changed_knobs(space, best["config"]).items()}
