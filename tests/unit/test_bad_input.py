@@ -103,6 +103,13 @@ CASES = [
     case("cluster flags on redis", "bench --system redis --nodes 2", "Cassandra's"),
     case("redis dataset beyond memory", "bench --system redis --records 1000000000", "use fewer --records"),
     # ------------------------------------------------------------------------------------- bench: files
+    case("memtables above half the heap", "bench --set memtable_heap_space=1536",
+         "knob rule memtable_within_half_heap (memtable_heap_space <= heap_size / 2) is broken by "
+         "memtable_heap_space=1536, heap_size=2048"),
+    case("memtables above half the scenario's heap", "bench --scenario disk-bound --set memtable_heap_space=768",
+         "memtable_heap_space=768, heap_size=1024"),
+    case("memtables above half the heap in a knob file", "bench --config {tmp}/knobs.yaml --set heap_size=1024",
+         "knob rule memtable_within_half_heap", files={"knobs.yaml": "memtable_heap_space: 600\n"}),
     case("knob file missing", "bench --config {tmp}/missing.yaml", "knob overrides file not found"),
     case("knob file not YAML", "bench --config {tmp}/knobs.yaml", "cannot parse",
          files={"knobs.yaml": KNOBS_BAD_YAML}),
@@ -157,6 +164,8 @@ CASES = [
     case("duration not a duration", "tune --max-time soon", "--max-time"),
     case("same workload twice", "tune --workload ycsb-a,ycsb-a", "same workload twice"),
     case("a tuned knob also fixed", "tune --knobs rafiki5 --set concurrent_writes=16", "is tuned"),
+    case("fixed memtables above half the heap", "tune --knobs rafiki5 --set memtable_heap_space=2048",
+         "knob rule memtable_within_half_heap"),
     case("design range upside down", "tune --design nodes=4..2", "LO < HI"),
     case("design and --nodes", "tune --design nodes=1..2 --nodes 2", "--nodes cannot also set it"),
     case("zero parallel", "tune --parallel 0", "--parallel must be at least 1"),

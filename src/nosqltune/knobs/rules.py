@@ -23,9 +23,7 @@ from . import KnobError
 
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
            ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b}
-_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
-            ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
-_SYMBOL = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
            ast.In: "in", ast.NotIn: "not in"}
 _CONSTANTS = {"true": True, "false": False}
 _FUNCTIONS = ("min", "max")
@@ -69,7 +67,7 @@ class Expression:
             yield from self._check(node.left, known)
             yield from self._check(node.right, known)
             return
-        elif isinstance(node, ast.Compare) and all(type(op) in _SYMBOL for op in node.ops):
+        elif isinstance(node, ast.Compare) and all(type(op) in SYMBOLS for op in node.ops):
             yield from self._check(node.left, known)
             for op, right in zip(node.ops, node.comparators):
                 if isinstance(op, (ast.In, ast.NotIn)):
@@ -133,14 +131,12 @@ def _evaluate(node: ast.AST, values: Mapping[str, Any], expr: Expression, vector
                 if isinstance(op, (ast.In, ast.NotIn)):
                     hit: Any = False
                     for item in right_node.elts:
-                        hit = _or(hit, _equal(left, value(item)), vector)
+                        hit = _or(hit, equal(left, value(item)), vector)
                     ok = hit if isinstance(op, ast.In) else _not(hit, vector)
                     right = None
                 else:
                     right = value(right_node)
-                    ok = _equal(left, right) if isinstance(op, ast.Eq) else \
-                        _not(_equal(left, right), vector) if isinstance(op, ast.NotEq) else \
-                        _COMPARE[type(op)](left, right)
+                    ok = compare(left, SYMBOLS[type(op)], right)
                 out = _and(out, ok, vector)
                 left = right
             return out
@@ -166,7 +162,16 @@ def _evaluate(node: ast.AST, values: Mapping[str, Any], expr: Expression, vector
     return value(node)
 
 
-def _equal(a: Any, b: Any) -> Any:
+def compare(left: Any, op: str, right: Any) -> Any:
+    """`left op right` for one of the comparison symbols of SYMBOLS other than in / not in."""
+    if op == "==":
+        return equal(left, right)
+    if op == "!=":
+        return _not(equal(left, right), hasattr(left, "shape") or hasattr(right, "shape"))
+    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+
+
+def equal(a: Any, b: Any) -> Any:
     """==, with a bool never equal to a number (true is not 1). Strings compare exactly: configurations hold
     the enum choices as the knob file spells them, and rules are checked to spell them so."""
     if isinstance(a, bool) != isinstance(b, bool) and not hasattr(a, "shape") and not hasattr(b, "shape"):
