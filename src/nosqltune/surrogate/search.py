@@ -10,7 +10,7 @@ The GA follows RAFIKI's description of MATLAB's `ga`: a random initial populatio
 interpolating (intermediate) crossover that may step a little past its parents, Gaussian mutation, elites,
 and a penalty instead of a hard constraint for infeasible genomes (non-integers, out of bounds, and a knob rule
 broken: a penalty that puts such a genome below every feasible one), and only a genome that keeps the rules is
-returned. Simulated annealing runs several Metropolis chains side by side with a geometric cooling schedule, the
+returned. Both start from random genomes that keep the rules. Simulated annealing runs several Metropolis chains side by side with a geometric cooling schedule, the
 moves shrinking with the temperature; a move to a configuration that breaks a knob rule is refused (a chain that
 starts on one leaves it at its first allowed move).
 
@@ -88,7 +88,14 @@ class Codec:
         return np.array(out, dtype=float)
 
     def random(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return self.lo + rng.random((n, self.dims)) * (self.hi - self.lo)
+        """n genomes uniform within the bounds, drawn again (up to 100 times) where one breaks a knob rule."""
+        G = self.lo + rng.random((n, self.dims)) * (self.hi - self.lo)
+        for _ in range(100):
+            broken = ~self.feasible(G)
+            if not broken.any():
+                break
+            G[broken] = self.lo + rng.random((int(broken.sum()), self.dims)) * (self.hi - self.lo)
+        return G
 
     def clip(self, G: np.ndarray) -> np.ndarray:
         return np.clip(G, self.lo, np.nextafter(self.hi, self.lo))
