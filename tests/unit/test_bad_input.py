@@ -288,6 +288,8 @@ CASES = [
     case("cluster up a table knob", "cluster up --set compaction_method=Leveled", "cassandra.yaml knobs only"),
     case("cluster up zero nodes", "cluster up --nodes 0", "--nodes"),
     case("cluster up heap not a size", "cluster up --heap lots", "--heap"),
+    case("cluster up memtables above half the heap", "cluster up --heap 1G --set memtable_heap_space=600",
+         "memtable_heap_space=600, heap_size=1024"),
     case("cluster unknown action", "cluster restart", "'up', 'status', 'down'"),
     case("cluster name with a slash", "cluster up --name ../x", "plain word"),
     case("setup cassandra version not a release", "setup --cassandra-version 5.x", "not a Cassandra release"),

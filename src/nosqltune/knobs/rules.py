@@ -16,6 +16,7 @@ configuration (Python values) or on a whole population at once (numpy columns, f
 from __future__ import annotations
 
 import ast
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -25,6 +26,7 @@ _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: l
            ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b}
 SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
            ast.In: "in", ast.NotIn: "not in"}
+_ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _CONSTANTS = {"true": True, "false": False}
 _FUNCTIONS = ("min", "max")
 RULE_FIELDS = frozenset({"name", "expression", "why", "source", "when_set"})
@@ -159,7 +161,10 @@ def _evaluate(node: ast.AST, values: Mapping[str, Any], expr: Expression, vector
             return value(n.body) if value(n.test) else value(n.orelse)
         raise KnobError(f"{expr.what} {expr.text!r}: cannot evaluate {ast.unparse(n)!r}")
 
-    return value(node)
+    try:
+        return value(node)
+    except TypeError as exc:   # e.g. a number compared with a string: the rule, not the configuration, is wrong
+        raise KnobError(f"{expr.what} {expr.text!r} cannot be evaluated: {exc}") from None
 
 
 def compare(left: Any, op: str, right: Any) -> Any:
@@ -168,7 +173,7 @@ def compare(left: Any, op: str, right: Any) -> Any:
         return equal(left, right)
     if op == "!=":
         return _not(equal(left, right), hasattr(left, "shape") or hasattr(right, "shape"))
-    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+    return _ORDER[op](left, right)
 
 
 def equal(a: Any, b: Any) -> Any:

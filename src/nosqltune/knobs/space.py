@@ -12,8 +12,7 @@ same way compare equal).
 
 Knob rules (knobs.rules) bind the search: `allowed` says whether a configuration keeps every rule that uses a
 searched knob (on the full configuration: fixed values and defaults filled in), `sample` draws until it does, and
-each optimizer either asks `allowed` of its candidates or passes the rules on in its own terms. A rule over knobs
-that are all fixed is checked once, here: a configuration no search could avoid breaking is refused.
+each optimizer either asks `allowed` of its candidates or passes the rules on in its own terms.
 """
 
 from __future__ import annotations
@@ -67,13 +66,10 @@ class TuningSpace:
             raise ValueError(f"{space!r} has no knob that can take effect: nothing to tune")
         self.names = [k.name for k in self.knobs]
         self.by_name = {k.name: k for k in self.knobs}
-        # the rules that bind here (a knob they leave to the datastore unless set is set: searched or fixed)
+        # the rules that bind the search: over a searched knob, and binding with the knobs searched or fixed (a rule
+        # over fixed knobs alone is the caller's to check, KnobSpace.check_rules: a stored study is read as it ran)
         set_knobs = {*self.names, *(fixed or {})}
-        binding = [rule for rule in space.rules if rule.binds(set_knobs)]
-        for rule in binding:
-            if not set(rule.knobs) & set(self.names) and not rule.holds(defaults):
-                raise KnobError(f"no configuration of the search can keep it: {rule.broken_by(defaults)}")
-        self.rules = tuple(rule for rule in binding if set(rule.knobs) & set(self.names))
+        self.rules = tuple(rule for rule in space.rules if rule.binds(set_knobs) and set(rule.knobs) & set(self.names))
 
     # -- conditions
     def is_active(self, name: str, config: Mapping[str, Any]) -> bool:
