@@ -31,6 +31,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
             raise UsageError(f"cluster up sets cassandra.yaml knobs only; {elsewhere[0]} applies to the "
                              f"{space.knobs[elsewhere[0]].applies}: leave it out (bench and tune set it per trial)")
         heap = _heap_mb(args.heap)
+        space.with_knob_defaults({"heap_size": heap}).check_rules(overrides)   # on the nodes' heap
         cluster.check_fits(args.nodes, heap)
         check_writable("work", "cache")   # the nodes' folders, and Cassandra's jars
         local = cluster.LocalCluster(home=home, nodes=args.nodes, heap_mb=heap, detached=True,

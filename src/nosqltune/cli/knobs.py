@@ -35,6 +35,12 @@ def cmd_knobs(args: argparse.Namespace) -> int:
         table.append([k.name, k.type + (" log" if k.log else ""), rng + unit, str(k.default) + unit,
                       k.applies + (" reload" if k.reload else ""), "yes" if k.live else "-", k.description])
     print(text_table(table, free_last=True))
+    rules = [rule for rule in space.rules if set(rule.knobs) & set(space.knobs)]
+    if rules:
+        print("rules every configuration keeps (docs/knob_rules.md):")
+        for rule in rules:
+            when = f" (when {', '.join(rule.when_set)} is set)" if rule.when_set else ""
+            print(f"  {rule.name}: {rule.text}{when}")
     return 0
 
 

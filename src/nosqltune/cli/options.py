@@ -215,11 +215,15 @@ def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):
     return workload, f"throughput>={SUSTAINED * workload.target:g}"
 
 
-def _overrides(args: argparse.Namespace, space) -> dict[str, Any]:
-    """--config and --set over the scenario's knob values (those of the scenario's datastore)."""
+def _overrides(args: argparse.Namespace, space, searched: Any = ()) -> dict[str, Any]:
+    """--config and --set over the scenario's knob values (those of the scenario's datastore), checked against the
+    knob rules on the configuration the trial runs with (every other knob at its default, the heap the trial
+    settings'); rules over a knob of `searched` are the search's to keep."""
     scenario = {k: v for k, v in _scenario(args).knobs.items() if k in space}
     # the scenario's values are part of its environment (e.g. write-heavy's small memtable space)
-    return {**space.validate(scenario, allow_outside_range=True), **_given(args, space)}
+    overrides = {**space.validate(scenario, allow_outside_range=True), **_given(args, space)}
+    space.check_rules(overrides, searched=searched)
+    return overrides
 
 
 def _given(args: argparse.Namespace, space) -> dict[str, Any]:
@@ -307,7 +311,7 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
         subset = leave_out(subset, full_space, held)
         print(f"note: {', '.join(held)} left out of the search: scenario {scenario.name} holds "
               + ", ".join(f"{k}={scenario.knobs[k]}" for k in held), file=sys.stderr)
-    fixed = _overrides(args, full_space)
+    fixed = _overrides(args, full_space, searched=subset.knobs)
     clash = sorted(set(fixed) & set(subset.knobs))
     if clash:
         raise UsageError(f"{', '.join(clash)} is {verb}; it cannot also be fixed with --set/--config")

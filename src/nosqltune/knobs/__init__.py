@@ -45,7 +45,7 @@ _KNOB_FIELDS = frozenset({
     "value_map", "reload", "live", "condition", "special", "description", "sources", "notes", "best_practice",
     "implies"})
 _REQUIRED_FIELDS = ("type", "default", "applies", "key", "description")
-_TOP_FIELDS = frozenset({"system", "version", "reference_setup", "knobs", "knob_sets"})
+_TOP_FIELDS = frozenset({"system", "version", "reference_setup", "knobs", "knob_sets", "rules"})
 _SET_FIELDS = frozenset({"description", "source", "knobs", "ranges", "choices"})
 
 
@@ -300,7 +300,7 @@ class KnobSpace:
     def __init__(self, system: str, version: str, knobs: Mapping[str, Knob],
                  knob_sets: Mapping[str, Mapping[str, Any]] | None = None, *,
                  reference_setup: str | None = None, context: Mapping[str, Knob] | None = None,
-                 label: str | None = None) -> None:
+                 label: str | None = None, rules: tuple = ()) -> None:
         self.system = system
         self.version = version
         self.knobs: Mapping[str, Knob] = MappingProxyType(dict(knobs))
@@ -310,6 +310,9 @@ class KnobSpace:
         self.recipe: dict[str, Any] | None = None  # the mapping that rebuilds a subset made from a knob set
         # every knob of the whole space: conditions may refer to knobs a subset leaves out
         self._context: Mapping[str, Knob] = MappingProxyType(dict(context if context is not None else knobs))
+        # relations between knobs (knobs.rules.Rule) every configuration keeps; a subset keeps all of the space's,
+        # since a rule may refer to knobs the subset leaves out (they hold their defaults or fixed values)
+        self.rules: tuple = tuple(rules)
 
     # -- mapping-like access
     def __getitem__(self, name: str) -> Knob:
@@ -394,12 +397,23 @@ class KnobSpace:
         """Full config: every knob's default, updated by the validated overrides. A subset also carries the
         defaults of the knobs its conditions refer to, so `Knob.is_active` can be evaluated on it."""
         full = self.defaults()
-        for knob in self:
-            for ref in _condition_refs(knob.condition):
-                if ref not in full and ref in self._context:
-                    full[ref] = self._context[ref].default
+        refs = [ref for knob in self for ref in _condition_refs(knob.condition)]
+        refs += [ref for rule in self.rules for ref in rule.knobs]
+        for ref in refs:
+            if ref not in full and ref in self._context:
+                full[ref] = self._context[ref].default
         full.update(self.validate(overrides or {}, allow_outside_range=allow_outside_range))
         return full
+
+    def check_rules(self, overrides: Mapping[str, Any], *, searched: Any = ()) -> None:
+        """KnobError (one line: the rule, the values, why) when the configuration `overrides` (validated values;
+        every other knob at its default, the trial settings' heap included) breaks a knob rule. Rules that use
+        a knob of `searched` are left to the search, which keeps them."""
+        from .rules import check
+
+        searched = set(searched)
+        rules = [rule for rule in self.rules if not searched & set(rule.knobs)]
+        check(rules, self.with_defaults(overrides, allow_outside_range=True), overrides)
 
     # -- subsets
     def with_knob_defaults(self, defaults: Mapping[str, Any]) -> "KnobSpace":
@@ -415,7 +429,7 @@ class KnobSpace:
         knobs = {name: moved(knob) if name in defaults else knob for name, knob in self.knobs.items()}
         context = {name: knobs.get(name, knob) for name, knob in self._context.items()}
         out = KnobSpace(self.system, self.version, knobs, self.knob_sets, reference_setup=self.reference_setup,
-                        context=context, label=self.label)
+                        context=context, label=self.label, rules=self.rules)
         out.recipe = self.recipe
         return out
 
@@ -492,7 +506,7 @@ class KnobSpace:
     def _make_subset(self, knobs: Mapping[str, Knob], label: str) -> "KnobSpace":
         ordered = {name: knobs[name] for name in self.knobs if name in knobs}  # file order
         return KnobSpace(self.system, self.version, ordered, {}, reference_setup=self.reference_setup,
-                         context=self._context, label=label)
+                         context=self._context, label=label, rules=self.rules)
 
 
 def _narrow(knob: Knob, new_range: Any, new_choices: Any, origin: str, *, within: str) -> Knob:
@@ -817,7 +831,10 @@ def _build_space(data: Any, origin: str, system: str | None = None) -> KnobSpace
             "ranges": MappingProxyType({k: tuple(v) for k, v in ranges.items()}),
             "choices": MappingProxyType({k: tuple(v) for k, v in choices.items()}),
         })
-    return KnobSpace(space.system, space.version, knobs, sets, reference_setup=space.reference_setup)
+    from .rules import build_rules
+
+    rules = build_rules(data.get("rules"), knobs, origin)
+    return KnobSpace(space.system, space.version, knobs, sets, reference_setup=space.reference_setup, rules=rules)
 
 
 def _available_systems() -> list[str]:

@@ -4,54 +4,26 @@ Cassandra documents, for this machine.
 Each rule is data: a knob's `best_practice: {rule: EXPRESSION, source: TEXT}` in the knob file, where
 EXPRESSION uses the machine facts `cores`, `drives` (data directories: one in our harness), `ssd` (1 when
 the data directory's disk is not rotational) and `heap_mib`, numbers, + - * / //, min, max and
-`A if COND else B`. A value is rounded for integer knobs and kept within what the datastore accepts.
+`A if COND else B` (the grammar of the knob rules, knobs.rules, whose evaluator computes it). A value is
+rounded for integer knobs and kept within what the datastore accepts.
 """
 
 from __future__ import annotations
 
-import ast
 import os
 from pathlib import Path
 from typing import Any
 
 from ..runtime.environment import disk_queue
-from . import KnobError, KnobSpace
+from . import KnobSpace
+from .rules import Expression
 
 FACTS = ("cores", "drives", "ssd", "heap_mib")
-_FUNCTIONS = {"min": min, "max": max}
-_BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b}
-_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
-            ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 
 
 def evaluate(rule: str, facts: dict[str, float]) -> float:
-    """The value of a rule; KnobError for anything outside the small grammar above."""
-    try:
-        tree = ast.parse(rule, mode="eval")
-    except SyntaxError:
-        raise KnobError(f"best-practice rule {rule!r} is not an expression") from None
-
-    def value(node: ast.AST) -> Any:
-        if isinstance(node, ast.Expression):
-            return value(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id not in facts:
-                raise KnobError(f"best-practice rule {rule!r} uses {node.id!r}; known: {', '.join(FACTS)}")
-            return facts[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            return _BINARY[type(node.op)](value(node.left), value(node.right))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS \
-                and node.args and not node.keywords:
-            return _FUNCTIONS[node.func.id](*(value(a) for a in node.args))
-        if isinstance(node, ast.IfExp):
-            return value(node.body) if value(node.test) else value(node.orelse)
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
-            return _COMPARE[type(node.ops[0])](value(node.left), value(node.comparators[0]))
-        raise KnobError(f"best-practice rule {rule!r}: {ast.dump(node)[:40]}... is not allowed")
-    return value(tree)
+    """The value of a rule; KnobError for anything outside the grammar of knobs.rules (with the facts as names)."""
+    return Expression(rule, facts, "best-practice rule").value(facts)
 
 
 def rotational(path: Path, sysfs: Path = Path("/sys")) -> bool | None:

@@ -9,6 +9,10 @@ Configurations are canonical: every tunable knob has a typed value, floats are r
 decimals (significant digits on a log scale, where 0.0012 and 0.001 differ by a fifth), and a knob whose
 condition is off under the configuration holds its default (so two configurations that set Cassandra up the
 same way compare equal).
+
+Knob rules (knobs.rules) bind the search: `allowed` says whether a configuration keeps every rule that uses a
+searched knob (on the full configuration: fixed values and defaults filled in), `sample` draws until it does, and
+each optimizer either asks `allowed` of its candidates or passes the rules on in its own terms.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ import math
 import random
 from typing import Any, Mapping
 
-from . import Knob, KnobSpace, _parse_condition  # noqa: F401  (conditions are parsed by the knob module)
+from . import Knob, KnobError, KnobSpace, _parse_condition  # noqa: F401  (conditions are parsed by the knob module)
 
 FLOAT_DIGITS = 3
+MAX_DRAWS = 10_000   # draws `sample` makes before it gives up on finding a configuration that keeps the rules
 
 
 def round_float(knob: Knob, value: float) -> float:
@@ -61,6 +66,10 @@ class TuningSpace:
             raise ValueError(f"{space!r} has no knob that can take effect: nothing to tune")
         self.names = [k.name for k in self.knobs]
         self.by_name = {k.name: k for k in self.knobs}
+        # the rules that bind the search: over a searched knob, and binding with the knobs searched or fixed (a rule
+        # over fixed knobs alone is the caller's to check, KnobSpace.check_rules: a stored study is read as it ran)
+        set_knobs = {*self.names, *(fixed or {})}
+        self.rules = tuple(rule for rule in space.rules if rule.binds(set_knobs) and set(rule.knobs) & set(self.names))
 
     # -- conditions
     def is_active(self, name: str, config: Mapping[str, Any]) -> bool:
@@ -73,6 +82,33 @@ class TuningSpace:
             if ref in self.by_name and not self.is_active(ref, config):  # a parent that is off switches off
                 return False
         return True
+
+    # -- rules
+    def full(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The configuration a trial runs with: the canonical values over the fixed values and defaults."""
+        return {**self.defaults_full, **self.canonical(config)}
+
+    def broken(self, config: Mapping[str, Any]) -> list:
+        """The rules `config` breaks (knobs.rules.Rule; empty when it keeps them all)."""
+        if not self.rules:
+            return []
+        full = self.full(config)
+        return [rule for rule in self.rules if not rule.holds(full)]
+
+    def allowed(self, config: Mapping[str, Any]) -> bool:
+        return not self.broken(config)
+
+    def allowed_columns(self, columns: Mapping[str, Any], n: int) -> Any:
+        """Which of `n` configurations keep the rules, given as columns (knob -> numpy array of its values:
+        choices for enums and booleans, numbers otherwise); knobs without a column hold their fixed value or
+        default. A numpy array of n booleans."""
+        import numpy as np
+
+        ok = np.ones(n, dtype=bool)
+        values = {**self.defaults_full, **columns}
+        for rule in self.rules:
+            ok &= np.broadcast_to(np.asarray(rule.expression.values(values), dtype=bool), (n,))
+        return ok
 
     # -- values
     def default(self) -> dict[str, Any]:
@@ -96,8 +132,15 @@ class TuningSpace:
         return json.dumps(self.canonical(config), sort_keys=True)
 
     def sample(self, rng: random.Random) -> dict[str, Any]:
-        """Uniform over each knob's range (log-uniform where the knob says so), uniform over choices."""
-        return self.canonical({k.name: sample_knob(k, rng) for k in self.knobs})
+        """Uniform over each knob's range (log-uniform where the knob says so), uniform over choices, among the
+        configurations that keep the rules (rejection: drawn again until one does)."""
+        for _ in range(MAX_DRAWS):
+            config = self.canonical({k.name: sample_knob(k, rng) for k in self.knobs})
+            if self.allowed(config):
+                return config
+        names = ", ".join(rule.name for rule in self.rules)
+        raise KnobError(f"no configuration in {MAX_DRAWS} random draws keeps the knob rules ({names}): the fixed "
+                        "values leave them no room; fix other values or search other knobs")
 
     # -- numeric view for models: numbers to [0, 1] (log scale where set), categories one-hot
     def width(self) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..knobs.space import TuningSpace
 
@@ -68,3 +68,29 @@ class Optimizer:
 
     def close(self) -> None:
         """Release processes and files; the loop calls it on every way out."""
+
+
+class Refusals:
+    """Suggestions of an inner search that break a knob rule (SMAC's, or LlamaTune's inner optimizer's), told back
+    to it as the penalty the loop gives a failed trial: the worst cost seen so far. Before any cost is known, they
+    wait and are told with the first one; `tell(item, cost)` is the inner search's own way of hearing a cost."""
+
+    def __init__(self, tell: Callable[[Any, float], None]) -> None:
+        self._tell = tell
+        self.worst: float | None = None
+        self.waiting: list[Any] = []
+        self.count = 0
+
+    def refuse(self, item: Any) -> None:
+        self.count += 1
+        if self.worst is None:
+            self.waiting.append(item)
+        else:
+            self._tell(item, self.worst)
+
+    def seen(self, cost: float) -> None:
+        """A cost told to the optimizer: the penalty follows the worst, and waiting refusals get it."""
+        self.worst = cost if self.worst is None else max(self.worst, cost)
+        waiting, self.waiting = self.waiting, []
+        for item in waiting:
+            self._tell(item, self.worst)

@@ -5,7 +5,9 @@ with one length scale per input plus a white-noise term, since cold trials are n
 mapped to [0, 1] (log scale where the knob says so) and categories one-hot (integers are rounded when
 decoded), which is how mixed integer / real / categorical spaces are usually given to a GP. The acquisition
 function is expected improvement, maximized over random configurations plus neighbours of the best ones.
-The first `initial` suggestions are random (a space-filling start).
+The first `initial` suggestions are random (a space-filling start). Knob rules are kept by rejection: the random
+candidates are drawn among the configurations that keep them, and a neighbour that breaks one is dropped before
+the acquisition function sees it.
 
 Asked again before earlier suggestions are told (a parallel study), the GP is fitted with each pending
 configuration given the best cost seen so far as a stand-in (the "constant liar" CL-min of Ginsbourger, Le Riche
@@ -115,7 +117,7 @@ class GaussianProcessBO(Optimizer):
         keys, unique = set(), []
         for c in pool:
             k = self.space.key(c)
-            if k not in seen and k not in keys:
+            if k not in seen and k not in keys and self.space.allowed(c):
                 keys.add(k)
                 unique.append(c)
         if not unique:

@@ -9,7 +9,8 @@ trial the same way as for the other optimizers. irace is sequential here (one re
 Files written to the work directory: parameters.txt (from the knob space: i / r / c types, log scales,
 conditions as R expressions), scenario.txt, instances.txt (the workloads; irace pairs them with seeds, as
 in seed 001's W6 scenario), default.txt (the default configuration, when included: the paper's D-x runs),
-target-runner, and irace's own log (irace.log, irace.Rdata).
+target-runner, forbidden.txt (the knob rules, when any binds: one R expression per rule that is TRUE where the rule
+is broken, so irace never samples such a configuration), and irace's own log (irace.log, irace.Rdata).
 
 In a parallel study (option `parallel` N > 1) irace races natively in parallel (its scenario's `parallel = N`):
 it starts up to N target-runners at once, each request is one pending suggestion, and `ask` returns LATER when
@@ -113,6 +114,69 @@ def parameters_file(space: TuningSpace) -> str:
     return "\n".join(lines) + "\n"
 
 
+_R_OPS = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def forbidden_file(space: TuningSpace) -> str | None:
+    """irace's forbidden file: per knob rule, the R expression of where it is broken (`!(rule)`), with the knobs
+    outside the search at their fixed values or defaults and a searched knob whose condition is off (NA in
+    irace) at its default, as the rule sees it; None when no rule binds."""
+    if not space.rules:
+        return None
+    lines = ["# knob rules (nosqltune, from the knob file's rules): a configuration for which a line is TRUE breaks "
+             "the rule"]
+    for rule in space.rules:
+        lines.append(f"# {rule.name}: {rule.text}")
+        lines.append(f"!({_r_expression(rule.expression.tree, space)})")
+    return "\n".join(lines) + "\n"
+
+
+def _r_expression(node, space: TuningSpace) -> str:
+    """An expression of the rule grammar (knobs.rules) in R, vectorized as irace evaluates it over a table of
+    configurations (pmin/pmax, ifelse, & and |)."""
+    import ast
+
+    from ..knobs.rules import SYMBOLS
+
+    def r(n) -> str:
+        if isinstance(n, ast.Constant):
+            return _r_value(n.value)
+        if isinstance(n, ast.Name):
+            if n.id in space.by_name:
+                knob = space.by_name[n.id]
+                if space.clauses[n.id]:   # NA where its condition is off: the rule sees the default
+                    return f"ifelse(is.na({n.id}), {_r_value(_label(knob.default) if categorical(knob) else knob.default)}, {n.id})"
+                return n.id
+            value = space.defaults_full.get(n.id, {"true": True, "false": False}.get(n.id))
+            return _r_value(value)
+        if isinstance(n, ast.UnaryOp):
+            return f"(!{r(n.operand)})" if isinstance(n.op, ast.Not) else f"(-{r(n.operand)})"
+        if isinstance(n, ast.BoolOp):
+            joint = " & " if isinstance(n.op, ast.And) else " | "
+            return "(" + joint.join(r(v) for v in n.values) + ")"
+        if isinstance(n, ast.BinOp):
+            op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "%/%"}[type(n.op)]
+            return f"({r(n.left)} {op} {r(n.right)})"
+        if isinstance(n, ast.Compare):
+            parts, left = [], n.left
+            for op, right in zip(n.ops, n.comparators):
+                symbol = SYMBOLS[type(op)]
+                if symbol in ("in", "not in"):
+                    member = f"({r(left)} %in% c({', '.join(r(e) for e in right.elts)}))"
+                    parts.append(member if symbol == "in" else f"(!{member})")
+                else:
+                    parts.append(f"({r(left)} {_R_OPS[symbol]} {r(right)})")
+                left = right
+            return parts[0] if len(parts) == 1 else "(" + " & ".join(parts) + ")"
+        if isinstance(n, ast.Call):
+            return f"{'pmin' if n.func.id == 'min' else 'pmax'}({', '.join(r(a) for a in n.args)})"
+        if isinstance(n, ast.IfExp):
+            return f"ifelse({r(n.test)}, {r(n.body)}, {r(n.orelse)})"
+        raise ValueError(f"cannot write {ast.unparse(n)!r} in R")
+
+    return r(node)
+
+
 def configurations_file(space: TuningSpace, configs: list[dict[str, Any]]) -> str:
     rows = [" ".join(space.names)]
     for config in configs:
@@ -207,7 +271,12 @@ class IraceOptimizer(Optimizer):
             "maxExperiments": self.budget, "digits": digits_for(self.space), "seed": self.seed, "deterministic": 0,
             "parallel": self.parallel if self.parallel > 1 else 0}
         scenario.update(self.settings)
-        if self.include_default:
+        forbidden = forbidden_file(self.space)
+        if forbidden:
+            (d / "forbidden.txt").write_text(forbidden)
+            scenario["forbiddenFile"] = "forbidden.txt"
+        # irace refuses an initial configuration that its forbidden file forbids
+        if self.include_default and self.space.allowed(self.space.default()):
             (d / "default.txt").write_text(configurations_file(self.space, [self.space.default()]))
             scenario["configurationsFile"] = "default.txt"
         (d / "scenario.txt").write_text("".join(f"{k} = {json.dumps(v) if isinstance(v, str) else v}\n"
@@ -238,6 +307,10 @@ class IraceOptimizer(Optimizer):
                 name, _, value = arg[2:].partition("=")
                 values[name] = value
         config = self.space.canonical(values)
+        if not self.space.allowed(config):   # the forbidden file keeps irace from it: a mismatch is a bug here
+            conn.close()
+            raise RuntimeError(f"irace proposed a configuration that breaks a knob rule: "
+                               f"{self.space.broken(config)[0].broken_by(self.space.full(config))}")
         suggestion = Suggestion(config, instance=os.path.basename(instance),
                                 meta={"irace_config": int(config_id), "irace_instance": int(instance_id),
                                       "irace_seed": int(seed)})

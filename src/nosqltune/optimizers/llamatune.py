@@ -20,6 +20,11 @@ trial's meta holds the synthetic point (`low`) beside the full configuration.
 
 The default configuration cannot be told to the inner optimizer (it is generally not the image of any
 synthetic point); it is still measured by the loop, as the reference for speedups.
+
+Knob rules are checked after the projection: a synthetic point whose configuration breaks one is told back to the
+inner optimizer at once with the penalty of a failed trial (the worst cost seen so far, the default's included),
+and the inner optimizer is asked again. The rules cannot be stated in the synthetic space itself: a knob's value
+depends on a synthetic dimension shared with other knobs, bucketized, with special values.
 """
 
 from __future__ import annotations
@@ -27,9 +32,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ..knobs import Knob, KnobSpace
-from .base import LATER, Later, Optimizer, Suggestion
-from ..knobs.space import TuningSpace, categorical, choices_of, from_unit
+from ..knobs import Knob, KnobError, KnobSpace
+from .base import LATER, Later, Optimizer, Refusals, Suggestion
+from ..knobs.space import MAX_DRAWS, TuningSpace, categorical, choices_of, from_unit
 
 DEFAULT_DIMS = 16
 DEFAULT_SPECIAL_BIAS = 0.2
@@ -115,18 +120,33 @@ class LlamaTune(Optimizer):
         self.max_pending = self.inner.max_pending
         self.replay_keys = self.inner.replay_keys
         self._pending: dict[int, Suggestion] = {}
+        self._refusals = Refusals(self.inner.tell)
 
     def ask(self) -> Suggestion | Later | None:
-        low = self.inner.ask()
-        if low is None or low is LATER:
-            return low
-        suggestion = Suggestion(self.projection.config(low.config), instance=low.instance,
-                                meta={**low.meta, "low": [low.config[f"y{i}"] for i in range(self.projection.dims)]})
+        for _ in range(MAX_DRAWS):
+            low = self.inner.ask()
+            if low is None or low is LATER:
+                return low
+            config = self.projection.config(low.config)
+            if self.space.allowed(config):
+                break
+            self._refusals.refuse(low)   # mapped back, it breaks a knob rule: the inner optimizer hears a failure
+        else:
+            raise KnobError(f"LlamaTune's projection gave {MAX_DRAWS} configurations in a row that break the knob rules")
+        meta = {**low.meta, "low": [low.config[f"y{i}"] for i in range(self.projection.dims)]}
+        if self._refusals.count:
+            meta["refused"] = self._refusals.count   # synthetic points refused so far for a knob rule
+        suggestion = Suggestion(config, instance=low.instance, meta=meta)
         self._pending[id(suggestion)] = low
         return suggestion
 
     def tell(self, suggestion: Suggestion, cost: float) -> None:
         self.inner.tell(self._pending.pop(id(suggestion)), cost)
+        self._refusals.seen(cost)
+
+    def observe(self, config: dict[str, Any], cost: float) -> None:
+        # the inner optimizer cannot take it (no synthetic point maps to it); its cost still sets the penalty
+        self._refusals.seen(cost)
 
     def close(self) -> None:
         self.inner.close()

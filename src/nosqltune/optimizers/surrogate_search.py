@@ -10,6 +10,9 @@ has a few dozen, and a model fitted to so few is wrong far from them (its optimu
 extrapolated to). So the search runs in a trust region around the best measurement, which grows after an
 improvement and shrinks after misses. When the search returns a configuration that was measured already, it searches again from another seed,
 and after three tries takes a random configuration, so that every trial measures something new.
+
+Knob rules: the random configurations are drawn among those that keep them, and both searches (surrogate.search)
+return only a configuration that keeps them; what they return is checked again here.
 """
 
 from __future__ import annotations
@@ -79,10 +82,13 @@ class SurrogateSearch(Optimizer):
         full = Codec(self.space)
         codec = full.around(full.genome(best), self._radius)
         for attempt in range(3):
-            result = search(codec, lambda rows: sign * np.log(model.predict(rows)), method=self.method,
-                            seed=self.seed * 7919 + self._asked * 31 + attempt, start=[codec.genome(best)],
-                            **self.SEARCH[self.method])
-            if not self._taken(result.config):
+            try:
+                result = search(codec, lambda rows: sign * np.log(model.predict(rows)), method=self.method,
+                                seed=self.seed * 7919 + self._asked * 31 + attempt, start=[codec.genome(best)],
+                                **self.SEARCH[self.method])
+            except ValueError:   # nothing in the trust region keeps the knob rules
+                break
+            if not self._taken(result.config) and self.space.allowed(result.config):
                 predicted = float(np.exp(sign * result.value))
                 return Suggestion(result.config, meta={"phase": "model", "predicted": round(predicted, 6)})
         return Suggestion(self.space.sample(self._rng), meta={"phase": "random (model repeated itself)"})

@@ -8,9 +8,11 @@ applied (an inactive knob holds its default) and the same encoding as `TuningSpa
 
 The GA follows RAFIKI's description of MATLAB's `ga`: a random initial population within the bounds,
 interpolating (intermediate) crossover that may step a little past its parents, Gaussian mutation, elites,
-and a penalty instead of a hard constraint for infeasible genomes (non-integers, out of bounds). Simulated
-annealing runs several Metropolis chains side by side with a geometric cooling schedule, the moves shrinking with
-the temperature.
+and a penalty instead of a hard constraint for infeasible genomes (non-integers, out of bounds, and a knob rule
+broken: a penalty that puts such a genome below every feasible one), and only a genome that keeps the rules is
+returned. Both start from random genomes that keep the rules. Simulated annealing runs several Metropolis chains side by side with a geometric cooling schedule, the
+moves shrinking with the temperature; a move to a configuration that breaks a knob rule is refused (a chain that
+starts on one leaves it at its first allowed move).
 
 SciPy's `dual_annealing` was tried for the annealing and left: it evaluates one point per call, and a
 forest's per-call overhead (about 10 ms) made a recommendation take seconds; pymoo or DEAP would add a
@@ -86,7 +88,14 @@ class Codec:
         return np.array(out, dtype=float)
 
     def random(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return self.lo + rng.random((n, self.dims)) * (self.hi - self.lo)
+        """n genomes uniform within the bounds, drawn again (up to 100 times) where one breaks a knob rule."""
+        G = self.lo + rng.random((n, self.dims)) * (self.hi - self.lo)
+        for _ in range(100):
+            broken = ~self.feasible(G)
+            if not broken.any():
+                break
+            G[broken] = self.lo + rng.random((int(broken.sum()), self.dims)) * (self.hi - self.lo)
+        return G
 
     def clip(self, G: np.ndarray) -> np.ndarray:
         return np.clip(G, self.lo, np.nextafter(self.hi, self.lo))
@@ -145,6 +154,19 @@ class Codec:
             inside = np.isin(values, [float(w) for w in wanted])
             return ~inside if op in ("!=", "not in") else inside
         return {">": values > literal, ">=": values >= literal, "<": values < literal, "<=": values <= literal}[op]
+
+    def feasible(self, G: np.ndarray) -> np.ndarray:
+        """Which genomes decode to configurations that keep the space's knob rules (numpy, no per-genome Python)."""
+        if not self.space.rules:
+            return np.ones(len(G), dtype=bool)
+        V = self.natural(G)
+        columns = {}
+        for j, knob in enumerate(self.knobs):
+            if categorical(knob):
+                columns[knob.name] = np.array(choices_of(knob), dtype=object)[V[:, j].astype(int)]
+            else:
+                columns[knob.name] = V[:, j]
+        return self.space.allowed_columns(columns, len(G))
 
     def rows(self, G: np.ndarray) -> np.ndarray:
         """Model rows (prefix + knob encoding) of a population."""
@@ -216,10 +238,11 @@ def genetic(codec: Codec, score: Score, *, seed: int = 0, population: int = 60, 
     evaluations, history = 0, []
 
     def fitness(G: np.ndarray) -> np.ndarray:
-        # the penalty is relative to the spread of the scores, so it matters whatever the objective's scale
+        # the penalty is relative to the spread of the scores, so it matters whatever the objective's scale; a
+        # genome that breaks a knob rule scores below every one that keeps them
         raw = score(codec.rows(G))
         spread = float(np.ptp(raw)) or 1.0
-        return raw - penalty * spread * codec.penalty(G)
+        return raw - penalty * spread * codec.penalty(G) - 2 * spread * ~codec.feasible(G)
 
     F = fitness(P)
     evaluations += len(P)
@@ -243,9 +266,16 @@ def genetic(codec: Codec, score: Score, *, seed: int = 0, population: int = 60, 
         P = np.vstack(children)
         F = fitness(P)
         evaluations += len(P)
-    # the answer is feasible: the best genomes snapped to their decoded (integral, in-bounds) values
-    order = np.argsort(-F)[: max(elites, 5)]
-    snapped = np.array([codec.genome(codec.config(P[i])) for i in order])
+    # the answer is feasible: the best genomes snapped to their decoded (integral, in-bounds) values, among those
+    # that keep the knob rules (the whole population, then the start, when the best few do not)
+    order = np.argsort(-F)
+    for pool in (P[order[: max(elites, 5)]], P[order], np.array(start or [], dtype=float).reshape(-1, codec.dims)):
+        snapped = np.array([codec.genome(codec.config(g)) for g in pool]).reshape(-1, codec.dims)
+        snapped = snapped[codec.feasible(snapped)] if len(snapped) else snapped
+        if len(snapped):
+            break
+    else:
+        raise ValueError("the genetic search found no configuration that keeps the knob rules")
     values = score(codec.rows(snapped))
     evaluations += len(snapped)
     best = int(np.argmax(values))
@@ -264,8 +294,13 @@ def anneal(codec: Codec, score: Score, *, seed: int = 0, chains: int = 32, steps
     X = codec.random(rng, chains)
     for i, g in enumerate(start or []):
         X[i % chains] = g
-    F = score(codec.rows(X))
-    scale = float(np.ptp(F)) or float(np.abs(F).mean()) or 1.0
+
+    def scores(G: np.ndarray) -> np.ndarray:   # a configuration that breaks a knob rule: never accepted
+        return np.where(codec.feasible(G), score(codec.rows(G)), -np.inf)
+
+    F = scores(X)
+    finite = F[np.isfinite(F)]
+    scale = (float(np.ptp(finite)) or float(np.abs(finite).mean()) or 1.0) if finite.size else 1.0
     best_i = int(np.argmax(F))
     best_x, best_f = X[best_i].copy(), float(F[best_i])
     evaluations, history = chains, []
@@ -281,15 +316,18 @@ def anneal(codec: Codec, score: Score, *, seed: int = 0, chains: int = 32, steps
         Y = np.where(numeric, Y + rng.normal(0, 1, Y.shape) * width * size, Y)
         Y = np.where(moves & cat, codec.lo + rng.random(Y.shape) * width, Y)
         Y = codec.clip(Y)
-        G = score(codec.rows(Y))
+        G = scores(Y)
         evaluations += chains
-        accept = (G >= F) | (rng.random(chains) < np.exp(np.minimum((G - F) / T, 0)))
+        with np.errstate(invalid="ignore"):   # -inf - -inf: both break a rule; the move is refused
+            accept = np.isfinite(G) & ((G >= F) | (rng.random(chains) < np.exp(np.minimum((G - F) / T, 0))))
         X = np.where(accept[:, None], Y, X)
         F = np.where(accept, G, F)
         i = int(np.argmax(F))
         if F[i] > best_f:
             best_x, best_f = X[i].copy(), float(F[i])
         history.append(best_f)
+    if not np.isfinite(best_f):
+        raise ValueError("the annealing found no configuration that keeps the knob rules")
     return SearchResult(codec.config(best_x), best_f, evaluations, time.perf_counter() - started, history)
 
 
