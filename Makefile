@@ -2,10 +2,11 @@
 #   make demo  - set everything up and benchmark default Cassandra on YCSB workload A (cold trials)
 #   make test  - set everything up and run the test suite (unit + integration on real Cassandra), within
 #                10 minutes on 2 cores; make test-all adds the slow tests
+# and make docs: the documentation site (docs/, mkdocs.yml) built into build/site/.
 PYTHON ?= python3
 REPEAT ?= 3
 
-.PHONY: setup demo test test-all unit faults
+.PHONY: setup demo test test-all unit faults docs reference
 
 setup:
 	./scripts/setup.sh
@@ -17,19 +18,33 @@ MAVEN_REPO ?= $(or $(NOSQLTUNE_CACHE),$(HOME)/.cache/nosqltune)/maven
 # SMAC's suggestions follow Python's string hashing: tests see the same hashing as `nosqltune tune` does
 PYTEST = PYTHONHASHSEED=0 $(PYTHON) -m pytest -q -rs -p no:cacheprovider
 
-# The import check (layers import only downward, no circles), loadgen's JUnit tests, then pytest: unit tests,
+# The import check (layers import only downward, no circles), the docs site's build (a few seconds; warnings
+# fail it), loadgen's JUnit tests, then pytest: unit tests,
 # then integration tests on real Cassandra and Redis. `make test` leaves out the tests marked slow (benchmark
 # quality claims, a 3-node cluster); `make test-all` runs them too. pytest exits 5 when it collected no
 # tests: that is not a failure of the suite, anything else is.
 test: setup
 	lint-imports
+	$(DOCS_BUILD)
 	mvn -B -q -Dmaven.repo.local=$(MAVEN_REPO) -f loadgen/pom.xml test
 	$(PYTEST) --durations=15 tests; rc=$$?; if [ $$rc -eq 5 ]; then rc=0; fi; exit $$rc
 
 test-all: setup
 	lint-imports
+	$(DOCS_BUILD)
 	mvn -B -q -Dmaven.repo.local=$(MAVEN_REPO) -f loadgen/pom.xml test
 	NOSQLTUNE_SLOW=1 $(PYTEST) --durations=25 tests; rc=$$?; if [ $$rc -eq 5 ]; then rc=0; fi; exit $$rc
+
+# The documentation site. `make docs` first writes docs/reference.md from the command line's parsers, then builds
+# the site with warnings as errors (a broken link or anchor fails it) into build/site/. `make test` builds the
+# committed pages without regenerating the reference, so tests/unit/test_docs.py can tell when it is stale.
+DOCS_BUILD = $(PYTHON) -m mkdocs build --strict
+
+reference:
+	PYTHONPATH=src $(PYTHON) -m nosqltune.cli.reference docs/reference.md
+
+docs: reference
+	$(DOCS_BUILD)
 
 unit:
 	$(PYTEST) tests/unit

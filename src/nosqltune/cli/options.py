@@ -70,7 +70,7 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                            "(e.g. surrogate:wide24) with its measured noise: compare optimizers in seconds"
                            if surrogate else ""))
     h.add_argument("--target-file", metavar="YAML", help="--system external: how to configure, start, stop, check "
-                   "and reset the datastore, one command per step (see README)")
+                   "and reset the datastore, one command per step (see docs/datastores.md)")
     h.add_argument("--repeat", type=int, metavar="N", default=repeat, help=f"cold trials per configuration "
                                                                            f"(default {repeat})")
     h.add_argument("--study", metavar="PATH_OR_URL", default=DEFAULT_STUDY,

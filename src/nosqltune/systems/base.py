@@ -90,7 +90,7 @@ class TrialSettings:
 
     def jvm_flags(self) -> list[str]:
         """Flags for both JVMs of a trial. With 'c1', server and client reach compiled steady state within
-        seconds instead of minutes on a 2-core machine, at a lower absolute throughput (see README)."""
+        seconds instead of minutes on a 2-core machine, at a lower absolute throughput (see docs/trials.md)."""
         if self.jit == "c1":
             return ["-XX:TieredStopAtLevel=1"]
         if self.jit != "tiered":
