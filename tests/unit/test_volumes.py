@@ -95,13 +95,18 @@ def _create(tree, caps, **kw):
     return IOGroup.create("t1", (7, 3), caps, cgroup_root=root, proc_self_cgroup=proc, **kw)
 
 
-def test_v1_caps_each_direction_in_its_own_file_and_reads_back(tree):
+def _v1_tree(tree):
     root, proc, made = tree
     (root / "blkio").mkdir()
     for name, text in V1_IO.items():
         (root / "blkio" / name).write_text(text)
     proc.write_text("9:name=systemd:/\n7:blkio:/\n4:memory:/x\n0::/\n")
     made["files"] = V1_IO
+    return root
+
+
+def test_v1_caps_each_direction_in_its_own_file_and_reads_back(tree):
+    root = _v1_tree(tree)
     group = _create(tree, {"read_iops": 3000, "write_iops": 3000, "read_mbps": 125, "write_mbps": 125})
     assert group.path == root / "blkio" / "nosqltune-t1" and group.version == 1 and group.owned
     assert (group.path / "blkio.throttle.read_iops_device").read_text() == "7:3 3000"
@@ -145,12 +150,18 @@ def test_v2_caps_with_one_io_max_line_and_counts_from_io_stat(tree):
     assert not group.path.exists()
 
 
-def test_v2_puts_the_caps_on_the_nodes_memory_group_when_it_has_one(tree):
+def _v2_memory_group(tree):
+    """A v2 tree whose parent does not delegate io, with the node's memory group in it."""
     parent = _v2_tree(tree, delegate=False)
     memory_group = parent / "nosqltune-node"
     memory_group.mkdir()
     for name, text in V2_IO.items():
         (memory_group / name).write_text(text)
+    return parent, memory_group
+
+
+def test_v2_puts_the_caps_on_the_nodes_memory_group_when_it_has_one(tree):
+    parent, memory_group = _v2_memory_group(tree)
     (parent / "cgroup.subtree_control").write_text("memory\n")
     group = IOGroup.create("t1", (7, 3), {"read_iops": 100}, shared=memory_group,
                            cgroup_root=tree[0], proc_self_cgroup=tree[1])
@@ -163,11 +174,7 @@ def test_v2_puts_the_caps_on_the_nodes_memory_group_when_it_has_one(tree):
 
 
 def test_caps_are_lifted_for_a_warm_start_only_where_the_reader_would_be_held_by_them(tree):
-    parent = _v2_tree(tree, delegate=False)
-    memory_group = parent / "nosqltune-node"
-    memory_group.mkdir()
-    for name, text in V2_IO.items():
-        (memory_group / name).write_text(text)
+    parent, memory_group = _v2_memory_group(tree)
     group = IOGroup.create("t1", (7, 3), {"read_iops": 100, "read_mbps": 42}, shared=memory_group,
                            cgroup_root=tree[0], proc_self_cgroup=tree[1])
     # v2: the node's memory group is its I/O group, so a reader charged to its memory is capped with it
@@ -181,12 +188,7 @@ def test_caps_are_lifted_for_a_warm_start_only_where_the_reader_would_be_held_by
 
 
 def test_v1_caps_stay_while_a_reader_outside_the_blkio_group_warms_the_page_cache(tree):
-    root, proc, made = tree
-    (root / "blkio").mkdir()
-    for name, text in V1_IO.items():
-        (root / "blkio" / name).write_text(text)
-    proc.write_text("7:blkio:/\n4:memory:/x\n0::/\n")
-    made["files"] = V1_IO
+    _v1_tree(tree)
     group = _create(tree, {"read_iops": 100})
     with group.lifted():
         assert group.caps() == {"read_iops": 100}
