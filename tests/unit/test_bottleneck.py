@@ -80,6 +80,35 @@ def test_memory_churn_needs_a_full_page_cache_and_reads_from_the_disk():
     assert diagnose(churn, {}, roomy, cores=2).limit == "client-threads"
 
 
+def test_busy_read_threads_come_before_memory_and_below_the_caps():
+    """A cloud-disk trial with 4 read threads held the volume at 42% of its cap with its page cache full: its reads
+    waited on the volume while holding every read thread, so the threads, not memory, set the pace."""
+    memory = {"memory_cgroup": {"node1": {"limit_bytes": 2048 << 20, "anon": 1536 << 20, "page_cache": 500 << 20}}}
+    few = _summary(node_cpu_cores=0.8, client_cpu_cores=0.2, node_dev_read_ios_per_op=0.54,
+                   node_dev_write_ios_per_op=0.0, node_group_read_iops=420.0, node_reads_in_progress=3.9,
+                   node_read_threads=4.0, node_read_threads_busy=3.9 / 4)
+    caps = {"volume": {"read_iops": 1000, "write_iops": 1000}}
+    v = diagnose(few, caps, memory, cores=2)
+    assert v.limit == "read-threads" and v.utilisation["volume_read_iops"] == pytest.approx(0.42)
+    assert "3.9 reads in progress on 4 read threads (98%)" in v.line()
+    # threads with room: the churn of a full page cache is what is left
+    assert diagnose({**few, "node_read_threads_busy": 0.5}, caps, memory, cores=2).limit == "memory"
+    # a volume at its cap wins over busy threads (they wait because the volume is full)
+    assert diagnose({**few, "node_group_read_iops": 990.0}, caps, memory, cores=2).limit == "volume-iops"
+    assert LIMITS.index("read-threads") < LIMITS.index("memory") and THRESHOLDS["read_threads"] == 0.9
+
+
+def test_the_summary_counts_reads_in_progress_from_the_nodes_read_time():
+    from nosqltune.workloads.ycsb import cost_summary
+
+    cost = {"operations": 30000, "node1": {"cpu_ms": 20000.0, "read_busy_us": 78_000_000.0, "read_threads": 4.0},
+            "client": {"cpu_ms": 5000.0}}
+    flat = cost_summary(cost, runtime_ms=20000.0)
+    assert flat["node_reads_in_progress"] == pytest.approx(3.9)
+    assert flat["node_read_threads"] == 4.0 and flat["node_read_threads_busy"] == pytest.approx(0.975)
+    assert cost_summary({"operations": 1, "node1": {"cpu_ms": 1.0}}, 1000.0)["node_read_threads_busy"] is None
+
+
 def test_no_measured_phase_no_verdict_and_a_stored_verdict_is_read_back():
     assert diagnose({}, {}, {}) is None
     stored = diagnose(_summary(node_cpu_cores=1.9), {}, {}, cores=2).to_dict()

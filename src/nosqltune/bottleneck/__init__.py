@@ -11,10 +11,14 @@ A trial is limited by the first of these that holds (the thresholds are `THRESHO
    shared, and the one using more is named).
 4. `rate`: a fixed request rate (--target, --rate-fraction) that the run kept up with: nothing saturated, the
    client asked for no more.
-5. `memory`: the node's memory cgroup was full (page cache at least 90% of what the cap leaves beside its other
+5. `read-threads`: the node's read threads (concurrent_reads, its read stage) were at least 90% busy: the time its
+   local reads took, summed over the measured phase and divided by the phase's length (the reads in progress on
+   average, Little's law), against its read threads. A read that waits on the disk holds its thread, so few threads
+   and slow reads keep a volume below its cap.
+6. `memory`: the node's memory cgroup was full (page cache at least 90% of what the cap leaves beside its other
    memory) and it read from its disk at least 0.1 I/Os (or 512 bytes) per operation: the reads that miss
    its memory wait on the device, which is not itself saturated (page-cache churn).
-6. `client-threads`: nothing above: the client's threads, each waiting for its answer, set the pace.
+7. `client-threads`: nothing above: the client's threads, each waiting for its answer, set the pace.
 
 Every verdict comes with the utilisations that decided it; a figure the trial lacks is left out, and a rule
 whose figures are missing does not apply."""
@@ -25,12 +29,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-THRESHOLDS = {"cap": 0.90, "cores": 0.90, "page_cache_full": 0.90, "churn_ios_per_op": 0.1,
+THRESHOLDS = {"cap": 0.90, "cores": 0.90, "read_threads": 0.90, "page_cache_full": 0.90, "churn_ios_per_op": 0.1,
               "churn_bytes_per_op": 512}
-LIMITS = ("volume-iops", "volume-bandwidth", "node-cores", "client-cores", "rate", "memory", "client-threads")
+LIMITS = ("volume-iops", "volume-bandwidth", "node-cores", "client-cores", "rate", "read-threads", "memory",
+          "client-threads")
 _WORDS = {"volume-iops": "the volume's IOPS cap", "volume-bandwidth": "the volume's bandwidth cap",
           "node-cores": "the node's cores", "client-cores": "the client's cores",
-          "rate": "nothing saturated (a fixed request rate)", "memory": "memory (page-cache churn)",
+          "rate": "nothing saturated (a fixed request rate)",
+          "read-threads": "the node's read threads (concurrent_reads)", "memory": "memory (page-cache churn)",
           "client-threads": "nothing saturated (the client's threads)"}
 
 
@@ -60,6 +66,9 @@ class Bottleneck:
             if u.get("client_cores") is not None:
                 cores += f" + client {u['client_cores']:.2f}"
             parts.append(f"{cores} of {u.get('cores_available', 0):g} cores")
+        if u.get("read_threads_busy") is not None:
+            parts.append(f"{u['reads_in_progress']:.1f} reads in progress on {u['read_threads']:g} read threads "
+                         f"({u['read_threads_busy']:.0%})")
         if u.get("page_cache_full") is not None:
             parts.append(f"page cache {u['page_cache_full']:.0%} full")
         if self.per_op:
@@ -158,6 +167,13 @@ def diagnose(summary: dict[str, Any], settings: dict[str, Any] | None = None,
         u["rate_kept"] = summary["throughput_ops_s"] / summary["target_ops_s"]
         if summary.get("rate_sustained"):
             verdicts.append("rate")
+
+    threads_busy = _get(summary, "node_read_threads_busy")
+    if threads_busy is not None:
+        u.update(read_threads_busy=threads_busy, reads_in_progress=_get(summary, "node_reads_in_progress") or 0.0,
+                 read_threads=_get(summary, "node_read_threads") or 0.0)
+        if threads_busy >= THRESHOLDS["read_threads"]:
+            verdicts.append("read-threads")
 
     ios = [_get(summary, f"node_dev_{d}_ios_per_op") for d in ("read", "write")]
     if all(v is not None for v in ios):

@@ -308,7 +308,8 @@ def node_cost(view: TuningView):
 
 
 BOTTLENECK_COLOURS = {"volume-iops": "#c44e52", "volume-bandwidth": "#dd8452", "node-cores": "#4c72b0",
-                      "client-cores": "#8172b2", "rate": "#55a868", "memory": "#937860", "client-threads": "#888888"}
+                      "client-cores": "#8172b2", "rate": "#55a868", "read-threads": "#da8bc3", "memory": "#937860",
+                      "client-threads": "#888888"}
 
 
 def bottlenecks(view: TuningView):

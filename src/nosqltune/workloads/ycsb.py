@@ -43,7 +43,8 @@ COST_FIGURES = {"CpuTime(ms)": "cpu_ms", "UserTime(ms)": "user_ms", "SystemTime(
                 "DevReadIOs": "dev_read_ios", "DevWriteIOs": "dev_write_ios", "DevReadBytes": "dev_read_bytes",
                 "DevWriteBytes": "dev_write_bytes", "DevReadMs": "dev_read_ms", "DevWriteMs": "dev_write_ms",
                 "DevBusyMs": "dev_busy_ms", "GroupReadIOs": "group_read_ios", "GroupWriteIOs": "group_write_ios",
-                "GroupReadBytes": "group_read_bytes", "GroupWriteBytes": "group_write_bytes"}
+                "GroupReadBytes": "group_read_bytes", "GroupWriteBytes": "group_write_bytes",
+                "ReadBusyUs": "read_busy_us", "ReadThreads": "read_threads"}
 
 # PhasedClient's per-second series beside the throughput -> our names
 INTERVAL_SERIES = {"P99(ms)": "p99_ms", "SSTables": "sstables", "SSTablesPerRead": "sstables_per_read",
@@ -193,6 +194,14 @@ def cost_summary(cost: dict[str, Any], runtime_ms: float | None) -> dict[str, fl
     busy = largest_per_s("dev_busy_ms")
     # the counters are read a moment before and after the phase's own clock: a device busy throughout may exceed 1
     flat["node_dev_busy"] = None if busy is None else min(1.0, busy / 1000.0)
+    # the node's read threads at work: the time its local reads took, summed, over the phase (reads in progress on
+    # average), against its read threads (concurrent_reads); the busiest node's
+    busy = [(s["read_busy_us"] / (runtime_ms * 1000.0), s.get("read_threads")) for s in nodes
+            if s.get("read_busy_us") is not None and runtime_ms]
+    flat["node_reads_in_progress"] = max((b for b, _ in busy), default=None)
+    shares = [b / t for b, t in busy if t]
+    flat["node_read_threads"] = next((t for _, t in busy if t), None)
+    flat["node_read_threads_busy"] = max(shares) if shares else None
     reads, read_ms = total(nodes, "dev_read_ios"), total(nodes, "dev_read_ms")
     flat["node_dev_read_ms_per_io"] = read_ms / reads if reads and read_ms is not None else None
     # the objectives io-per-op and bytes-per-op: reads and writes together, as the node's volume saw them (the

@@ -87,6 +87,13 @@ final class NodeCost {
   static final String GROUP_WRITE_IOS = "GroupWriteIOs";
   static final String GROUP_READ_BYTES = "GroupReadBytes";
   static final String GROUP_WRITE_BYTES = "GroupWriteBytes";
+  /** Time the node spent in local reads, summed over them (Cassandra's keyspaces' ReadTotalLatency, in us):
+   * over the phase, divided by its length, the reads in progress on average. */
+  static final String READ_BUSY_US = "ReadBusyUs";
+  /** The node's read threads (its ReadStage's MaxPoolSize: concurrent_reads), a level: its value at the phase's
+   * end is reported, not a difference. */
+  static final String READ_THREADS = "ReadThreads";
+  static final Set<String> LEVELS = Set.of(READ_THREADS);
 
   /** One process, or one node's disk, whose cumulative counters can be read. */
   interface Source {
@@ -199,6 +206,11 @@ final class NodeCost {
     }
   }
 
+  /** A source of the tests' own. */
+  void addForTest(Source source) {
+    sources.add(source);
+  }
+
   void markStart() {
     for (Source s : sources) {
       try {
@@ -222,7 +234,11 @@ final class NodeCost {
         Map<String, Double> d = delta.computeIfAbsent(s.name(), k -> new LinkedHashMap<>());
         for (Map.Entry<String, Double> e : after.entrySet()) {
           Double b = before.get(e.getKey());
-          if (b != null && !b.isNaN() && !e.getValue().isNaN()) {
+          if (LEVELS.contains(e.getKey())) {
+            if (!e.getValue().isNaN()) {
+              d.put(e.getKey(), e.getValue());
+            }
+          } else if (b != null && !b.isNaN() && !e.getValue().isNaN()) {
             d.put(e.getKey(), e.getValue() - b);
           }
         }
@@ -452,6 +468,7 @@ final class NodeCost {
       }
       m.put(GC_TIME, time);
       m.put(GC_COUNT, count);
+      m.putAll(readStage(mbs));
       return m;
     }
 
@@ -462,6 +479,28 @@ final class NodeCost {
         // the run is over anyway
       }
     }
+  }
+
+  /** A Cassandra node's local reads: the time spent in them so far, summed over its keyspaces, and its read
+   * threads; empty for a JVM that is not a Cassandra node (no such MBeans). */
+  static Map<String, Double> readStage(MBeanServerConnection mbs) throws Exception {
+    Map<String, Double> m = new LinkedHashMap<>();
+    Set<ObjectName> keyspaces = mbs.queryNames(
+        new ObjectName("org.apache.cassandra.metrics:type=Keyspace,keyspace=*,name=ReadTotalLatency"), null);
+    if (keyspaces.isEmpty()) {
+      return m;
+    }
+    double busy = 0;
+    for (ObjectName n : keyspaces) {
+      busy += ((Number) mbs.getAttribute(n, "Count")).doubleValue();
+    }
+    m.put(READ_BUSY_US, busy);
+    ObjectName pool = new ObjectName(
+        "org.apache.cassandra.metrics:type=ThreadPools,path=request,scope=ReadStage,name=MaxPoolSize");
+    if (mbs.isRegistered(pool)) {
+      m.put(READ_THREADS, ((Number) mbs.getAttribute(pool, "Value")).doubleValue());
+    }
+    return m;
   }
 
   static final class Redis implements Source {

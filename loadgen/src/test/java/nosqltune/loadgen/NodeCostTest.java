@@ -8,8 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.lang.management.ManagementFactory;
 import java.util.Map;
 import java.util.Properties;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 import org.junit.jupiter.api.Test;
 
 class NodeCostTest {
@@ -73,5 +76,71 @@ class NodeCostTest {
     assertThrows(IllegalArgumentException.class, () -> NodeCost.source("n", "redis:h", 100, null));
     assertTrue(NodeCost.concurrentCollector("ZGC Cycles"));
     assertFalse(NodeCost.concurrentCollector("G1 Young Generation"));
+  }
+
+  /** A stand-in for one of Cassandra's metrics: a counter (Count) and a gauge (Value). */
+  public interface MetricMBean {
+    long getCount();
+
+    Object getValue();
+  }
+
+  public static final class Metric implements MetricMBean {
+    volatile long count;
+    volatile Object value;
+
+    Metric(long count, Object value) {
+      this.count = count;
+      this.value = value;
+    }
+
+    public long getCount() {
+      return count;
+    }
+
+    public Object getValue() {
+      return value;
+    }
+  }
+
+  @Test
+  void aNodesReadTimeIsSummedOverItsKeyspacesAndItsReadThreadsAreALevel() throws Exception {
+    MBeanServer mbs = ManagementFactory.getPlatformMBeanServer();
+    assertTrue(NodeCost.readStage(mbs).isEmpty(), "a JVM that is no Cassandra node has no read figures");
+    ObjectName ycsb = new ObjectName("org.apache.cassandra.metrics:type=Keyspace,keyspace=ycsb,name=ReadTotalLatency");
+    ObjectName system = new ObjectName(
+        "org.apache.cassandra.metrics:type=Keyspace,keyspace=system,name=ReadTotalLatency");
+    ObjectName pool = new ObjectName(
+        "org.apache.cassandra.metrics:type=ThreadPools,path=request,scope=ReadStage,name=MaxPoolSize");
+    Metric reads = new Metric(1_000_000, null);
+    mbs.registerMBean(reads, ycsb);
+    mbs.registerMBean(new Metric(5_000, null), system);
+    mbs.registerMBean(new Metric(0, 32), pool);
+    try {
+      Map<String, Double> m = NodeCost.readStage(mbs);
+      assertEquals(1_005_000.0, m.get(NodeCost.READ_BUSY_US));
+      assertEquals(32.0, m.get(NodeCost.READ_THREADS));
+      // over a phase: the time in reads is a difference, the read threads the level at its end
+      NodeCost cost = new NodeCost();
+      NodeCost.Source node = new NodeCost.Source() {
+        public String name() {
+          return "node1";
+        }
+
+        public Map<String, Double> read() throws Exception {
+          return NodeCost.readStage(mbs);
+        }
+      };
+      cost.addForTest(node);
+      cost.markStart();
+      reads.count += 7_500_000;
+      cost.markEnd();
+      assertEquals(7_500_000.0, cost.deltas().get("node1").get(NodeCost.READ_BUSY_US));
+      assertEquals(32.0, cost.deltas().get("node1").get(NodeCost.READ_THREADS));
+    } finally {
+      mbs.unregisterMBean(ycsb);
+      mbs.unregisterMBean(system);
+      mbs.unregisterMBean(pool);
+    }
   }
 }
