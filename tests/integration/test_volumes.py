@@ -129,6 +129,8 @@ def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, d
     # the device served the reads that missed the node's memory, and no more than the cap allows
     assert summary["node_dev_read_ios_per_op"] > 0.1, summary
     assert summary["node_group_read_iops"] <= 150 * 1.1, summary
+    # the node's read threads over JMX: 5.0's 32 by default, and reads waiting on the volume keep some of them busy
+    assert summary["node_read_threads"] == 32 and 0 < summary["node_reads_in_progress"] <= 32, summary
     verdict = internals["bottleneck"]
     assert verdict["limit"] == "volume-iops", verdict
     assert verdict["utilisation"]["volume_read_iops"] >= 0.9
