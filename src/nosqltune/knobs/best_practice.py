@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime.environment import disk_queue
-from . import KnobSpace
+from .knob_space import KnobSpace
 from .rules import Expression
 
 FACTS = ("cores", "drives", "ssd", "heap_mib")

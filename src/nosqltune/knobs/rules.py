@@ -20,7 +20,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from . import KnobError
+from .knob import KnobError
 
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
            ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b}

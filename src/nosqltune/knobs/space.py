@@ -22,7 +22,8 @@ import math
 import random
 from typing import Any, Mapping
 
-from . import Knob, KnobError, KnobSpace, _parse_condition  # noqa: F401  (conditions are parsed by the knob module)
+from .knob import Knob, KnobError, _parse_condition
+from .knob_space import KnobSpace
 
 FLOAT_DIGITS = 3
 MAX_DRAWS = 10_000   # draws `sample` makes before it gives up on finding a configuration that keeps the rules

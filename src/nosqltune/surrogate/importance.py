@@ -19,7 +19,7 @@ from ..knobs.space import TuningSpace, categorical, choices_of, from_unit
 
 def levels(space: TuningSpace, count: int = 4) -> list[tuple[str, Any]]:
     """(knob, value) pairs to measure, defaults left out (the baseline measures them)."""
-    from ..knobs import _same
+    from ..knobs.knob import _same
 
     out: list[tuple[str, Any]] = []
     for knob in space.knobs:

@@ -141,7 +141,7 @@ class Codec:
 
     @staticmethod
     def _clause(knob, values: np.ndarray, op: str, literal: Any) -> np.ndarray:
-        from ..knobs import _same
+        from ..knobs.knob import _same
 
         if categorical(knob):
             choices = choices_of(knob)
