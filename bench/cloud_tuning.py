@@ -43,12 +43,14 @@ def search(budget: int) -> None:
                   str(budget), "--study", str(DISK), "--study-name", "smac", "--json")
 
 
-def after_search(rounds: int, also: list[str]) -> None:
+def after_search(rounds: int, also: list[str], slo: bool = True) -> None:
     nosqltune("best", "--study", str(DISK), "--study-name", "smac", "--confirm", "--json")
     best = json.loads(nosqltune("best", "--study", str(DISK), "--study-name", "smac", "--format", "json"))
     BEST_FILE.write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
     nosqltune("compare", "--study", str(DISK), "--study-name", "smac", "--candidates", ",".join(["best", "latest", *also]),
               "--repeat", str(rounds), "--metrics", "throughput,p99-read,cpu-per-op,io-per-op", "--json", ok=(0, 1))
+    if not slo:
+        return
     if not study_rows(SLO, "reference"):   # the default at the scenario's fixed rate: the study compare runs in
         nosqltune("tune", "--scenario", "cloud-slo", "--knobs", "cloud", "--optimizer", "random", "--budget", "1",
                   "--confirm-top", "0", "--study", str(SLO), "--study-name", "reference", "--json")
@@ -233,6 +235,7 @@ def main() -> int:
     p.add_argument("--also", default="", metavar="FILES",
                    help="comma-separated YAML files of knob values compared beside the best and latest (e.g. a "
                         "hand-picked reference: bench/results/impact/cloud-disk-heap512.yaml)")
+    p.add_argument("--no-slo", action="store_true", help="compare at full speed only (cloud-disk), not at cloud-slo's rate")
     p.add_argument("--write-only", action="store_true", help="rewrite cloud_tuning.md/json from the stores")
     a = p.parse_args()
     FOLDER.mkdir(parents=True, exist_ok=True)
@@ -240,7 +243,7 @@ def main() -> int:
         if not a.after_search:
             search(a.budget)
         if not a.search_only:
-            after_search(a.rounds, [f for f in a.also.split(",") if f])
+            after_search(a.rounds, [f for f in a.also.split(",") if f], slo=not a.no_slo)
     write(collect())
     return 0
 
