@@ -122,7 +122,8 @@ def summary_view(opened, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     objective, space, settings = opened.objective, opened.space, opened.record["settings"]
     workloads = opened.spec.workloads
-    tuned = counted([r for r in rows if r["tag"] == "tune"])
+    # the finished tuning trials (an open one would count its configuration as failed)
+    tuned = counted([r for r in rows if r["tag"] == "tune" and r["state"] not in OPEN_STATES])
     entries = configurations(tuned, objective, workloads, space)
     single = best_configuration(tuned, objective, workloads, space, entries)
     best = confirmed_best(single, settings, space)
@@ -151,7 +152,8 @@ def summary_view(opened, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "objective": {"text": objective.describe(), "metric": objective.metric, "unit": objective.unit,
                       "maximize": objective.maximize},
         "trials": {"tune": len(tuned), "all": len(rows), "failed": sum(r["state"] == "FAIL" for r in rows),
-                   "running": sum(r["state"] == "RUNNING" for r in rows)},
+                   "running": sum(r["state"] == "RUNNING" for r in rows),
+                   "waiting": sum(r["state"] == "WAITING" for r in rows)},
         "configurations": len(entries),
         "best": _value_interval(best), "default": _value_interval(default),
         "versus_default": speedup(objective, best["value"] if best else None, versus),

@@ -80,10 +80,11 @@ def bind(app, host: str, port: int):
 
 
 def serve(store, *, source: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, study_name: str | None = None,
-          say: Callable[[str], None] = print, ready: Callable[[Any], None] | None = None) -> None:
+          say: Callable[[str], None] = print, ready: Callable[[Any], None] | None = None,
+          poll_ms: int = POLL_MS) -> None:
     """Serve the dashboard of `store` (opened read-only by the caller) until interrupted. `ready(server)` is called
     once it listens (tests stop it with server.shutdown())."""
-    app = make_app(StudyFeed(store), source=source, study_name=study_name)
+    app = make_app(StudyFeed(store), source=source, study_name=study_name, poll_ms=poll_ms)
     server = bind(app, host, port)
     if host not in LOOPBACK:
         say(f"warning: the dashboard listens on {host}:{port} and has no authentication: anyone who reaches this "

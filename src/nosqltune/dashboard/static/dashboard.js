@@ -178,7 +178,8 @@ function drawBest(s) {
       `${changed.length > 12 ? `<li>… ${changed.length - 12} more</li>` : ""}</ul>`;
   }
   const confirmText = { done: `confirmation: done, ${c.rounds} interleaved rounds of the top ${c.top} beside the default`,
-    asked: `confirmation: asked (top ${c.top} × ${c.rounds} rounds at the end of tune), not run yet`,
+    asked: `confirmation: asked for (top ${c.top} × ${c.rounds} rounds), not run: tune runs it at the end of a ` +
+      "budget of at least twice its trials; best --confirm runs it any time",
     none: "confirmation: none (best --confirm runs one)" }[c.state];
   html += `<div class="muted">${esc(confirmText)}</div>`;
   html += `<div class="muted">${s.trials.tune} tuning trials of ${s.budget} · ${s.trials.failed} failed · ` +
@@ -234,7 +235,7 @@ function drawHistory(trials, s) {
       line: { dash: "dot", color: "#888" } });
   }
   Plotly.react("history-plot", traces, {
-    margin: { t: 10, r: 10, b: 40, l: 70 }, xaxis: { title: { text: "trial" } },
+    margin: { t: 10, r: 10, b: 40, l: 70 }, xaxis: { title: { text: "trial" }, zeroline: false },
     yaxis: { title: { text: `${s.objective.metric} (${s.objective.unit})` } }, legend: { orientation: "h", y: 1.12 },
   }, PLOT_CONFIG);
 }
@@ -246,6 +247,7 @@ function drawParcoords(trials, s) {
   const knobs = s.knobs.filter((k) => new Set(done.map((t) => String(t.config[k.name]))).size > 1)
     .sort((a, b) => (rank.has(a.name) ? rank.get(a.name) : 1e9) - (rank.has(b.name) ? rank.get(b.name) : 1e9))
     .slice(0, PARCOORDS_KNOBS);
+  $("parcoords-plot").hidden = done.length < 2 || !knobs.length;
   if (done.length < 2 || !knobs.length) {
     Plotly.purge("parcoords-plot");
     $("parcoords-note").textContent = "shown once two configurations have been measured";
@@ -270,6 +272,7 @@ function drawParcoords(trials, s) {
 
 function drawImportance(s) {
   const imp = s.importance;
+  $("importance-plot").hidden = !imp.knobs.length;
   if (!imp.knobs.length) {
     Plotly.purge("importance-plot");
     $("importance-note").textContent = `not yet: ${imp.note || "no knob varied"}`;
@@ -286,10 +289,11 @@ function drawImportance(s) {
 function drawNode(trials, s) {
   const measured = trials.filter((t) => t.cpu_cores != null || t.disk_busy != null || t.limit);
   const counts = Object.entries(s.bottlenecks || {});
+  $("node-plot").hidden = !measured.length;
   if (!measured.length) {
     Plotly.purge("node-plot");
-    $("node-note").textContent = "no trial stored the node's CPU or disk (a recorded surrogate answers with its " +
-      "objective only)";
+    $("node-note").textContent = "no trial of this study stored the node's CPU or disk (a recorded surrogate " +
+      "gives its objective only, and studies stored before these figures were read have none)";
     return;
   }
   const x = measured.map((t) => t.number);
@@ -354,6 +358,7 @@ function drawTable() {
     });
   }
   for (const th of head.rows[0].cells) {
+    if (th.dataset.key === "value" && unit) th.textContent = `value (${unit})`;
     th.className = th.dataset.key === state.sort.key ? (state.sort.dir > 0 ? "sorted-asc" : "sorted-desc") : "";
   }
   const text = $("filter").value.trim().toLowerCase(), wantState = $("state-filter").value, wantTag = $("tag-filter").value;
@@ -376,7 +381,7 @@ function drawTable() {
   $("page").textContent = `page ${state.page + 1} / ${pages}`;
   $("trials").tBodies[0].innerHTML = shown.map((t) => `<tr class="${esc(t.state)}" data-id="${t.id}">` + COLUMNS.map(([k, , cls]) => {
     let v = cell(t, k);
-    if (k === "value") v = fmt(v, unit);
+    if (k === "value") v = fmt(v);
     else if (k === "seconds" || k === "cpu_cores") v = v == null ? "" : v.toFixed(k === "seconds" ? 1 : 2);
     else if (k === "disk_busy") v = v == null ? "" : `${(v * 100).toFixed(0)}%`;
     if (k === "knobs" && v && v.length > 110) {
