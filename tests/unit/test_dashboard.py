@@ -320,6 +320,17 @@ def chromium() -> str | None:
     return None
 
 
+# `nosqltune tune ...` that first loads what a trial on the surrogate needs, then waits for a file to appear
+GATED = """
+import os, sys, time
+from nosqltune.cli import main
+import nosqltune.surrogate.dataset, nosqltune.tuning.loop, sklearn.ensemble  # noqa: F401
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.05)
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 def test_the_page_follows_a_running_study_in_chromium(study, tmp_path, cache):
     """The page open in headless chromium while `tune --resume` adds trials: they appear without a reload, a
     failed trial shows its reason, a running trial its phase, and the console stays free of errors. The
@@ -343,7 +354,13 @@ def test_the_page_follows_a_running_study_in_chromium(study, tmp_path, cache):
     artifacts = Path(os.environ.get("NOSQLTUNE_TEST_ARTIFACTS", ROOT / "test-artifacts"))
     artifacts.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []
-    tune = None
+    # tune goes on in another process, writing to the store the page reads; it starts now (Python and the model's
+    # modules take seconds to load) and waits at a gate until the page is open
+    gate = tmp_path / "go"
+    env = {**os.environ, "NOSQLTUNE_CACHE": str(cache), "PYTHONPATH": str(ROOT / "src"), "PYTHONHASHSEED": "0"}
+    tune = subprocess.Popen([sys.executable, "-c", GATED, str(gate), *TUNE, "--budget", "14", "--resume",
+                             "--study", str(path), "--json"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     try:
         with playwright.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium(),
@@ -360,12 +377,7 @@ def test_the_page_follows_a_running_study_in_chromium(study, tmp_path, cache):
             page.evaluate("window.sameDocument = true")     # gone if the page were reloaded
             assert "8 of 8 trials" in page.inner_text("#table-count")
 
-            # tune goes on in another process, writing to the store the page reads
-            env = {**os.environ, "NOSQLTUNE_CACHE": str(cache), "PYTHONPATH": str(ROOT / "src"),
-                   "PYTHONHASHSEED": "0"}
-            tune = subprocess.Popen([sys.executable, "-m", "nosqltune", *TUNE, "--budget", "14", "--resume",
-                                     "--study", str(path), "--json"], env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
+            gate.touch()
             page.wait_for_function(f"{trials} > 8", timeout=60_000)
             page.wait_for_function(f"{trials} === 14", timeout=60_000)
             print(f"14 trials shown: {time.monotonic() - began:.1f} s")
@@ -393,7 +405,7 @@ def test_the_page_follows_a_running_study_in_chromium(study, tmp_path, cache):
             page.screenshot(path=str(artifacts / "dashboard.png"), full_page=True)
             browser.close()
     finally:
-        if tune is not None and tune.poll() is None:
+        if tune.poll() is None:
             tune.kill()
             tune.wait()
         if servers:

@@ -198,7 +198,7 @@ function drawRunning(trials) {
 
 function drawTime(s) {
   const split = s.time;
-  if (!split.trials) { $("time").innerHTML = `<span class="muted">no trial with timings yet</span>`; return; }
+  if (!split.trials) { $("time").innerHTML = `<span class="muted">no trial stored its timings (a recorded surrogate has none)</span>`; return; }
   const rows = Object.entries(split.seconds).filter(([, v]) => v > 0)
     .map(([k, v]) => `<tr><td>${esc(k)}</td><td class="num">${clock(v)}</td><td class="num">${((split.shares[k] || 0) * 100).toFixed(0)}%</td></tr>`);
   $("time").innerHTML = `<div><span class="big">${clock(split.machine_s)}</span> <span class="muted">over ${split.trials} trials` +
