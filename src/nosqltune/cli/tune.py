@@ -113,8 +113,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         env_id = store.environment(target.fingerprint(settings))
 
         def runner(config: dict, workload: str):
+            # the loop shows each phase and stores it on the running trial's row (`loop` is made below)
             return target.run_trial(full_space, {**fixed, **config}, by_name[workload], settings,
-                                    progress=display.trial_phase)
+                                    progress=loop.trial_phase)
 
         # the search gets the budget less the confirmation's trials (confirm_plan)
         loop_args = (store, study_id, dataclasses.replace(spec, budget=plan["search_budget"]), space, runner)

@@ -27,6 +27,7 @@ from .knob_space import KnobSpace
 
 FLOAT_DIGITS = 3
 MAX_DRAWS = 10_000   # draws `sample` makes before it gives up on finding a configuration that keeps the rules
+CANONICAL_MEMO = 100_000   # configurations a space remembers in canonical form (a few KB each at most)
 
 
 def round_float(knob: Knob, value: float) -> float:
@@ -74,15 +75,25 @@ class TuningSpace:
 
     # -- conditions
     def is_active(self, name: str, config: Mapping[str, Any]) -> bool:
+        if not self.clauses[name]:   # most knobs have no condition
+            return True
         full = {**self.defaults_full, **config}
-        for ref, op, literal in self.clauses[name]:
-            single = Knob(name=name, type="int", default=0, description="", applies="yaml", key=name,
-                          condition=_clause_text(ref, op, literal))
+        for ref, single in self._clause_knobs(name):
             if not single.is_active(full):
                 return False
             if ref in self.by_name and not self.is_active(ref, config):  # a parent that is off switches off
                 return False
         return True
+
+    def _clause_knobs(self, name: str) -> list[tuple[str, Knob]]:
+        """Each clause of the knob's condition as (the knob it refers to, a knob holding that clause alone), made
+        once: reading a study of thousands of trials asks this for every knob of every trial."""
+        cache = self.__dict__.setdefault("_clause_cache", {})
+        if name not in cache:
+            cache[name] = [(ref, Knob(name=name, type="int", default=0, description="", applies="yaml", key=name,
+                                      condition=_clause_text(ref, op, literal)))
+                           for ref, op, literal in self.clauses[name]]
+        return cache[name]
 
     # -- rules
     def full(self, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -116,10 +127,27 @@ class TuningSpace:
         return {k.name: k.default for k in self.knobs}
 
     def canonical(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The configuration as the space holds it: every searched knob typed and rounded, knobs switched off by
+        their condition at their default. Remembered by content (a reader of a study of thousands of trials
+        asks again for the same ones); a copy is returned."""
+        try:
+            text = json.dumps(config, sort_keys=True)
+        except (TypeError, ValueError):
+            return self._canonical(config)
+        memo = self.__dict__.setdefault("_canonical_memo", {})
+        if text not in memo:
+            if len(memo) >= CANONICAL_MEMO:
+                memo.clear()
+            memo[text] = self._canonical(config)
+        return dict(memo[text])
+
+    def _canonical(self, config: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for knob in self.knobs:
             value = config.get(knob.name, knob.default)
-            value = knob.coerce(value, allow_outside_range=True)
+            if not (type(value) is int and knob.type == "int" and knob.range   # typed and in range already
+                    and knob.range[0] <= value <= knob.range[1]):
+                value = knob.coerce(value, allow_outside_range=True)
             if knob.type == "float":
                 value = round_float(knob, value)
             out[knob.name] = value

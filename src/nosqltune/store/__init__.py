@@ -14,7 +14,7 @@ from .sql import SCHEMA_VERSION
 from .sqlite import SqliteStore
 
 __all__ = ["LEASE_TTL_S", "SCHEMA_VERSION", "Lease", "SqliteStore", "Store", "StudyBusy", "TrialState",
-           "is_server_url", "open_existing_store", "open_store", "public_url", "side_folder", "store_exists",
+           "is_server_url", "open_existing_store", "open_reader", "open_store", "public_url", "side_folder", "store_exists",
            "store_path"]
 
 SERVER_SCHEMES = ("postgresql://", "postgres://")
@@ -107,6 +107,24 @@ def open_existing_store(url_or_path: str) -> Store:
     if not is_server_url(url_or_path) and not store_exists(url_or_path):
         raise UsageError(f"no study store at {url_or_path}: give the path or URL of an existing store")
     return open_store(url_or_path)
+
+
+def open_reader(url_or_path: str) -> Store:
+    """An existing store opened for reading only (the dashboard): a SQLite file in SQLite's read-only mode, a
+    PostgreSQL session whose transactions are read-only; nothing is created, migrated or written."""
+    if is_server_url(url_or_path):
+        from .postgresql import PostgresStore
+
+        return PostgresStore(str(url_or_path), read_only=True)
+    path = store_path(url_or_path)
+    if path is None or not path.is_file():
+        raise UsageError(f"no study store at {url_or_path}: give the path or URL of an existing store")
+    try:
+        return SqliteStore(path, read_only=True)
+    except UsageError:
+        raise
+    except Exception as exc:   # sqlite3.OperationalError (a file this user cannot read) and the like
+        raise UsageError(f"cannot open the study store {path}: {str(exc).splitlines()[0]}") from None
 
 
 def _make_parents(path: Path) -> list[Path]:

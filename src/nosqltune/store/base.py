@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator
 from ..errors import UsageError
 
 LEASE_TTL_S = 20.0
+PHASE_CHARS = 200   # a stored phase is one line of the trial's progress, cut to this length
 
 
 class TrialState(str, enum.Enum):
@@ -157,10 +158,38 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def trial(self, trial_id: int) -> dict[str, Any]: ...
 
+    @abc.abstractmethod
+    def trials_changed(self, study_id: int, after_id: int, after_end: float) -> list[dict[str, Any]]:
+        """The study's trials newer than `after_id`, ended at or after `after_end`, or still open."""
+
+    @abc.abstractmethod
+    def trials_signature(self, study_id: int) -> tuple:
+        """A cheap value that changes whenever a trial of the study is written (the dashboard polls it)."""
+
     # who runs trials in a study
     @abc.abstractmethod
     def acquire_lease(self, study_id: int, ttl_s: float = LEASE_TTL_S) -> Lease:
         """The study's lease for this process, or StudyBusy when another live process holds it."""
+
+    def phase_recorder(self, trial_id: int,
+                       passes_to: Callable[[str], None] | None = None) -> Callable[[str], None]:
+        """A progress callback for a running trial: each message goes on to `passes_to` (the terminal), and each
+        change of phase is stored in the trial's meta ("phase", "phase_at"), one write per change, so that a
+        reader of the store (the dashboard) sees where the trial is. A store busy for a moment loses a phase,
+        never the trial."""
+        last: list[str | None] = [None]
+
+        def record(message: str) -> None:
+            if passes_to is not None:
+                passes_to(message)
+            phase = " ".join(str(message).split())[:PHASE_CHARS]
+            if phase and phase != last[0]:
+                last[0] = phase
+                try:
+                    self.update_meta(trial_id, {"phase": phase, "phase_at": time.time()})
+                except Exception:
+                    pass
+        return record
 
     def record(self, trial_id: int, run) -> dict[str, Any]:
         """Call `run()` for a started trial and store the result it returns (a systems.TrialResult); a Ctrl-C,

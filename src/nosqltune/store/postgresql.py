@@ -42,7 +42,7 @@ def _one_line(exc: BaseException, url: str) -> str:
 
 
 class PostgresStore(SqlStore):
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, read_only: bool = False) -> None:
         super().__init__()
         try:
             import psycopg
@@ -61,7 +61,10 @@ class PostgresStore(SqlStore):
             # every write takes the advisory lock first and then reads: it must see what the last holder
             # committed, whatever the server's default isolation
             self._db.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED")
-            self._migrate()
+            if read_only:   # the server refuses every write in this session; nothing is created or migrated
+                self._db.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            else:
+                self._migrate()
         except UsageError:
             self._db.close()
             raise

@@ -211,6 +211,25 @@ class SqlStore(Store):
             args.append(TrialState(state).value)
         return [self._row(r) for r in self._read(query + " ORDER BY id", args)]
 
+    def trials_changed(self, study_id: int, after_id: int, after_end: float) -> list[dict[str, Any]]:
+        """The study's trials a reader that last saw up to trial `after_id` and an end at `after_end` has not seen
+        as they are: newer ones, those that ended since, and the open ones (a tag changed by `retag` is not
+        among them)."""
+        return [self._row(r) for r in self._read(
+            "SELECT * FROM trials WHERE study_id = ? AND (id > ? OR finished_at >= ? OR state IN (?, ?)) ORDER BY id",
+            (study_id, after_id, after_end, TrialState.RUNNING.value, TrialState.WAITING.value))]
+
+    def trials_signature(self, study_id: int) -> tuple:
+        """What changes whenever a trial of the study is written (a reader polling the store reads the trials again
+        only then): their count, last id, last start and last end, and the state and meta of the open trials
+        (where a running trial stores its phase)."""
+        found = self._read("SELECT COUNT(*) AS n, MAX(id) AS last_id, MAX(started_at) AS last_start, "
+                           "MAX(finished_at) AS last_end FROM trials WHERE study_id = ?", (study_id,))[0]
+        open_rows = self._read("SELECT id, state, meta FROM trials WHERE study_id = ? AND state IN (?, ?) ORDER BY id",
+                               (study_id, TrialState.RUNNING.value, TrialState.WAITING.value))
+        return (found["n"], found["last_id"], found["last_start"], found["last_end"],
+                tuple((r["id"], r["state"], r["meta"]) for r in open_rows))
+
     def trial(self, trial_id: int) -> dict[str, Any]:
         rows = self._read("SELECT * FROM trials WHERE id = ?", (trial_id,))
         if not rows:

@@ -49,10 +49,26 @@ assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
 
 class SqliteStore(SqlStore):
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, read_only: bool = False) -> None:
         super().__init__()
         self.path = str(path)
         self.url = self.path if self.path == ":memory:" else f"sqlite:///{self.path}"
+        if read_only:   # SQLite refuses every write on it; the file is neither migrated nor switched to WAL
+            self._db = sqlite3.connect(f"{Path(self.path).absolute().as_uri()}?mode=ro", uri=True,
+                                       timeout=BUSY_WAIT_S, isolation_level=None, check_same_thread=False)
+            self._db.row_factory = sqlite3.Row
+            try:
+                if "studies" not in self._schema(self._db)[1]:
+                    raise UsageError(f"{self.path} is not a nosqltune study store (it has no studies): give --study "
+                                     "another file")
+            except sqlite3.DatabaseError as exc:
+                self._db.close()
+                raise UsageError(f"{self.path} is not a nosqltune study store ({exc}): give --study another "
+                                 "file") from None
+            except BaseException:
+                self._db.close()
+                raise
+            return
         self._db = sqlite3.connect(self.path, timeout=BUSY_WAIT_S, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         try:

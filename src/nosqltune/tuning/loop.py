@@ -104,6 +104,12 @@ class TuningLoop:
         self.started = time.monotonic()
         self.stale = 0
         self.ask_seconds: list[float] = []
+        self._phase: Callable[[str], None] = self.display.trial_phase
+
+    def trial_phase(self, message: str) -> None:
+        """A running trial's progress (the runner's `progress` callback): shown by the display and stored on the
+        trial's row as its phase changes (Store.phase_recorder), for the dashboard."""
+        self._phase(message)
 
     # ------------------------------------------------------------------ store
     def _stored(self) -> dict[int, list[dict]]:
@@ -129,9 +135,13 @@ class TuningLoop:
                 "instance": workload, **({"opt": suggestion.meta} if suggestion.meta else {})}
         trial_id = self.store.start_trial(self.study_id, point.config, self.workload_info(workload), tag=TAG,
                                           environment_id=self.environment_id, meta=meta)
+        self._phase = self.store.phase_recorder(trial_id, self.display.trial_phase)
         self.display.trial_started(self, suggestion, workload, point.kind)
         began = time.monotonic()
-        row = self.store.record(trial_id, lambda: self.runner(point.config, workload))
+        try:
+            row = self.store.record(trial_id, lambda: self.runner(point.config, workload))
+        finally:
+            self._phase = self.display.trial_phase
         self.trials_used += 1
         self.seconds_used += time.monotonic() - began
         return row

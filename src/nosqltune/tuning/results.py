@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 from typing import Any
 
@@ -15,7 +16,8 @@ def _mean_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     out = {}
     for key in keys:
         values = [s[key] for s in summaries if isinstance(s.get(key), (int, float))]
-        out[key] = statistics.mean(values) if values else None
+        # one trial per configuration is the common case: its own figure (statistics.mean is exact, and slow)
+        out[key] = (float(values[0]) if len(values) == 1 else statistics.mean(values)) if values else None
     return out
 
 
@@ -31,10 +33,14 @@ def configurations(rows: list[dict], objective: Objective, workloads: list[str],
     """One entry per distinct configuration: its trials, mean summary per workload, value and feasibility.
     A configuration with a failed trial has value None; one not measured on every workload is `partial`."""
     groups: dict[str, list[dict]] = {}
+    canonical: dict[str, dict[str, Any]] = {}
     for row in counted(rows):
         if (row.get("meta") or {}).get("instance") is None:
             continue
-        groups.setdefault(space.key(row["config"]), []).append(row)
+        config = space.canonical(row["config"])   # once per trial (space.key's string of it, made here)
+        key = json.dumps(config, sort_keys=True)
+        canonical.setdefault(key, config)
+        groups.setdefault(key, []).append(row)
     default_key = space.key(space.default())
     out = []
     for key, group in groups.items():
@@ -48,7 +54,7 @@ def configurations(rows: list[dict], objective: Objective, workloads: list[str],
         means = {w: _mean_summary(per_workload[w]) for w in workloads if w in per_workload}
         partial = len(means) < len(workloads)
         evaluation = objective.evaluate([means[w] for w in workloads if w in means]) if means and not failed else None
-        out.append({"config": space.canonical(group[0]["config"]), "kind": "default" if key == default_key
+        out.append({"config": canonical[key], "kind": "default" if key == default_key
                     else "suggested", "trials": len(group), "trial_ids": [r["id"] for r in group],
                     "failed": failed, "partial": partial, "per_workload": means,
                     "value": evaluation.value if evaluation else None,
@@ -57,11 +63,13 @@ def configurations(rows: list[dict], objective: Objective, workloads: list[str],
 
 
 def best_configuration(rows: list[dict], objective: Objective, workloads: list[str],
-                       space: TuningSpace) -> dict[str, Any] | None:
+                       space: TuningSpace, entries: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
     """The feasible configuration with the best value, among those measured on every workload (or, when
-    none is, among all); ties go to the one measured more often."""
-    entries = [e for e in configurations(rows, objective, workloads, space)
-               if e["value"] is not None and e["feasible"]]
+    none is, among all); ties go to the one measured more often. `entries`: configurations(rows, ...) when the
+    caller made them already (a study of thousands of trials)."""
+    if entries is None:
+        entries = configurations(rows, objective, workloads, space)
+    entries = [e for e in entries if e["value"] is not None and e["feasible"]]
     complete = [e for e in entries if not e["partial"]]
     pool = complete or entries
     if not pool:

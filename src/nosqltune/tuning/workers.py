@@ -80,7 +80,7 @@ def run_one(store_url: str, study_name: str, *, worker: str | None = None, ttl_s
         store.update_meta(row["id"], {"worker": worker, "worker_pid": os.getpid()})
         with store.trial_heartbeat(row["id"], worker, ttl_s) as heartbeat:
             try:
-                result = runner(row["config"], row["meta"]["instance"], progress)
+                result = runner(row["config"], row["meta"]["instance"], store.phase_recorder(row["id"], progress))
             except Exception as exc:   # the harness itself broke (not the configuration): say so, in the trial
                 result = None
                 error = f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,395 @@
+// nosqltune dashboard: polls /api/study/<name>?after=<cursor> and redraws what changed; no reload, no network
+// beyond this server.
+"use strict";
+
+const state = {
+  study: null, cursor: null, trials: new Map(), summary: null, pollMs: 2000, polls: 0, timer: null,
+  sort: { key: "number", dir: -1 }, page: 0, pageSize: 100, lastOk: 0, drawnAt: null,
+};
+const $ = (id) => document.getElementById(id);
+const PLOT_CONFIG = { displaylogo: false, responsive: true };
+const PARCOORDS_KNOBS = 8;
+const COLUMNS = [
+  ["number", "#", "num"], ["tag", "tag"], ["state", "state"], ["workload", "workload"], ["kind", "kind"],
+  ["value", "value", "num"], ["seconds", "s", "num"], ["cpu_cores", "CPU cores", "num"],
+  ["disk_busy", "disk busy", "num"], ["limit", "limited by"], ["reason", "failure / phase"], ["knobs", "knobs"],
+];
+
+function esc(text) {
+  return String(text == null ? "" : text).replace(/[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+function fmt(value, unit) {
+  if (value == null || Number.isNaN(value)) return "–";
+  const text = Math.abs(value) >= 100 ? value.toLocaleString("en-US", { maximumFractionDigits: 0 })
+    : value.toLocaleString("en-US", { maximumFractionDigits: 3 });
+  return unit ? `${text} ${unit}` : text;
+}
+function pct(ratio) {
+  if (ratio == null) return "–";
+  const p = (ratio - 1) * 100;
+  return `${p >= 0 ? "+" : ""}${p.toFixed(1)}%`;
+}
+function clock(seconds) {
+  if (seconds == null) return "–";
+  const s = Math.round(seconds), h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+  return h ? `${h} h ${String(m).padStart(2, "0")} min` : m ? `${m} min ${String(r).padStart(2, "0")} s` : `${r} s`;
+}
+function reasonOf(t) {
+  if (t.state === "FAIL") return `${t.failure_kind || "failed"}: ${t.error || ""}`;
+  if (t.state === "RUNNING" || t.state === "WAITING") return t.phase || "";
+  return "";
+}
+
+async function getJSON(url) {
+  const response = await fetch(url, { cache: "no-store" });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
+  return body;
+}
+
+async function start() {
+  const info = await getJSON("/api/studies");
+  state.pollMs = info.poll_ms || 2000;
+  $("source").textContent = info.source;
+  const wanted = new URLSearchParams(location.search).get("study") || info.preselect;
+  fillStudies(info.studies, wanted);
+  $("study-select").addEventListener("change", () => selectStudy($("study-select").value));
+  for (const id of ["filter", "state-filter", "tag-filter"]) {
+    $(id).addEventListener("input", () => { state.page = 0; drawTable(); });
+  }
+  $("prev").addEventListener("click", () => { state.page = Math.max(0, state.page - 1); drawTable(); });
+  $("next").addEventListener("click", () => { state.page += 1; drawTable(); });
+  if (state.study) await selectStudy(state.study); else schedule();
+}
+
+function fillStudies(studies, wanted) {
+  const select = $("study-select");
+  const have = new Set([...select.options].map((o) => o.value));
+  for (const s of studies) {
+    if (have.has(s.name)) continue;
+    const option = document.createElement("option");
+    option.value = s.name;
+    option.textContent = `${s.name} (${s.system}, ${s.optimizer})`;
+    select.appendChild(option);
+  }
+  $("empty").hidden = studies.length > 0;
+  if (!state.study && studies.length) {
+    state.study = studies.some((s) => s.name === wanted) ? wanted : studies[0].name;
+    select.value = state.study;
+  }
+}
+
+async function selectStudy(name) {
+  state.study = name; state.cursor = null; state.trials = new Map(); state.summary = null; state.page = 0;
+  state.drawnAt = null;
+  clearTimeout(state.timer);
+  await poll();
+}
+
+function schedule() {
+  clearTimeout(state.timer);
+  state.timer = setTimeout(poll, state.pollMs);
+}
+
+async function poll() {
+  try {
+    if (!state.study) {
+      const info = await getJSON("/api/studies");
+      fillStudies(info.studies, info.preselect);
+      if (state.study) { schedule(); return selectStudy(state.study); }
+    } else {
+      const after = state.cursor ? `?after=${encodeURIComponent(state.cursor)}` : "";
+      const data = await getJSON(`/api/study/${encodeURIComponent(state.study)}${after}`);
+      if (data.study === state.study) merge(data);
+    }
+    state.lastOk = Date.now();
+    $("status").dataset.error = "";
+  } catch (err) {
+    $("status").dataset.error = String(err.message || err);
+  }
+  state.polls += 1;
+  $("status").dataset.polls = String(state.polls);
+  showLive();
+  schedule();
+}
+
+function showLive() {
+  const live = $("live");
+  const error = $("status").dataset.error;
+  if (error) { live.className = "live stale"; live.textContent = `not updated: ${error}`; return; }
+  live.className = "live ok";
+  live.textContent = `live · every ${state.pollMs / 1000} s · ${state.trials.size} trials`;
+}
+
+function merge(data) {
+  for (const t of data.trials) state.trials.set(t.id, t);
+  state.cursor = data.cursor;
+  state.summary = data.summary;
+  state.defaults = Object.fromEntries(data.summary.knobs.map((k) => [k.name, k.default]));
+  const status = $("status");
+  status.dataset.trials = String(state.trials.size);
+  status.dataset.failed = String([...state.trials.values()].filter((t) => t.state === "FAIL").length);
+  if (state.drawnAt !== data.read_at) {          // the study changed: every part again
+    state.drawnAt = data.read_at;
+    drawAll();
+  } else if (data.trials.length) {                 // only the open trials came again: their card and the table
+    drawRunning([...state.trials.values()].sort((a, b) => a.id - b.id));
+    drawTable();
+  }
+}
+
+function drawAll() {
+  const trials = [...state.trials.values()].sort((a, b) => a.id - b.id);
+  const s = state.summary;
+  drawBest(s);
+  drawRunning(trials);
+  drawTime(s);
+  drawHistory(trials, s);
+  drawParcoords(trials, s);
+  drawImportance(s);
+  drawNode(trials, s);
+  drawComparisons(s);
+  const tags = $("tag-filter"), have = new Set([...tags.options].map((o) => o.value));
+  for (const tag of new Set(trials.map((t) => t.tag || ""))) {
+    if (tag && !have.has(tag)) { const o = document.createElement("option"); o.textContent = tag; tags.appendChild(o); }
+  }
+  drawTable();
+}
+
+function drawBest(s) {
+  const unit = s.objective.unit, best = s.best, def = s.default, c = s.confirmation;
+  let html = `<div class="muted">${esc(s.objective.text)} · ${esc(s.optimizer)} on ${esc(s.workloads.join(", "))}</div>`;
+  if (best) {
+    const mark = best.confirmed ? `<span class="tag confirmed">confirmed (${esc(best.label)})</span>`
+      : `<span class="tag unconfirmed">single cold runs, not confirmed</span>`;
+    const interval = best.interval ? ` <span class="muted">95% interval ${fmt(best.interval[0])} … ${fmt(best.interval[1])}</span>` : "";
+    const ratio = s.versus_default;
+    const cls = ratio == null ? "" : ratio > 1 ? "good" : ratio < 1 ? "bad" : "";
+    html += `<div><span class="big" id="best-value">${fmt(best.value, unit)}</span> ${mark}${interval}</div>`;
+    html += `<div>against the default: <b class="${cls}">${pct(ratio)}</b>` +
+      ` (default ${fmt(def ? def.value : null, unit)}${def ? `, ${def.trials} trial(s)` : ", not measured"})</div>`;
+  } else {
+    html += `<div class="big">–</div><div class="muted">no trial completed within the constraints yet</div>`;
+  }
+  const changed = Object.entries(s.changed || {});
+  if (changed.length) {
+    html += `<ul class="changed">${changed.slice(0, 12).map(([k, v]) => `<li>${esc(k)}: ${esc(v[0])} → ${esc(v[1])}</li>`).join("")}` +
+      `${changed.length > 12 ? `<li>… ${changed.length - 12} more</li>` : ""}</ul>`;
+  }
+  const confirmText = { done: `confirmation: done, ${c.rounds} interleaved rounds of the top ${c.top} beside the default`,
+    asked: `confirmation: asked for (top ${c.top} × ${c.rounds} rounds), not run: tune runs it at the end of a ` +
+      "budget of at least twice its trials; best --confirm runs it any time",
+    none: "confirmation: none (best --confirm runs one)" }[c.state];
+  html += `<div class="muted">${esc(confirmText)}</div>`;
+  html += `<div class="muted">${s.trials.tune} tuning trials of ${s.budget} · ${s.trials.failed} failed · ` +
+    `${s.configurations} configurations · ${s.trials.all} trials in all</div>`;
+  $("best").innerHTML = html;
+}
+
+function drawRunning(trials) {
+  const open = trials.filter((t) => t.state === "RUNNING" || t.state === "WAITING");
+  const now = Date.now() / 1000;
+  if (!open.length) { $("running").innerHTML = `<span class="muted">no trial running</span>`; return; }
+  $("running").innerHTML = open.slice(-8).map((t) =>
+    `<div>trial ${t.number} <span class="tag">${esc(t.tag)}</span> ${esc(t.state)}${t.workload ? ` on ${esc(t.workload)}` : ""}` +
+    ` · ${clock(now - t.started_at)}<div class="phase">${esc(t.phase || "(no phase stored yet)")}</div></div>`).join("");
+}
+
+function drawTime(s) {
+  const split = s.time;
+  if (!split.trials) { $("time").innerHTML = `<span class="muted">no trial stored its timings (a recorded surrogate has none)</span>`; return; }
+  const rows = Object.entries(split.seconds).filter(([, v]) => v > 0)
+    .map(([k, v]) => `<tr><td>${esc(k)}</td><td class="num">${clock(v)}</td><td class="num">${((split.shares[k] || 0) * 100).toFixed(0)}%</td></tr>`);
+  $("time").innerHTML = `<div><span class="big">${clock(split.machine_s)}</span> <span class="muted">over ${split.trials} trials` +
+    `${split.wall_s ? `, wall ${clock(split.wall_s)}` : ""}, ${split.builds} dataset builds</span></div>` +
+    `<table>${rows.join("")}</table>`;
+}
+
+function drawHistory(trials, s) {
+  const tuned = trials.filter((t) => t.tag === "tune").sort((a, b) => a.number - b.number);
+  const done = tuned.filter((t) => t.value != null);
+  const failed = tuned.filter((t) => t.state === "FAIL");
+  const maximize = s.objective.maximize;
+  let best = null;
+  const bestX = [], bestY = [];
+  for (const t of done) {
+    if (best == null || (maximize ? t.value > best : t.value < best)) best = t.value;
+    bestX.push(t.number); bestY.push(best);
+  }
+  const values = done.map((t) => t.value);
+  const floor = values.length ? Math.min(...values) : 0;
+  const traces = [
+    { x: done.map((t) => t.number), y: values, mode: "markers", type: done.length > 2000 ? "scattergl" : "scatter", name: "trial",
+      marker: { size: 6, color: "#4c78a8" }, text: done.map((t) => `trial ${t.number} ${t.workload || ""}`),
+      hovertemplate: "%{text}<br>%{y}<extra></extra>" },
+    { x: bestX, y: bestY, mode: "lines", type: "scatter", name: "best so far", line: { shape: "hv", color: "#1a7f37" } },
+    { x: failed.map((t) => t.number), y: failed.map(() => floor), mode: "markers", type: "scatter", name: "failed",
+      marker: { symbol: "x", size: 9, color: "#cf222e" },
+      text: failed.map((t) => `trial ${t.number} failed (${esc(t.failure_kind)}): ${esc((t.error || "").slice(0, 120))}`),
+      hovertemplate: "%{text}<extra></extra>" },
+  ];
+  if (s.default && s.default.value != null) {
+    traces.push({ x: [tuned.length ? tuned[0].number : 0, tuned.length ? tuned[tuned.length - 1].number : 1],
+      y: [s.default.value, s.default.value], mode: "lines", type: "scatter", name: "default",
+      line: { dash: "dot", color: "#888" } });
+  }
+  Plotly.react("history-plot", traces, {
+    margin: { t: 10, r: 10, b: 40, l: 70 }, xaxis: { title: { text: "trial" }, zeroline: false },
+    yaxis: { title: { text: `${s.objective.metric} (${s.objective.unit})` } }, legend: { orientation: "h", y: 1.12 },
+  }, PLOT_CONFIG);
+}
+
+function drawParcoords(trials, s) {
+  const done = trials.filter((t) => t.tag === "tune" && t.value != null);
+  // the knobs that matter most (importance below) first; a few axes stay readable
+  const rank = new Map(s.importance.knobs.map((k, i) => [k.knob, i]));
+  const knobs = s.knobs.filter((k) => new Set(done.map((t) => String(t.config[k.name]))).size > 1)
+    .sort((a, b) => (rank.has(a.name) ? rank.get(a.name) : 1e9) - (rank.has(b.name) ? rank.get(b.name) : 1e9))
+    .slice(0, PARCOORDS_KNOBS);
+  $("parcoords-plot").hidden = done.length < 2 || !knobs.length;
+  if (done.length < 2 || !knobs.length) {
+    Plotly.purge("parcoords-plot");
+    $("parcoords-note").textContent = "shown once two configurations have been measured";
+    return;
+  }
+  $("parcoords-note").textContent = `${done.length} measured trials; the ${knobs.length} knobs that explain most ` +
+    "of the objective alone (knob importance); drag along an axis to select a range";
+  const dims = knobs.map((k) => {
+    if (k.choices || k.type === "bool") {
+      const labels = k.choices || ["false", "true"];
+      return { label: k.name, tickvals: labels.map((_, i) => i), ticktext: labels, range: [0, Math.max(1, labels.length - 1)],
+        values: done.map((t) => Math.max(0, labels.indexOf(String(t.config[k.name])))) };
+    }
+    return { label: k.name, values: done.map((t) => Number(t.config[k.name])) };
+  });
+  dims.push({ label: `${s.objective.metric} (${s.objective.unit})`, values: done.map((t) => t.value) });
+  Plotly.react("parcoords-plot", [{
+    type: "parcoords", dimensions: dims,
+    line: { color: done.map((t) => t.value), colorscale: "Viridis", reversescale: !s.objective.maximize, showscale: true },
+  }], { margin: { t: 50, r: 60, b: 20, l: 60 } }, PLOT_CONFIG);
+}
+
+function drawImportance(s) {
+  const imp = s.importance;
+  $("importance-plot").hidden = !imp.knobs.length;
+  if (!imp.knobs.length) {
+    Plotly.purge("importance-plot");
+    $("importance-note").textContent = `not yet: ${imp.note || "no knob varied"}`;
+    return;
+  }
+  const top = imp.knobs.slice(0, 15).reverse();
+  Plotly.react("importance-plot", [{ type: "bar", orientation: "h", x: top.map((k) => k.score), y: top.map((k) => k.knob),
+    marker: { color: "#4c78a8" } }], { margin: { t: 10, r: 10, b: 40, l: 220 }, xaxis: { title: { text: "share of the variance explained alone" }, range: [0, 1] } },
+  PLOT_CONFIG);
+  $("importance-note").textContent = `over ${imp.configurations} configurations; each knob alone (correlation ratio ` +
+    "η²): knobs that act together are not seen, and a few configurations make every score noisy";
+}
+
+function drawNode(trials, s) {
+  const measured = trials.filter((t) => t.cpu_cores != null || t.disk_busy != null || t.limit);
+  const counts = Object.entries(s.bottlenecks || {});
+  $("node-plot").hidden = !measured.length;
+  if (!measured.length) {
+    Plotly.purge("node-plot");
+    $("node-note").textContent = "no trial of this study stored the node's CPU or disk (a recorded surrogate " +
+      "gives its objective only, and studies stored before these figures were read have none)";
+    return;
+  }
+  const x = measured.map((t) => t.number);
+  Plotly.react("node-plot", [
+    { x, y: measured.map((t) => t.cpu_cores), name: "CPU cores busy", mode: "markers", type: "scatter",
+      text: measured.map((t) => t.bottleneck || t.limit || ""), hovertemplate: "trial %{x}: %{y:.2f} cores<br>%{text}<extra></extra>" },
+    { x, y: measured.map((t) => t.disk_busy), name: "disk busy (share)", mode: "markers", type: "scatter", yaxis: "y2",
+      marker: { symbol: "diamond" } },
+  ], { margin: { t: 10, r: 60, b: 40, l: 60 }, xaxis: { title: { text: "trial" } },
+    yaxis: { title: { text: "cores" } }, yaxis2: { title: { text: "disk busy" }, overlaying: "y", side: "right", range: [0, 1.05] },
+    legend: { orientation: "h", y: 1.15 } }, PLOT_CONFIG);
+  $("node-note").textContent = counts.length ? `limited by: ${counts.map(([k, n]) => `${k} ${n}`).join(", ")}` : "";
+}
+
+function drawComparisons(s) {
+  const unit = s.objective.unit, c = s.confirmation;
+  let html = "";
+  if (c.state === "done") {
+    html += `<h3>Confirmation (${c.rounds} interleaved cold rounds after ${c.after_tune_trials} tuning trials): best is ${esc(c.best)}</h3>`;
+    html += `<table><tr><th>candidate</th><th>mean</th><th>95% interval</th><th>rounds within constraints</th><th>single run</th></tr>` +
+      Object.entries(c.candidates).map(([k, v]) => `<tr><td>${esc(k)}</td><td class="num">${fmt(v.mean, unit)}</td>` +
+        `<td class="num">${v.interval ? `${fmt(v.interval[0])} … ${fmt(v.interval[1])}` : "–"}</td>` +
+        `<td class="num">${v.feasible_rounds}</td><td class="num">${fmt(v.single_run, unit)}</td></tr>`).join("") + "</table>";
+    if (c.vs_default) {
+      const v = c.vs_default;
+      html += `<p>${esc(v.candidate)} against the default: <b>${esc(v.verdict)}</b>, mean speedup ${pct(v.mean_speedup)}` +
+        ` (95% interval ${pct(v.ci_low)} … ${pct(v.ci_high)}, p ${v.p_value == null ? "–" : v.p_value.toPrecision(2)})</p>`;
+    }
+  }
+  if (s.comparisons.length) {
+    html += `<h3>Comparisons (nosqltune compare)</h3><table id="comparison-table"><tr><th>run</th><th>workload</th><th>candidate</th>` +
+      `<th>verdict</th><th>mean speedup</th><th>95% interval</th><th>pairs</th><th>p</th></tr>` +
+      s.comparisons.map((r) => `<tr><td>${esc(r.key)}</td><td>${esc(r.workload)}</td><td>${esc(r.candidate)}</td>` +
+        `<td class="${r.verdict === "better" ? "good" : r.verdict === "worse" ? "bad" : ""}">${esc(r.verdict)}</td>` +
+        `<td class="num">${pct(r.mean_speedup)}</td><td class="num">${pct(r.ci_low)} … ${pct(r.ci_high)}</td>` +
+        `<td class="num">${r.pairs}</td><td class="num">${r.p_value == null ? "–" : r.p_value.toPrecision(2)}</td></tr>`).join("") + "</table>";
+  }
+  $("comparisons").innerHTML = html || `<span class="muted">none yet: <code>nosqltune compare</code> and ` +
+    "the confirmation at the end of <code>tune</code> store theirs in the study</span>";
+}
+
+function cell(t, key) {
+  if (key === "reason") return reasonOf(t);
+  if (key === "knobs") {   // the knobs away from their default, the way `best` shows a diff
+    const defaults = state.defaults || {};
+    return Object.entries(t.config || {}).filter(([k, v]) => String(v) !== String(defaults[k]))
+      .map(([k, v]) => `${k}=${v}`).join(" ") || (t.tag === "tune" ? "(default)" : "");
+  }
+  return t[key];
+}
+
+function drawTable() {
+  const unit = state.summary ? state.summary.objective.unit : "";
+  const head = $("trials").tHead;
+  if (!head.rows.length) {
+    head.innerHTML = `<tr>${COLUMNS.map(([k, label]) => `<th data-key="${k}">${esc(label)}</th>`).join("")}</tr>`;
+    head.addEventListener("click", (event) => {
+      const key = event.target.dataset.key;
+      if (!key) return;
+      state.sort = { key, dir: state.sort.key === key ? -state.sort.dir : 1 };
+      drawTable();
+    });
+  }
+  for (const th of head.rows[0].cells) {
+    if (th.dataset.key === "value" && unit) th.textContent = `value (${unit})`;
+    th.className = th.dataset.key === state.sort.key ? (state.sort.dir > 0 ? "sorted-asc" : "sorted-desc") : "";
+  }
+  const text = $("filter").value.trim().toLowerCase(), wantState = $("state-filter").value, wantTag = $("tag-filter").value;
+  let rows = [...state.trials.values()].filter((t) => (!wantState || t.state === wantState) && (!wantTag || t.tag === wantTag));
+  if (text) {
+    rows = rows.filter((t) => COLUMNS.some(([k]) => String(cell(t, k) == null ? "" : cell(t, k)).toLowerCase().includes(text)));
+  }
+  const { key, dir } = state.sort;
+  rows.sort((a, b) => {
+    const x = cell(a, key), y = cell(b, key);
+    if (x == null && y == null) return a.id - b.id;
+    if (x == null) return 1;
+    if (y == null) return -1;
+    return (typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y))) * dir || a.id - b.id;
+  });
+  const pages = Math.max(1, Math.ceil(rows.length / state.pageSize));
+  state.page = Math.min(state.page, pages - 1);
+  const shown = rows.slice(state.page * state.pageSize, (state.page + 1) * state.pageSize);
+  $("table-count").textContent = `${rows.length} of ${state.trials.size} trials`;
+  $("page").textContent = `page ${state.page + 1} / ${pages}`;
+  $("trials").tBodies[0].innerHTML = shown.map((t) => `<tr class="${esc(t.state)}" data-id="${t.id}">` + COLUMNS.map(([k, , cls]) => {
+    let v = cell(t, k);
+    if (k === "value") v = fmt(v);
+    else if (k === "seconds" || k === "cpu_cores") v = v == null ? "" : v.toFixed(k === "seconds" ? 1 : 2);
+    else if (k === "disk_busy") v = v == null ? "" : `${(v * 100).toFixed(0)}%`;
+    if (k === "knobs" && v && v.length > 110) {
+      return `<td class="knobs" title="${esc(v)}">${esc(v.slice(0, 110))}…</td>`;
+    }
+    return `<td class="${cls || ""}${k === "reason" ? " reason" : ""}">${esc(v)}</td>`;
+  }).join("") + "</tr>").join("");
+}
+
+window.addEventListener("error", (event) => { $("status").dataset.error = String(event.message); });
+start().catch((err) => { $("status").dataset.error = String(err.message || err); showLive(); schedule(); });
