@@ -187,15 +187,22 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
     return replace(knob, default=default, special=tuple(typed_special))
 
 
+def _check_fields(spec: Mapping, allowed: frozenset, required: tuple[str, ...], unknown_said: str, missing_said: str,
+                  *, empty_is_missing: bool = True) -> None:
+    """One line for the first unknown field of `spec`, or for the first required one it lacks (or leaves empty)."""
+    unknown = sorted(set(map(str, spec)) - allowed)
+    if unknown:
+        raise KnobError(f"{unknown_said} {', '.join(unknown)}")
+    for req in required:
+        if (not spec.get(req)) if empty_is_missing else req not in spec:
+            raise KnobError(f"{missing_said} {req} is missing")
+
+
 def _build_space(data: Any, origin: str, system: str | None = None) -> KnobSpace:
     if not isinstance(data, Mapping):
         raise KnobError(f"{origin}: a knob space file is a mapping with system, version and knobs")
-    unknown = sorted(set(map(str, data)) - _TOP_FIELDS)
-    if unknown:
-        raise KnobError(f"{origin}: unknown top-level field {', '.join(unknown)}")
-    for req in ("system", "version", "knobs"):
-        if req not in data:
-            raise KnobError(f"{origin}: top-level field {req} is missing")
+    _check_fields(data, _TOP_FIELDS, ("system", "version", "knobs"), f"{origin}: unknown top-level field",
+                  f"{origin}: top-level field", empty_is_missing=False)
     if not isinstance(data["system"], str) or (system is not None and data["system"] != system):
         raise KnobError(f"{origin}: system must be {system or 'a name'}, got {data['system']!r}")
     if not isinstance(data["version"], str):
@@ -236,12 +243,8 @@ def _build_space(data: Any, origin: str, system: str | None = None) -> KnobSpace
             raise KnobError(f"{origin}: knob set name {set_name!r} must be a simple name")
         if not isinstance(spec, Mapping):
             raise KnobError(f"{where}: must be a mapping with description, source and knobs")
-        unknown = sorted(set(map(str, spec)) - _SET_FIELDS)
-        if unknown:
-            raise KnobError(f"{where}: unknown field {', '.join(unknown)}")
-        for req in ("description", "source", "knobs"):
-            if not spec.get(req):
-                raise KnobError(f"{where}: field {req} is missing")
+        _check_fields(spec, _SET_FIELDS, ("description", "source", "knobs"), f"{where}: unknown field",
+                      f"{where}: field")
         names = spec["knobs"]
         if not isinstance(names, list):
             raise KnobError(f"{where}: field knobs must be a list of knob names")
