@@ -207,7 +207,8 @@ def test_a_store_of_10000_trials_is_ready_in_time(study, tmp_path):
     print(f"10,008 trials ({len(first) / 1e6:.1f} MB of JSON): first answer {cold[0]:.2f} s ({cold[1]:.2f} s CPU), "
           f"a poll after a new trial {changed[0]:.2f} s ({changed[1]:.2f} s CPU), a poll that finds nothing new "
           f"{unchanged[0]:.3f} s")
-    # on an idle machine the first answer takes under 2 s (docs/dashboard.md); the bounds leave room for a loaded one
+    # idle, the first answer took 2.5 s here (docs/dashboard.md: the 2 s goal is missed); the bounds catch a change
+    # of scale and leave room for a loaded machine
     assert cold[0] < 8.0 and changed[0] < 4.0 and unchanged[0] < 0.5
 
 
