@@ -24,7 +24,7 @@ from statistics import mean
 
 import yaml
 
-from common import RESULTS, kept_notes, log, most_common, nosqltune, study_rows  # bench/common.py
+from common import RESULTS, kept_notes, log, most_common, nosqltune, paired, ratio_text, study_rows  # bench/common.py
 
 FOLDER = RESULTS / "impact"
 DISK = FOLDER / "cloud-disk.db"
@@ -74,17 +74,6 @@ def _study(db: Path, name: str) -> dict | None:
         for k in ("config", "metrics", "internals", "meta", "timings"):
             r[k] = json.loads(r[k] or "null")
     return {"settings": json.loads(row[1] or "{}"), "rows": rows}
-
-
-def _paired(a: list, b: list, maximize: bool) -> dict:
-    from scipy.stats import wilcoxon
-
-    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
-    if len(pairs) < 2:
-        return {"rounds": len(pairs), "mean_ratio": None, "p": None}
-    ratios = [(x / y) if maximize else (y / x) for x, y in pairs]
-    return {"rounds": len(pairs), "mean_ratio": mean(ratios),
-            "p": float(wilcoxon([x for x, _ in pairs], [y for _, y in pairs]).pvalue)}
 
 
 def _mechanism(rows: list[dict], group: str) -> dict:
@@ -149,17 +138,10 @@ def collect() -> dict:
                     also = {m: a["stats"].get(label, {}).get("mean_speedup") for m, a in (w.get("also") or {}).items()}
                     block["candidates"][label] = {
                         "vs_default": s, "also": also, "config": comparison["candidates"].get(label),
-                        "vs_latest": _paired(values[label], values["latest"], maximize) if label in tuned else None}
+                        "vs_latest": paired(values[label], values["latest"], maximize) if label in tuned else None}
                 entry["comparisons"][key] = block
         results["scenarios"][scenario] = entry
     return results
-
-
-def _ratio(s: dict) -> str:
-    if not s or s.get("mean_speedup") is None:
-        return "-"
-    ci = f" [{s['ci_low']:.3f}, {s['ci_high']:.3f}]" if s.get("ci_low") is not None else ""
-    return f"x{s['mean_speedup']:.3f}{ci}"
 
 
 def _p(x) -> str:
@@ -198,7 +180,7 @@ def write(results: dict) -> None:
                         ok = ok and (v["mean_ratio"] or 0) >= goal["vs_latest"] and (v["p"] or 1) < 0.05
                     meets = "yes" if ok else "no"
                 also = ", ".join(f"{m} x{x:.3f}" for m, x in c["also"].items() if x is not None) or "-"
-                lines.append(f"| {label} | {_ratio(s)} | {_p(s.get('p_value'))} | "
+                lines.append(f"| {label} | {ratio_text(s)} | {_p(s.get('p_value'))} | "
                              f"{'x%.3f' % v['mean_ratio'] if v and v['mean_ratio'] else '-'} | "
                              f"{_p(v['p']) if v else '-'} | {meets} | {also} |")
             lines += ["", "The mechanism, from the same runs (means over each candidate's runs):", "",

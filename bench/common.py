@@ -60,3 +60,23 @@ def most_common(values: list):
     """The most frequent of the values that are set (a verdict per trial, say), None when none is."""
     values = [v for v in values if v]
     return max(set(values), key=values.count) if values else None
+
+
+def paired(a: list, b: list, maximize: bool) -> dict:
+    """a against b from the same rounds: the mean of the per-round ratios (> 1: a better) and the Wilcoxon p-value."""
+    from scipy.stats import wilcoxon
+
+    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    if len(pairs) < 2:
+        return {"rounds": len(pairs), "mean_ratio": None, "p": None}
+    ratios = [(x / y) if maximize else (y / x) for x, y in pairs]
+    return {"rounds": len(pairs), "mean_ratio": sum(ratios) / len(ratios),
+            "p": float(wilcoxon([x for x, _ in pairs], [y for _, y in pairs]).pvalue)}
+
+
+def ratio_text(stats: dict | None) -> str:
+    """A comparison's mean speedup with its 95% interval, e.g. 'x1.139 [1.110, 1.173]'; '-' without one."""
+    if not stats or stats.get("mean_speedup") is None:
+        return "-"
+    ci = f" [{stats['ci_low']:.3f}, {stats['ci_high']:.3f}]" if stats.get("ci_low") is not None else ""
+    return f"x{stats['mean_speedup']:.3f}{ci}"

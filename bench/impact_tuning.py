@@ -29,7 +29,7 @@ import yaml
 
 from nosqltune.objective import metric_unit
 
-from common import RESULTS, kept_notes, log, nosqltune, study_rows  # bench/common.py
+from common import RESULTS, kept_notes, log, nosqltune, paired, ratio_text, study_rows  # bench/common.py
 
 FOLDER = RESULTS / "impact"
 SCENARIOS = ("disk-bound", "write-heavy", "latency-slo", "cloud-disk", "cloud-slo")
@@ -60,18 +60,6 @@ def best_yaml(scenario: str, optimizer: str) -> str:
     path = FOLDER / f"{scenario}-{optimizer}-best.yaml"
     path.write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
     return str(path)
-
-
-def paired(a: list, b: list, maximize: bool) -> dict:
-    """a against b from the same rounds: mean ratio (> 1: a better) and the Wilcoxon p-value."""
-    from scipy.stats import wilcoxon
-
-    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
-    ratios = [(x / y) if maximize else (y / x) for x, y in pairs]
-    if len(ratios) < 2:
-        return {"rounds": len(ratios), "mean_ratio": None, "p": None}
-    p = float(wilcoxon([x for x, _ in pairs], [y for _, y in pairs]).pvalue)
-    return {"rounds": len(ratios), "mean_ratio": sum(ratios) / len(ratios), "p": p}
 
 
 def compare(scenario: str, rounds: int, irace_best: str) -> dict:
@@ -106,13 +94,6 @@ def summarize(scenario: str, tunes: dict, comparison: dict) -> dict:
             "rounds": len(values["default"]), "default_values": values["default"]}
 
 
-def _ratio(s: dict) -> str:
-    if s.get("mean_speedup") is None:
-        return "-"
-    ci = f" [{s['ci_low']:.3f}, {s['ci_high']:.3f}]" if s.get("ci_low") is not None else ""
-    return f"x{s['mean_speedup']:.3f}{ci}"
-
-
 def _p(s: dict) -> str:
     return "-" if s.get("p_value") is None else f"{s['p_value']:.3g}"
 
@@ -136,11 +117,11 @@ def write(results: dict) -> None:
               "same runs, vs default |", "|---|---|---|---|---|---|---|---|---|---|"]
     for scenario, r in results["scenarios"].items():
         latest = r["latest_vs_default"]
-        lines.append(f"| {scenario} | {r['metric']} | {r['rounds']} | latest | {_ratio(latest)} | {_p(latest)} | - | - "
+        lines.append(f"| {scenario} | {r['metric']} | {r['rounds']} | latest | {ratio_text(latest)} | {_p(latest)} | - | - "
                      f"| - | {_side(r.get('latest_side', {}))} |")
         for optimizer, t in r["tuned"].items():
             s, v = t["vs_default"], t["vs_latest"]
-            lines.append(f"| {scenario} | {r['metric']} | {r['rounds']} | {optimizer} best | {_ratio(s)} | {_p(s)} | "
+            lines.append(f"| {scenario} | {r['metric']} | {r['rounds']} | {optimizer} best | {ratio_text(s)} | {_p(s)} | "
                          f"{'x%.3f' % v['mean_ratio'] if v['mean_ratio'] else '-'} | "
                          f"{'%.3g' % v['p'] if v['p'] is not None else '-'} | {'yes' if t['meets_goal'] else 'no'} | "
                          f"{_side(t.get('side', {}))} |")
