@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""What tuning finds on a capped cloud volume (issue 37, part 4): a SMAC study on `cloud-disk`, its confirmation,
-then the default, the confirmed best and `latest` in --rounds interleaved cold rounds (Wilcoxon signed-rank test);
-and the same configurations at `cloud-slo`'s fixed rate (70% of the default's maximum there), where the read p99
-is the objective. Beside every ratio the mechanism, from the same runs: the volume's I/Os and bytes per operation,
-the node's CPU per operation, and what limited the runs (their bottleneck line).
+"""What tuning finds on a capped cloud volume (issue 37, part 4): a SMAC or an irace study on `cloud-disk`
+(--optimizer), its confirmation, then the default, the confirmed best and `latest` in --rounds interleaved cold
+rounds (Wilcoxon signed-rank test); and the bests found at full speed compared at `cloud-slo`'s fixed rate (70% of the
+default's maximum there), where the read p99 is the objective. Beside every ratio the mechanism, from the same runs:
+the volume's I/Os and bytes per operation, the node's CPU per operation, and what limited the runs (their bottleneck
+line).
 
-Study files: bench/results/impact/cloud-disk.db (study `smac`, the comparison stored in it) and
-bench/results/impact/cloud-slo.db (study `reference`: the default measured at the scenario's rate, and the
+Study files: bench/results/impact/cloud-disk.db (studies `smac` and `irace`, each with its comparison stored in it)
+and bench/results/impact/cloud-slo.db (study `reference`: the default measured at the scenario's rate, and the
 comparison). Every step is resumable (tune --resume, best --confirm and compare continue their rounds); the
 search may be stopped early (Ctrl-C, or --search-only then stop), and `--after-search` confirms and compares what
-it found. Writes bench/results/cloud_tuning.{md,json}; `--write-only` rewrites them from the stores. Hours of
-cold trials: nothing else may run.
+it found; `--slo-only` runs just the cloud-slo comparison of the bests found so far. Writes
+bench/results/cloud_tuning.{md,json}; `--write-only` rewrites them from the stores. Hours of cold trials: nothing
+else may run.
 """
 
 from __future__ import annotations
@@ -29,34 +31,45 @@ from common import RESULTS, kept_notes, log, most_common, nosqltune, paired, rat
 FOLDER = RESULTS / "impact"
 DISK = FOLDER / "cloud-disk.db"
 SLO = FOLDER / "cloud-slo.db"
-BEST_FILE = FOLDER / "cloud-disk-smac-best.yaml"
+OPTIMIZERS = ("smac", "irace")
 GOAL = {"cloud-disk": {"vs_default": 1.5, "vs_latest": 1.15}, "cloud-slo": {"vs_default": 1 / 0.6}}
 MECHANISM = (("node_io_per_op", "I/Os/op", "{:.3f}"), ("node_bytes_per_op", "KB/op", "{:.1f}"),
              ("node_cpu_us_per_op", "node CPU us/op", "{:.0f}"))
 
 
-def search(budget: int) -> None:
-    if study_rows(DISK, "smac"):
-        nosqltune("tune", "--resume", "--study", str(DISK), "--study-name", "smac", "--json")
+def best_file(optimizer: str) -> Path:
+    return FOLDER / f"cloud-disk-{optimizer}-best.yaml"
+
+
+def search(optimizer: str, budget: int) -> None:
+    if study_rows(DISK, optimizer):
+        nosqltune("tune", "--resume", "--study", str(DISK), "--study-name", optimizer, "--json")
     else:
-        nosqltune("tune", "--scenario", "cloud-disk", "--knobs", "cloud", "--optimizer", "smac", "--budget",
-                  str(budget), "--study", str(DISK), "--study-name", "smac", "--json")
+        nosqltune("tune", "--scenario", "cloud-disk", "--knobs", "cloud", "--optimizer", optimizer, "--budget",
+                  str(budget), "--study", str(DISK), "--study-name", optimizer, "--json")
 
 
-def after_search(rounds: int, also: list[str], slo: bool = True) -> None:
-    nosqltune("best", "--study", str(DISK), "--study-name", "smac", "--confirm", "--json")
-    best = json.loads(nosqltune("best", "--study", str(DISK), "--study-name", "smac", "--format", "json"))
-    BEST_FILE.write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
-    nosqltune("compare", "--study", str(DISK), "--study-name", "smac", "--candidates", ",".join(["best", "latest", *also]),
-              "--repeat", str(rounds), "--metrics", "throughput,p99-read,cpu-per-op,io-per-op", "--json", ok=(0, 1))
-    if not slo:
-        return
+def after_search(optimizer: str, rounds: int, also: list[str]) -> None:
+    nosqltune("best", "--study", str(DISK), "--study-name", optimizer, "--confirm", "--json")
+    best = json.loads(nosqltune("best", "--study", str(DISK), "--study-name", optimizer, "--format", "json"))
+    best_file(optimizer).write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
+    nosqltune("compare", "--study", str(DISK), "--study-name", optimizer, "--candidates",
+              ",".join(["best", "latest", *also]), "--repeat", str(rounds), "--metrics",
+              "throughput,p99-read,cpu-per-op,io-per-op", "--json", ok=(0, 1))
+
+
+def slo(rounds: int) -> None:
+    """The bests found at full speed, at cloud-slo's fixed rate: does a node that reads less from the volume answer
+    sooner when the load is held below its maximum?"""
+    bests = [str(best_file(o)) for o in OPTIMIZERS if best_file(o).exists()]
+    if not bests:
+        raise SystemExit("cloud_tuning.py: no best found on cloud-disk yet (run the search and --after-search first)")
     if not study_rows(SLO, "reference"):   # the default at the scenario's fixed rate: the study compare runs in
         nosqltune("tune", "--scenario", "cloud-slo", "--knobs", "cloud", "--optimizer", "random", "--budget", "1",
                   "--confirm-top", "0", "--study", str(SLO), "--study-name", "reference", "--json")
     nosqltune("compare", "--study", str(SLO), "--study-name", "reference", "--candidates",
-              f"{BEST_FILE},latest", "--repeat", str(rounds), "--metrics", "p99-read,throughput,io-per-op", "--json",
-              ok=(0, 1))
+              ",".join([*bests, "latest"]), "--repeat", str(rounds), "--metrics", "p99-read,throughput,io-per-op",
+              "--json", ok=(0, 1))
 
 
 def _study(db: Path, name: str) -> dict | None:
@@ -111,7 +124,7 @@ def collect() -> dict:
     from nosqltune.tuning.cost import time_split
 
     results: dict = {"scenarios": {}}
-    for scenario, db, name in (("cloud-disk", DISK, "smac"), ("cloud-slo", SLO, "reference")):
+    for scenario, db, name in (*(("cloud-disk", DISK, o) for o in OPTIMIZERS), ("cloud-slo", SLO, "reference")):
         study = _study(db, name)
         if study is None:
             continue
@@ -140,7 +153,8 @@ def collect() -> dict:
                         "vs_default": s, "also": also, "config": comparison["candidates"].get(label),
                         "vs_latest": paired(values[label], values["latest"], maximize) if label in tuned else None}
                 entry["comparisons"][key] = block
-        results["scenarios"][scenario] = entry
+        entry["scenario"] = scenario
+        results["scenarios"][f"{scenario}/{name}"] = entry
     return results
 
 
@@ -153,15 +167,15 @@ def write(results: dict) -> None:
     path = RESULTS / "cloud_tuning.md"
     lines = ["# What tuning finds on a capped cloud volume (issue 37)", "",
              "Generated by `bench/cloud_tuning.py` from bench/results/impact/cloud-disk.db and cloud-slo.db: a SMAC "
-             "study on `cloud-disk` (knob set `cloud`), its confirmation, then the default, the confirmed best and "
-             "`latest` in interleaved cold rounds, at full speed (cloud-disk, throughput) and at cloud-slo's fixed "
-             "rate (read p99). Ratio > 1 is better (read p99, CPU and I/Os per operation: default / candidate); p "
+             "and an irace study on `cloud-disk` (knob set `cloud`), each with its confirmation, then the default, the "
+             "confirmed best and `latest` in interleaved cold rounds at full speed (throughput); then the bests at "
+             "cloud-slo's fixed rate (read p99). Ratio > 1 is better (read p99, CPU and I/Os per operation: default / candidate); p "
              "from the Wilcoxon signed-rank test over the rounds. Goals: cloud-disk >= x1.5 against the default and "
              ">= x1.15 against `latest`, p < 0.05; cloud-slo a read p99 >= 40% lower than the default's, p < 0.05.", ""]
     lines += kept_notes(path, Path(__file__).name)
-    for scenario, entry in results["scenarios"].items():
-        split = entry["time"]
-        lines += [f"## {scenario}", "",
+    for entry in results["scenarios"].values():
+        scenario, split = entry["scenario"], entry["time"]
+        lines += [f"## {scenario}, study `{entry['study_name']}`", "",
                   f"Study `{entry['study_name']}` in `{entry['study']}`: {entry['search_trials']} search trials "
                   f"(budget {entry['budget']}); machine time {split['machine_s'] / 3600:.2f} h over {split['trials']} "
                   f"trials, {split['builds']} dataset builds: "
@@ -209,23 +223,29 @@ def write(results: dict) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--budget", type=int, default=60, help="the SMAC study's trials, its confirmation included")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="smac", help="the strategy of the cloud-disk study")
+    p.add_argument("--budget", type=int, default=60, help="the study's trials, its confirmation included")
     p.add_argument("--rounds", type=int, default=10)
-    p.add_argument("--search-only", action="store_true", help="run (or resume) the search and stop")
-    p.add_argument("--after-search", action="store_true",
-                   help="confirm and compare what the search found so far (a search stopped early included)")
+    steps = p.add_mutually_exclusive_group()
+    steps.add_argument("--search-only", action="store_true", help="run (or resume) the search and stop")
+    steps.add_argument("--after-search", action="store_true",
+                       help="confirm and compare what the search found so far (a search stopped early included)")
+    steps.add_argument("--slo-only", action="store_true",
+                       help="only compare the bests found so far at cloud-slo's rate")
+    steps.add_argument("--write-only", action="store_true", help="rewrite cloud_tuning.md/json from the stores")
     p.add_argument("--also", default="", metavar="FILES",
                    help="comma-separated YAML files of knob values compared beside the best and latest (e.g. a "
                         "hand-picked reference: bench/results/impact/cloud-disk-heap512.yaml)")
     p.add_argument("--no-slo", action="store_true", help="compare at full speed only (cloud-disk), not at cloud-slo's rate")
-    p.add_argument("--write-only", action="store_true", help="rewrite cloud_tuning.md/json from the stores")
     a = p.parse_args()
     FOLDER.mkdir(parents=True, exist_ok=True)
-    if not a.write_only:
+    if not (a.write_only or a.slo_only):
         if not a.after_search:
-            search(a.budget)
+            search(a.optimizer, a.budget)
         if not a.search_only:
-            after_search(a.rounds, [f for f in a.also.split(",") if f], slo=not a.no_slo)
+            after_search(a.optimizer, a.rounds, [f for f in a.also.split(",") if f])
+    if a.slo_only or not (a.write_only or a.search_only or a.no_slo):
+        slo(a.rounds)
     write(collect())
     return 0
 
