@@ -84,6 +84,7 @@ def test_bench_two_configurations_are_stored_and_knobs_reach_the_node(nosqltune_
     assert internals["node_settings"] == {"concurrent_reads": "48", "concurrent_writes": "64"}
 
 
+@pytest.mark.slow   # 45 s: make test-all (make test keeps the node settings reaching the node, above)
 def test_the_settings_that_move_5_0_reach_the_node(nosqltune_home, dataset_cache, tmp_path, capsys):
     """Issue 20's knobs, each read back from the node: JVM options from its command line and the collector from
     its GC beans, cassandra.yaml values from system_views.settings, table options from system_schema, and the
@@ -115,6 +116,7 @@ def test_the_settings_that_move_5_0_reach_the_node(nosqltune_home, dataset_cache
     assert data_files and all("-bti-" in name for name in data_files), data_files
 
 
+@pytest.mark.slow   # 26 s: make test-all (make test keeps a node that fails to start, stored as failed: tests/integration/test_faults.py)
 def test_refused_configuration_is_stored_as_failed(nosqltune_home, tmp_path, capsys):
     study = tmp_path / "bad.db"
     # outside the tuning range but inside what nosqltune knows of Cassandra's bounds: only the node can refuse it

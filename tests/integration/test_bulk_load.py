@@ -3,6 +3,8 @@ then imported into the node), the default on one node, serves every record."""
 
 import json
 
+import pytest
+
 from nosqltune.cli import main
 from nosqltune.store import open_store
 from nosqltune.systems.cassandra import cql
@@ -16,6 +18,7 @@ from .conftest import OPERATIONS, SMALL
 RECORDS = int(SMALL[SMALL.index("--records") + 1])
 
 
+@pytest.mark.slow   # 30 s: make test-all (make test keeps datasets loaded by YCSB)
 def test_a_bulk_loaded_dataset_serves_every_record(nosqltune_home, tmp_path, capsys):
     # the session's dataset of SMALL (loaded in bulk by this test or an earlier one: the key says bulk)
     study = tmp_path / "bulk.db"

@@ -66,6 +66,7 @@ def _dump(url: str) -> str:
     return "\n".join(r[0] for r in rows)
 
 
+@pytest.mark.slow   # 50 s with Ray's start: make test-all (make test keeps the PostgreSQL store's conformance, tests/integration/test_store_conformance.py, and the parallel loop with the local executor, tests/unit/test_parallel.py)
 def test_a_study_on_ray_with_a_postgresql_store(ray_cluster, postgres_server, tmp_path, capsys):
     url = postgres_server.new_database()
     code, result = _run(capsys, "tune", "--system", "surrogate:wide24", "--knobs", "wide24", "--workload", "read90",

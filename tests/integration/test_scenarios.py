@@ -22,6 +22,7 @@ def bench(capsys, study: Path, *argv: str) -> tuple[int, list[dict]]:
     return code, trials
 
 
+@pytest.mark.slow   # 54 s: make test-all (make test keeps a node in a memory group on a capped volume: tests/integration/test_volumes.py)
 def test_disk_bound_reads_from_disk_inside_a_memory_cgroup(nosqltune_home, tmp_path, capsys):
     from nosqltune.runtime.cgroup import usable
 
@@ -53,6 +54,7 @@ def test_disk_bound_reads_from_disk_inside_a_memory_cgroup(nosqltune_home, tmp_p
     assert not [p for p in Path("/sys/fs/cgroup").rglob("nosqltune-nodes-*") if p.is_dir()]
 
 
+@pytest.mark.slow   # 24 s: make test-all (make test keeps the scenarios' settings: tests/unit/test_scenarios.py)
 def test_write_heavy_flushes_and_compacts_inside_the_measured_phase(nosqltune_home, tmp_path, capsys):
     study = tmp_path / "write.db"
     # a 4 MiB memtable space instead of the scenario's 32 MiB: the same effect on a test-sized run

@@ -60,6 +60,7 @@ def test_random_search_on_the_nodes_cpu_per_operation(latency_study, capsys):
     assert ("# diff against the default" in out) != ("# the default configuration: no changes" in out)
 
 
+@pytest.mark.slow   # 65 s: make test-all (make test keeps compare, report and export on the recorded surrogate: tests/unit/test_surrogate.py, test_report.py)
 def test_compare_report_export_on_the_shared_study(latency_study, tmp_path, capsys):
     code = main(["compare", "--study", str(latency_study), "--repeat", "2", "--json"])
     result = json.loads(capsys.readouterr().out)

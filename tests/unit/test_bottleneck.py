@@ -156,6 +156,7 @@ def test_best_shows_what_limited_the_default_and_the_best(capsys, tmp_path):
     assert counts and counts[0].split(": ", 1)[1].startswith("node-cores ")
 
 
+@pytest.mark.slow   # 18 s: make test-all (make test keeps the verdicts and `best`'s lines above)
 def test_the_report_draws_each_trials_verdict(tmp_path):
     from nosqltune.report.data import load_views
     from nosqltune.report.page import build

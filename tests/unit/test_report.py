@@ -68,6 +68,7 @@ def surrogate_study(tmp_path_factory):
     return study
 
 
+@pytest.mark.slow   # 34 s with its study: make test-all (make test keeps the dashboard in chromium, tests/unit/test_dashboard.py, and the page check below)
 def test_report_is_self_contained_and_renders_in_chromium(surrogate_study, tmp_path, capsys):
     from nosqltune.cli import main
 

@@ -327,7 +327,12 @@ def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch):
     assert after["compare"] == before["compare"] and after["tune"]["spec"]["budget"] == 14
 
 
-@pytest.mark.parametrize("optimizer, extra", [("gp", []), ("rafiki", ["--initial", "2"]), ("surrogate-sa", [])])
+SLOW = pytest.mark.slow   # 15 s each: make test-all (make test keeps GP through the command, rafiki's suggestions above
+# and surrogate-sa's in tests/unit/test_parallel.py and test_knob_rules.py)
+
+
+@pytest.mark.parametrize("optimizer, extra", [("gp", []), pytest.param("rafiki", ["--initial", "2"], marks=SLOW),
+                                              pytest.param("surrogate-sa", [], marks=SLOW)])
 def test_model_based_optimizers_tune_the_surrogate_target(tmp_path, capsys, monkeypatch, optimizer, extra):
     """The model-based strategies through the whole `tune` command, against the recorded surrogate (the real
     Cassandra runs of the other families are in tests/integration/test_tune.py)."""
@@ -419,6 +424,7 @@ def test_a_searched_design_leaves_the_space_in_td3(tmp_path):
     assert sorted(td3.trial_ids) == on_two
 
 
+@pytest.mark.slow   # 19 s: make test-all (make test keeps the TD2 and TD3 models above)
 def test_a_td4_model_recommends_for_its_own_workload_only(tmp_path, capsys):
     import json
 
