@@ -19,21 +19,29 @@ MAVEN_REPO ?= $(or $(NOSQLTUNE_CACHE),$(HOME)/.cache/nosqltune)/maven
 PYTEST = PYTHONHASHSEED=0 $(PYTHON) -m pytest -q -rs -p no:cacheprovider
 
 # The import check (layers import only downward, no circles), the docs site's build (a few seconds; warnings
-# fail it), loadgen's JUnit tests, then pytest: unit tests,
-# then integration tests on real Cassandra and Redis. `make test` leaves out the tests marked slow (benchmark
-# quality claims, a 3-node cluster); `make test-all` runs them too. pytest exits 5 when it collected no
-# tests: that is not a failure of the suite, anything else is.
+# fail it), loadgen's JUnit tests, then pytest: the unit tests on both cores (pytest-xdist, a test file to a worker:
+# a file's module fixtures are made once), then the integration tests on real Cassandra and Redis one at a time
+# (they time real runs). `make test` leaves out the tests marked slow (benchmark quality claims, a 3-node cluster,
+# the slowest single runs); `make test-all` runs them too. pytest exits 5 when it collected no tests: that is not a
+# failure of the suite, anything else is; both parts run, and either failing fails the target.
+UNIT = $(PYTEST) -n 2 --dist loadfile tests/unit
+INTEGRATION = $(PYTEST) tests/integration
+PASSED = rc=$$?; if [ $$rc -eq 5 ]; then rc=0; fi
+PASSED_TOO = rc2=$$?; if [ $$rc2 -ne 0 ] && [ $$rc2 -ne 5 ]; then rc=$$rc2; fi
+
 test: setup
 	lint-imports
 	$(DOCS_BUILD)
 	mvn -B -q -Dmaven.repo.local=$(MAVEN_REPO) -f loadgen/pom.xml test
-	$(PYTEST) --durations=15 tests; rc=$$?; if [ $$rc -eq 5 ]; then rc=0; fi; exit $$rc
+	$(UNIT) --durations=10; $(PASSED); \
+	$(INTEGRATION) --durations=15; $(PASSED_TOO); exit $$rc
 
 test-all: setup
 	lint-imports
 	$(DOCS_BUILD)
 	mvn -B -q -Dmaven.repo.local=$(MAVEN_REPO) -f loadgen/pom.xml test
-	NOSQLTUNE_SLOW=1 $(PYTEST) --durations=25 tests; rc=$$?; if [ $$rc -eq 5 ]; then rc=0; fi; exit $$rc
+	NOSQLTUNE_SLOW=1 $(UNIT) --durations=10; $(PASSED); \
+	NOSQLTUNE_SLOW=1 $(INTEGRATION) --durations=25; $(PASSED_TOO); exit $$rc
 
 # The documentation site. `make docs` first writes docs/reference.md from the command line's parsers, then builds
 # the site with warnings as errors (a broken link or anchor fails it) into build/site/. `make test` builds the
@@ -47,7 +55,7 @@ docs: reference
 	$(DOCS_BUILD)
 
 unit:
-	$(PYTEST) tests/unit
+	$(UNIT)
 
 # The fault and bad-input campaign (issue 22), slow cases included; every passing case writes its row to
 # test-artifacts/faults.jsonl and bench/faults.py makes bench/results/faults.md of it. Needs root (small tmpfs

@@ -32,6 +32,13 @@ def shipped_scenario_sizes(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def surrogate_cache(tmp_path_factory) -> Path:
+    """One NOSQLTUNE_CACHE for the tests that tune a recorded surrogate: each model is fitted once a session (about
+    15 s for wide24's throughput model), then read from the cache as `tune` reads it on a user's machine."""
+    return tmp_path_factory.mktemp("surrogate-cache")
+
+
+@pytest.fixture(scope="session")
 def postgres_server():
     """One throwaway PostgreSQL server for the session (tests/pgserver.py), stopped and removed at its end."""
     from tests.pgserver import PostgresServer

@@ -26,10 +26,10 @@ TUNE = ["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workloa
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """One surrogate model cache for the module: the model is fitted once (the slow part), then each trial is a
-    prediction."""
-    return tmp_path_factory.mktemp("dashboard-cache")
+def cache(surrogate_cache):
+    """The session's surrogate model cache (tests/conftest.py): the model is fitted once (the slow part), then each
+    trial is a prediction."""
+    return surrogate_cache
 
 
 @pytest.fixture(scope="module")

@@ -50,13 +50,13 @@ def not_blank(png: Path) -> bool:
 
 
 @pytest.fixture(scope="module")
-def surrogate_study(tmp_path_factory):
+def surrogate_study(tmp_path_factory, surrogate_cache):
     """A tuning study on surrogate:wide24 with enough configurations for every model-based figure, and a
     comparison of best and best-practice against the default."""
     from nosqltune.cli import main
 
     tmp = tmp_path_factory.mktemp("report")
-    os.environ["NOSQLTUNE_CACHE"] = str(tmp / "cache")
+    os.environ["NOSQLTUNE_CACHE"] = str(surrogate_cache)
     study = tmp / "s.db"
     try:
         assert main(["tune", "--system", "surrogate:wide24", "--knobs", "wide24", "--workload", "read90",

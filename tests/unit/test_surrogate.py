@@ -252,7 +252,7 @@ def test_rafiki_strategy_suggests_new_valid_configurations(mixed):
 
 
 # ------------------------------------------------------------------------------------------- surrogate target
-def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch):
+def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch, surrogate_cache):
     """The recorded dataset as a target: a tuning run in seconds, its best compared with the default on the same
     surrogate (paired rounds, statistics stored in the study), the trials exported."""
     import csv
@@ -263,7 +263,7 @@ def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch):
     from nosqltune.store import open_store
     from nosqltune.surrogate.dataset import SurrogateTarget
 
-    monkeypatch.setenv("NOSQLTUNE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(surrogate_cache))
     target = SurrogateTarget("wide24", seed=0)
     from nosqltune.workloads.spec import make_workload
 
@@ -284,7 +284,7 @@ def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch):
     progress = [json.loads(line) for line in captured.err.splitlines()]    # --json: progress as JSON lines
     assert sum(p["progress"].startswith("[") for p in progress) == 12 and all("time" in p for p in progress)
     (env,) = open_store(str(study)).environments().values()
-    assert env["system"] == "surrogate" and (tmp_path / "cache" / "surrogates").exists()
+    assert env["system"] == "surrogate" and (surrogate_cache / "surrogates").exists()
 
     code = main(["compare", "--study", str(study), "--repeat", "4", "--json"])
     comparison = json.loads(capsys.readouterr().out)
@@ -333,7 +333,7 @@ SLOW = pytest.mark.slow   # 15 s each: make test-all (make test keeps GP through
 
 @pytest.mark.parametrize("optimizer, extra", [("gp", []), pytest.param("rafiki", ["--initial", "2"], marks=SLOW),
                                               pytest.param("surrogate-sa", [], marks=SLOW)])
-def test_model_based_optimizers_tune_the_surrogate_target(tmp_path, capsys, monkeypatch, optimizer, extra):
+def test_model_based_optimizers_tune_the_surrogate_target(tmp_path, capsys, monkeypatch, optimizer, extra, surrogate_cache):
     """The model-based strategies through the whole `tune` command, against the recorded surrogate (the real
     Cassandra runs of the other families are in tests/integration/test_tune.py)."""
     import json
@@ -341,7 +341,7 @@ def test_model_based_optimizers_tune_the_surrogate_target(tmp_path, capsys, monk
     from nosqltune.cli import main
     from nosqltune.store import open_store
 
-    monkeypatch.setenv("NOSQLTUNE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(surrogate_cache))
     study = tmp_path / f"{optimizer}.db"
     code = main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",
                  "--optimizer", optimizer, "--budget", "6", "--study", str(study), "--json", *extra])
@@ -447,7 +447,7 @@ def test_a_td4_model_recommends_for_its_own_workload_only(tmp_path, capsys):
     assert (report["domain"], report["trials"], report["features"]) == ("TD2", 12, 3)
 
 
-def test_best_confirm_remeasures_the_top_configurations(tmp_path, capsys, monkeypatch):
+def test_best_confirm_remeasures_the_top_configurations(tmp_path, capsys, monkeypatch, surrogate_cache):
     """`best --confirm`: the top K by single runs and the default re-measured in R interleaved rounds (stored,
     resumable); the best is the best mean, shown with its interval, and `best` says whether it is confirmed."""
     import json
@@ -455,7 +455,7 @@ def test_best_confirm_remeasures_the_top_configurations(tmp_path, capsys, monkey
     from nosqltune.cli import main
     from nosqltune.store import open_store
 
-    monkeypatch.setenv("NOSQLTUNE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(surrogate_cache))
     study = tmp_path / "confirm.db"
     assert main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",
                  "--optimizer", "random", "--budget", "8", "--study", str(study), "--json"]) == 0
@@ -505,7 +505,7 @@ def test_best_confirm_remeasures_the_top_configurations(tmp_path, capsys, monkey
     assert "confirmed best of study tune" in page
 
 
-def test_tune_ends_with_a_confirmation_counted_in_its_budget(tmp_path, capsys, monkeypatch):
+def test_tune_ends_with_a_confirmation_counted_in_its_budget(tmp_path, capsys, monkeypatch, surrogate_cache):
     import json
 
     from nosqltune.cli import main
@@ -515,7 +515,7 @@ def test_tune_ends_with_a_confirmation_counted_in_its_budget(tmp_path, capsys, m
     assert confirm_plan(60, 1, 3, 3) == {"top": 3, "rounds": 3, "trials": 12, "search_budget": 48, "skipped": None}
     assert confirm_plan(20, 1, 3, 3)["search_budget"] == 20 and "under twice" in confirm_plan(20, 1, 3, 3)["skipped"]
     assert confirm_plan(60, 2, 0, 3) == {"top": 0, "rounds": 3, "trials": 0, "search_budget": 60, "skipped": None}
-    monkeypatch.setenv("NOSQLTUNE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(surrogate_cache))
     study = tmp_path / "end.db"
     assert main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",
                  "--optimizer", "random", "--budget", "14", "--confirm-top", "2", "--confirm-rounds", "2",
