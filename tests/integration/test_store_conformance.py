@@ -54,6 +54,24 @@ def test_trial_lifecycle(store_url):
     assert reopened.study_by_id(study)["name"] == "bench" and reopened.find_study("other") is None
 
 
+def test_numbers_json_cannot_spell_come_back_as_stored(store_url):
+    """A figure of NaN or Infinity (a latency of a phase with no operation of its kind) is written as Python's
+    json writes it and read back by the store's faster decoder's fallback; the dashboard sends it as null."""
+    import json
+    import math
+
+    from nosqltune.dashboard.data import encode
+
+    store = open_store(store_url)
+    study = store.study("odd", "cassandra")
+    trial = store.start_trial(study, {"heap_mb": 1024}, {"name": "ycsb-a"})
+    store.finish_trial(trial, TrialState.COMPLETE, metrics={"summary": {"read_p99_ms": float("nan"),
+                                                                        "scan_p99_ms": float("inf"), "n": 3}})
+    summary = open_store(store_url).trial(trial)["metrics"]["summary"]
+    assert math.isnan(summary["read_p99_ms"]) and summary["scan_p99_ms"] == math.inf and summary["n"] == 3
+    assert json.loads(encode(summary)) == {"read_p99_ms": None, "scan_p99_ms": None, "n": 3}
+
+
 def test_settings_are_merged_key_by_key(store_url):
     """`compare` stores its result under "compare", a later `tune --resume` writes "tune": both stay."""
     store = open_store(store_url)

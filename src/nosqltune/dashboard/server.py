@@ -7,12 +7,13 @@ script and style, Plotly.js shipped in the package): nothing is fetched from the
 from __future__ import annotations
 
 import errno
+import json
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import UsageError
 from . import DEFAULT_PORT
-from .data import StudyFeed
+from .data import StudyFeed, encode
 
 STATIC = Path(__file__).resolve().parent / "static"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -27,8 +28,17 @@ def make_app(feed: StudyFeed, *, source: str, study_name: str | None = None, pol
         raise UsageError("the dashboard needs Flask: pip install 'nosqltune[dashboard]' (make setup installs "
                          "it)") from None
 
+    from flask.json.provider import JSONProvider
+
+    class Encoded(JSONProvider):   # jsonify through data.encode: the page's answers are made one way
+        def dumps(self, obj: Any, **kwargs: Any) -> str:
+            return encode(obj).decode()
+
+        def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+            return json.loads(s)
+
     app = Flask("nosqltune.dashboard", static_folder=str(STATIC), static_url_path="/static")
-    app.json.sort_keys = False
+    app.json = Encoded(app)
 
     @app.after_request
     def no_store(response):   # the answers change while a study runs: never from a cache

@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Any, Iterator
 
+import orjson
+
 from .base import LEASE_TTL_S, Lease, Store, StudyBusy, TrialState, busy_message, holder_alive, lease_owner
 
 SCHEMA_VERSION = 3
@@ -74,6 +76,15 @@ CREATE TABLE IF NOT EXISTS leases (
 
 QUEUE_COLUMNS = (("worker", "TEXT"), ("heartbeat_at", "{REAL}"), ("retry_of", "INTEGER"))
 JSON_COLUMNS = ("config", "workload", "metrics", "internals", "timings", "meta")
+
+
+def _loads(text: str | bytes) -> Any:
+    """A stored JSON column: orjson, about 3x Python's json (the dashboard reads a study of 10,000 trials, six
+    columns each, at once); Python's json for what orjson refuses (NaN and Infinity, which json.dumps writes)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def dump(value: Any) -> str | None:
@@ -238,11 +249,11 @@ class SqlStore(Store):
 
     @staticmethod
     def _row(row: dict) -> dict[str, Any]:
-        out = dict(row)
+        """A trial row of _read (a dict of its own) with its JSON columns decoded, in place."""
         for key in JSON_COLUMNS:
-            if out[key] is not None:
-                out[key] = json.loads(out[key])
-        return out
+            if row[key] is not None:
+                row[key] = _loads(row[key])
+        return row
 
     # ------------------------------------------------------------------ the queue
     def enqueue_trial(self, study_id: int, config: dict, workload: dict, *, tag: str | None = None,

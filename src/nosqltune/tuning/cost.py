@@ -24,8 +24,14 @@ def trial_phases(timings: dict[str, Any] | None) -> dict[str, float] | None:
     total = timings.get("total_s")
     if total is None:
         return None
-    out = {name: float(sum(timings.get(k) or 0.0 for k in keys)) for name, keys in PHASES}
-    out["other"] = max(0.0, float(total) - sum(out.values()))
+    out, named = {}, 0.0
+    for name, keys in PHASES:   # loops written out: a study of 10,000 trials is read at once
+        value = 0.0
+        for key in keys:
+            value += timings.get(key) or 0.0
+        out[name] = value
+        named += value
+    out["other"] = max(0.0, float(total) - named)
     return out
 
 

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""The dashboard on a study of 10,000 trials (issue 41: the first answer under 2 s): the page's first answer (the
+whole study, every trial and the summary, encoded as the server sends it), a poll after one new trial and a poll
+that finds nothing new, each in a fresh Python process as `nosqltune dashboard` would start, modules imported
+before the clock starts (the server has them loaded before the page asks).
+
+With --base REV the same store is read by the code of a git revision too (a worktree under /tmp), the two
+interleaved run by run, so the ratio is measured side by side on the same machine state. The store: an 8-trial
+study on the recorded surrogate (`wide24`), then 10,000 tuning trials written directly with random
+configurations of its space (one in 97 failed), as tests/unit/test_dashboard.py makes it. Writes
+bench/results/dashboard_scale.{md,json}. Nothing else may run: it times CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import RESULTS, ROOT, kept_notes, log  # bench/common.py
+
+TRIALS = 10_000
+GOAL_S = 2.0
+TUNE = ["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90", "--optimizer",
+        "random", "--budget", "8"]
+
+# run in a fresh process with the code under test on sys.path: prints one JSON line of timings
+READER = r"""
+import json, sys, time
+store_path = sys.argv[1]
+from nosqltune.dashboard import data
+from nosqltune.store import open_reader, open_store
+from nosqltune.store.base import TrialState
+import nosqltune.evaluation.study, nosqltune.tuning.results, nosqltune.tuning.cost, nosqltune.report.data, numpy
+encode = getattr(data, "encode", None) or (lambda answer: json.dumps(answer).encode())
+
+def timed(work):
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = work()
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+with open_reader(store_path) as reader:
+    feed = data.StudyFeed(reader)
+    first, wall, cpu = timed(lambda: encode(feed.study("tune")))
+    cursor = json.loads(first)["cursor"]
+    _, unchanged, _ = timed(lambda: feed.study("tune", cursor))
+    with open_store(store_path) as writer:   # one more trial, as tune writes it
+        study_id = writer.find_study("tune")["id"]
+        trial = writer.start_trial(study_id, {}, {"name": "read90"}, tag="tune", meta={"instance": "read90"})
+        writer.finish_trial(trial, TrialState.FAIL, failure_kind="crash", error="the node exited with 137")
+    _, changed, _ = timed(lambda: feed.study("tune", cursor))
+print(json.dumps({"first_s": wall, "first_cpu_s": cpu, "bytes": len(first), "poll_unchanged_s": unchanged,
+                  "poll_changed_s": changed}))
+"""
+
+
+def make_store(folder: Path) -> Path:
+    """The 10,008-trial store (made once, then copied for each run: a run adds a trial)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from nosqltune.cli import main
+    from nosqltune.evaluation.study import study_of
+    from nosqltune.store import open_store
+
+    path = folder / "study.db"
+    os.environ["NOSQLTUNE_CACHE"] = str(folder / "cache")
+    log("an 8-trial study on the surrogate (its model is fitted first)")
+    if main([*TUNE, "--study", str(path), "--json"]) != 0:
+        raise SystemExit("the surrogate study failed")
+    with open_store(str(path)) as store:
+        opened = study_of(store, store.find_study("tune"))
+        template = store.trials(opened.id)[1]
+    rng = random.Random(7)
+    rows = []
+    for i in range(TRIALS):
+        config = opened.space.sample(rng)
+        summary = {**template["metrics"]["summary"], "throughput_ops_s": rng.uniform(4000, 9000)}
+        failed = i % 97 == 0
+        rows.append((opened.id, 8 + i, "FAIL" if failed else "COMPLETE", "crash" if failed else None,
+                     "the node exited with 137" if failed else None, "tune", json.dumps(config),
+                     json.dumps(template["workload"]), None if failed else json.dumps({"summary": summary}),
+                     json.dumps({"bottleneck": {"limit": "cores", "line": "limited by the cores"}}),
+                     json.dumps({"total_s": 60.0, "measure_s": 30.0, "boot_s": 20.0}), 1.0e9 + i, 1.0e9 + i + 60,
+                     json.dumps({"suggestion": 8 + i, "kind": "suggested", "instance": "read90"})))
+    with sqlite3.connect(path) as db:
+        db.executemany("INSERT INTO trials (study_id, number, state, failure_kind, error, tag, config, workload, "
+                       "metrics, internals, timings, started_at, finished_at, meta) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    log(f"wrote {TRIALS:,} trials into {path}")
+    return path
+
+
+def read_once(src: Path, store: Path, scratch: Path) -> dict:
+    copy = scratch / "run.db"
+    shutil.copy(store, copy)
+    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
+    out = subprocess.run([sys.executable, "-c", READER, str(copy)], env=env, capture_output=True, text=True,
+                         cwd=scratch)
+    if out.returncode != 0:
+        raise SystemExit(f"the reader failed ({src}):\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def describe(runs: list[dict], key: str) -> dict:
+    values = [r[key] for r in runs]
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "values": values}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=7, help="fresh processes per code version (interleaved)")
+    p.add_argument("--base", metavar="REV", help="also time the code of this git revision, side by side")
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="nosqltune-dashboard-") as tmp:
+        scratch = Path(tmp)
+        store = make_store(scratch)
+        versions = {"this tree": ROOT / "src"}
+        worktree = None
+        if a.base:
+            worktree = scratch / "base"
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(worktree), a.base],
+                           check=True)
+            versions[f"base {a.base}"] = worktree / "src"
+        try:
+            runs: dict[str, list[dict]] = {name: [] for name in versions}
+            for i in range(a.runs):
+                for name, src in versions.items():
+                    runs[name].append(read_once(src, store, scratch))
+                    log(f"run {i + 1}/{a.runs} {name}: first answer {runs[name][-1]['first_s']:.2f} s")
+        finally:
+            if worktree is not None:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False)
+    results = {"trials": TRIALS + 8, "goal_s": GOAL_S, "runs": a.runs, "base": a.base,
+               "at": time.strftime("%Y-%m-%d %H:%M"),
+               "versions": {name: {k: describe(r, k) for k in ("first_s", "first_cpu_s", "poll_changed_s",
+                                                                "poll_unchanged_s")}
+                            | {"megabytes": r[0]["bytes"] / 1e6} for name, r in runs.items()}}
+    if a.base:
+        this, base = runs["this tree"], runs[f"base {a.base}"]
+        ratios = [b["first_s"] / t["first_s"] for t, b in zip(this, base)]
+        results["first_answer_speedup"] = {"median": statistics.median(ratios), "min": min(ratios),
+                                           "max": max(ratios)}
+    write(results)
+    return 0
+
+
+def write(results: dict) -> None:
+    (RESULTS / "dashboard_scale.json").write_text(json.dumps(results, indent=1) + "\n")
+    path = RESULTS / "dashboard_scale.md"
+    lines = ["# The dashboard on a study of 10,000 trials (issue 41)", "",
+             f"Generated by `bench/dashboard_scale.py` ({results['at']}): {results['trials']:,} trials, "
+             f"{results['runs']} fresh processes per code version, interleaved; the goal: the first answer under "
+             f"{results['goal_s']:.0f} s.", ""]
+    lines += kept_notes(path, Path(__file__).name)
+    lines += ["| code | first answer, median [min, max] | its CPU | JSON | poll after a new trial | poll, nothing new |"
+              " goal |", "|---|---|---|---|---|---|---|"]
+    for name, v in results["versions"].items():
+        first = v["first_s"]
+        lines.append(f"| {name} | {first['median']:.2f} s [{first['min']:.2f}, {first['max']:.2f}] | "
+                     f"{v['first_cpu_s']['median']:.2f} s | {v['megabytes']:.1f} MB | "
+                     f"{v['poll_changed_s']['median']:.2f} s | {v['poll_unchanged_s']['median']:.3f} s | "
+                     f"{'yes' if first['max'] < results['goal_s'] else 'no'} |")
+    if results.get("first_answer_speedup"):
+        s = results["first_answer_speedup"]
+        lines += ["", f"The first answer, base over this tree, run by run: x{s['median']:.2f} "
+                      f"[{s['min']:.2f}, {s['max']:.2f}]."]
+    path.write_text("\n".join(lines) + "\n")
+    log(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
