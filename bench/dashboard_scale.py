@@ -4,6 +4,10 @@ whole study, every trial and the summary, encoded as the server sends it), a pol
 that finds nothing new, each in a fresh Python process as `nosqltune dashboard` would start, modules imported
 before the clock starts (the server has them loaded before the page asks).
 
+With --browser, also the page itself: `nosqltune dashboard` started on the store (this tree's code, a fresh server
+each run), the page opened in headless chromium (Playwright, Debian's chromium), timed from the request until the
+table holds every trial and the history is drawn.
+
 With --base REV the same store is read by the code of a git revision too (a worktree under /tmp), the two
 interleaved run by run, so the ratio is measured side by side on the same machine state. The store: an 8-trial
 study on the recorded surrogate (`wide24`), then 10,000 tuning trials written directly with random
@@ -16,9 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -67,33 +69,16 @@ def make_store(folder: Path) -> Path:
     """The 10,008-trial store (made once, then copied for each run: a run adds a trial)."""
     sys.path.insert(0, str(ROOT / "src"))
     from nosqltune.cli import main
-    from nosqltune.evaluation.study import study_of
-    from nosqltune.store import open_store
 
     path = folder / "study.db"
     os.environ["NOSQLTUNE_CACHE"] = str(folder / "cache")
     log("an 8-trial study on the surrogate (its model is fitted first)")
     if main([*TUNE, "--study", str(path), "--json"]) != 0:
         raise SystemExit("the surrogate study failed")
-    with open_store(str(path)) as store:
-        opened = study_of(store, store.find_study("tune"))
-        template = store.trials(opened.id)[1]
-    rng = random.Random(7)
-    rows = []
-    for i in range(TRIALS):
-        config = opened.space.sample(rng)
-        summary = {**template["metrics"]["summary"], "throughput_ops_s": rng.uniform(4000, 9000)}
-        failed = i % 97 == 0
-        rows.append((opened.id, 8 + i, "FAIL" if failed else "COMPLETE", "crash" if failed else None,
-                     "the node exited with 137" if failed else None, "tune", json.dumps(config),
-                     json.dumps(template["workload"]), None if failed else json.dumps({"summary": summary}),
-                     json.dumps({"bottleneck": {"limit": "cores", "line": "limited by the cores"}}),
-                     json.dumps({"total_s": 60.0, "measure_s": 30.0, "boot_s": 20.0}), 1.0e9 + i, 1.0e9 + i + 60,
-                     json.dumps({"suggestion": 8 + i, "kind": "suggested", "instance": "read90"})))
-    with sqlite3.connect(path) as db:
-        db.executemany("INSERT INTO trials (study_id, number, state, failure_kind, error, tag, config, workload, "
-                       "metrics, internals, timings, started_at, finished_at, meta) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    sys.path.insert(0, str(ROOT))
+    from tests.synthetic import add_trials   # the rows the dashboard's scale test writes
+
+    add_trials(path, "tune", TRIALS)
     log(f"wrote {TRIALS:,} trials into {path}")
     return path
 
@@ -109,6 +94,46 @@ def read_once(src: Path, store: Path, scratch: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def page_once(store: Path, scratch: Path) -> float:
+    """Seconds from opening the page until it shows all the study's trials and has drawn its history."""
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    copy = scratch / "page.db"
+    shutil.copy(store, copy)
+    import socket
+
+    with socket.socket() as probe:   # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONHASHSEED": "0", "PYTHONUNBUFFERED": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "nosqltune", "dashboard", "--study", str(copy), "--port",
+                               str(port)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=scratch)
+    try:
+        line = server.stdout.readline()
+        found = re.search(r"http://localhost:(\d+)/", line)
+        if not found:
+            raise SystemExit(f"the dashboard did not start: {line}{server.stdout.read()[-2000:]}")
+        browser_path = shutil.which("chromium") or shutil.which("chromium-browser")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=browser_path,
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            began = time.perf_counter()
+            page.goto(f"http://127.0.0.1:{found.group(1)}/")
+            page.wait_for_function(f"Number(document.getElementById('status').dataset.trials) === {TRIALS + 8}",
+                                   timeout=60_000)
+            page.wait_for_selector("#history-plot .main-svg", timeout=60_000)
+            seconds = time.perf_counter() - began
+            browser.close()
+        return seconds
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def describe(runs: list[dict], key: str) -> dict:
     values = [r[key] for r in runs]
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "values": values}
@@ -118,6 +143,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=7, help="fresh processes per code version (interleaved)")
     p.add_argument("--base", metavar="REV", help="also time the code of this git revision, side by side")
+    p.add_argument("--browser", action="store_true", help="also time the page in headless chromium (this tree)")
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="nosqltune-dashboard-") as tmp:
         scratch = Path(tmp)
@@ -135,6 +161,10 @@ def main() -> int:
                 for name, src in versions.items():
                     runs[name].append(read_once(src, store, scratch))
                     log(f"run {i + 1}/{a.runs} {name}: first answer {runs[name][-1]['first_s']:.2f} s")
+            pages = []
+            for i in range(a.runs if a.browser else 0):
+                pages.append(page_once(store, scratch))
+                log(f"run {i + 1}/{a.runs}: the page ready in {pages[-1]:.2f} s")
         finally:
             if worktree is not None:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False)
@@ -143,6 +173,9 @@ def main() -> int:
                "versions": {name: {k: describe(r, k) for k in ("first_s", "first_cpu_s", "poll_changed_s",
                                                                 "poll_unchanged_s")}
                             | {"megabytes": r[0]["bytes"] / 1e6} for name, r in runs.items()}}
+    if pages:
+        results["page_ready_s"] = {"median": statistics.median(pages), "min": min(pages), "max": max(pages),
+                                   "values": pages}
     if a.base:
         this, base = runs["this tree"], runs[f"base {a.base}"]
         ratios = [b["first_s"] / t["first_s"] for t, b in zip(this, base)]
@@ -168,6 +201,11 @@ def write(results: dict) -> None:
                      f"{v['first_cpu_s']['median']:.2f} s | {v['megabytes']:.1f} MB | "
                      f"{v['poll_changed_s']['median']:.2f} s | {v['poll_unchanged_s']['median']:.3f} s | "
                      f"{'yes' if first['max'] < results['goal_s'] else 'no'} |")
+    if results.get("page_ready_s"):
+        r = results["page_ready_s"]
+        lines += ["", f"The page in headless chromium (this tree), from the request until it shows all "
+                      f"{results['trials']:,} trials and has drawn the history: median {r['median']:.2f} s "
+                      f"[{r['min']:.2f}, {r['max']:.2f}] over {len(r['values'])} runs."]
     if results.get("first_answer_speedup"):
         s = results["first_answer_speedup"]
         lines += ["", f"The first answer, base over this tree, run by run: x{s['median']:.2f} "

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,6 +148,7 @@ class _Watcher:
         self.lines: list[str] = []
         self.trials_started = 0
         self.trials_ended = 0
+        self.on_end = None   # called with the count of ended trials as each ends, before the next line is read
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
@@ -161,6 +163,8 @@ class _Watcher:
                 self.trials_started += 1
             elif progress.startswith("->"):   # "-> 1,999 ops/s | best ..." or "-> FAIL ...": a trial ended
                 self.trials_ended += 1
+                if self.on_end is not None:
+                    self.on_end(self.trials_ended)
 
     def last_line(self) -> str:
         """What the user saw last: the tuner's last message (a progress line's text)."""
@@ -209,10 +213,18 @@ def _sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def fill(folder: Path) -> Path:
-    """Fill the filesystem holding `folder` (a small tmpfs of the test's) to the last byte; returns the filler."""
+def fill(folder: Path, leave: int = 0) -> Path:
+    """Fill the filesystem holding `folder` (a small tmpfs of the test's) to the last byte, or to `leave` bytes
+    (allocated at once); returns the filler."""
     filler = folder / ".filler"
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    if leave:
+        try:
+            st = os.statvfs(folder)
+            os.posix_fallocate(fd, 0, max(1, st.f_bavail * st.f_frsize - leave))
+        finally:
+            os.close(fd)
+        return filler
     try:
         for size in (1 << 20, 4096, 1):   # whole megabytes, then the last blocks and bytes
             block = b"\0" * size
@@ -262,6 +274,21 @@ def run_with_fault(*, fault: str, phase: str, home: Path, study: Path, trial_arg
     stopped: list[int] = []
     filler: Path | None = None
     held: HeldLock | None = None
+    before_restore: dict[str, Any] = {}
+    if fault == "data-full" and phase == "restore":
+        # full before the trial writes anything, whatever its restore costs (a copy of milliseconds when an earlier
+        # test built the dataset, a build of seconds when none did): the tuner held still from the end of the
+        # trial before it while the disk fills, 64 KiB left for the trial's folder, so the restore meets the
+        # full disk (a fill raced against the restore lost when the restore was quick, and the study ran on)
+        def fill_between(ended: int) -> None:
+            if ended == trial - 1 and not before_restore:
+                os.kill(proc.pid, signal.SIGSTOP)
+                try:
+                    before_restore["filler"] = fill(full, leave=64 << 10)
+                finally:
+                    os.kill(proc.pid, signal.SIGCONT)
+                before_restore["at"], outcome.injected = time.time(), True
+        watcher.on_end = fill_between
     deadline = time.monotonic() + timeout
     try:
         while proc.poll() is None and time.monotonic() < deadline:
@@ -279,6 +306,11 @@ def run_with_fault(*, fault: str, phase: str, home: Path, study: Path, trial_arg
                 continue
             if phase == "measure":
                 time.sleep(0.5)   # well inside the measured phase
+            if fault == "data-full" and phase == "restore":
+                if "at" not in before_restore:
+                    continue
+                filler, injected_at = before_restore["filler"], before_restore["at"]
+                continue
             if fault in ("data-full", "store-full"):
                 filler = fill(full)
                 injected_at, outcome.injected = time.time(), True
@@ -311,8 +343,8 @@ def run_with_fault(*, fault: str, phase: str, home: Path, study: Path, trial_arg
         outcome.exit_code = proc.returncode
         outcome.user_sees = watcher.last_line()
     finally:
-        if filler is not None:   # space freed (and a held lock let go) before the resume
-            filler.unlink()
+        for made in {filler, before_restore.get("filler")} - {None}:   # space freed (and a held lock let go)
+            made.unlink(missing_ok=True)                                # before the resume
         if held is not None:
             held.release()
         for pid in stopped:   # a hung process the trial could not end is continued, to be killed below

@@ -81,7 +81,8 @@ def test_a_capped_volume_holds_a_process_to_its_iops_and_its_bandwidth(tmp_path)
 
 
 def test_a_warm_start_fills_the_nodes_memory_group_to_its_cap_index_files_last_past_the_io_cap(tmp_path):
-    from nosqltune.runtime.cgroup import MemoryGroup, cached_bytes, usable
+    from nosqltune.runtime.cgroup import MemoryGroup, usable
+    from nosqltune.runtime.page_cache import cached_bytes
 
     if usable():
         pytest.skip(usable())

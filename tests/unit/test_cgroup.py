@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nosqltune.errors import SetupError
-from nosqltune.runtime import cgroup, process
+from nosqltune.runtime import cgroup, page_cache, process
 from nosqltune.runtime.cgroup import MemoryGroup
 
 MiB = 1 << 20
@@ -322,15 +322,15 @@ def test_evict_page_cache_of_files_dirs_and_hard_links(tmp_path):
     (data / "sub" / "b.db").write_bytes(os.urandom(MiB // 2))
     os.link(data / "a.db", tmp_path / "restored.db")  # a snapshot restored as a hard link shares the pages
     (data / "link").symlink_to("/etc/hostname")  # not followed
-    if cgroup.cached_bytes(data / "a.db") is None:
-        assert cgroup.evict_page_cache([data, tmp_path / "restored.db"]) is None
+    if page_cache.cached_bytes(data / "a.db") is None:
+        assert page_cache.evict_page_cache([data, tmp_path / "restored.db"]) is None
         return
-    evicted = cgroup.evict_page_cache([data, tmp_path / "restored.db"])
+    evicted = page_cache.evict_page_cache([data, tmp_path / "restored.db"])
     assert MiB + MiB // 2 <= evicted <= MiB + MiB // 2 + 3 * 4096  # written dirty, synced, dropped; a.db once
-    assert cgroup.cached_bytes(data / "a.db") == 0 and cgroup.cached_bytes(tmp_path / "restored.db") == 0
-    assert cgroup.evict_page_cache([data]) == 0
+    assert page_cache.cached_bytes(data / "a.db") == 0 and page_cache.cached_bytes(tmp_path / "restored.db") == 0
+    assert page_cache.evict_page_cache([data]) == 0
     with pytest.raises(FileNotFoundError):
-        cgroup.evict_page_cache([tmp_path / "missing"])
+        page_cache.evict_page_cache([tmp_path / "missing"])
 
 
 # a real group on this machine
@@ -385,7 +385,7 @@ def test_real_group_caps_page_cache_and_its_reads_go_to_disk(tmp_path):
             fh.write(block)
         fh.flush()
         os.fsync(fh.fileno())
-    cgroup.evict_page_cache([data])  # written by us, so cached and charged to our own group
+    page_cache.evict_page_cache([data])  # written by us, so cached and charged to our own group
     procs = []
     name = f"test-{os.getpid()}"
     group = MemoryGroup.create(name, limit)
@@ -405,7 +405,7 @@ def test_real_group_caps_page_cache_and_its_reads_go_to_disk(tmp_path):
         freed = group.drop_page_cache()  # while the reader still runs
         assert freed > 0 and group.usage().page_cache < 4 * MiB
         process.terminate(first)
-        cgroup.evict_page_cache([data])
+        page_cache.evict_page_cache([data])
 
         second = process.spawn(reader + ["1"], stdout=subprocess.PIPE, preexec=group.preexec())
         procs.append(second)

@@ -7,7 +7,7 @@ import pytest
 from nosqltune.cli import build_parser, main
 from nosqltune.cli.bench import format_table
 from nosqltune.cli.calibrate import recommend
-from nosqltune.cli.options import _heap_mb
+from nosqltune.cli.harness import heap_mb
 
 
 def test_help_lists_commands_and_common_flags(capsys):
@@ -54,9 +54,9 @@ def test_bad_input_one_line_no_run(argv, message, capsys, tmp_path, monkeypatch)
 
 
 def test_heap_sizes():
-    assert _heap_mb("2G") == 2048 and _heap_mb("1536M") == 1536 and _heap_mb("1.5g") == 1536
+    assert heap_mb("2G") == 2048 and heap_mb("1536M") == 1536 and heap_mb("1.5g") == 1536
     with pytest.raises(Exception, match="too small"):
-        _heap_mb("8M")
+        heap_mb("8M")
 
 
 def test_recommend_picks_cheapest_under_threshold():

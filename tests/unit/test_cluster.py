@@ -30,7 +30,7 @@ def test_the_heap_is_checked_before_anything_runs(tmp_path, capsys, monkeypatch)
     import argparse
 
     from nosqltune.cli import main
-    from nosqltune.cli.options import trial_heap
+    from nosqltune.cli.harness import trial_heap
     from nosqltune.systems.cassandra import cluster
 
     monkeypatch.setattr(cluster, "available_mb", lambda: 8000)
@@ -84,7 +84,7 @@ def test_design_reaches_the_model_features():
 # ---------------------------------------------------------------- the design in the search (tune --design)
 
 def test_design_ranges_are_parsed_and_checked():
-    from nosqltune.cli.options import parse_design
+    from nosqltune.cli.harness import parse_design
 
     assert parse_design("nodes=2..4, rf=1..3") == {"nodes": (2, 4), "replication_factor": (1, 3)}
     assert parse_design("replication_factor=1..2") == {"replication_factor": (1, 2)}
@@ -167,12 +167,12 @@ def test_subset_recipes_are_checked():
 def test_per_node_knobs_are_read_from_the_config_file(tmp_path):
     import argparse
 
-    from nosqltune.cli.options import _per_node
+    from nosqltune.cli.harness import per_node as read_per_node
 
     def per_node(text, nodes=3, system="cassandra"):
         path = tmp_path / "c.yaml"
         path.write_text(text)
-        return _per_node(argparse.Namespace(config=str(path), force=False), system, nodes)
+        return read_per_node(argparse.Namespace(config=str(path), force=False), system, nodes)
 
     assert per_node("concurrent_reads: 16\nper_node:\n  2: {concurrent_writes: 64}\n  node3: {concurrent_reads: 8}\n") \
         == {"2": {"concurrent_writes": 64}, "3": {"concurrent_reads": 8}}
@@ -238,3 +238,24 @@ def test_cluster_nodes_wait_for_schema_agreement():
 
     flags = [f for f in jvm_options() + CLUSTER_JVM_FLAGS if f.startswith("-Dcassandra.schema_delay_ms=")]
     assert int(flags[0].split("=")[1]) == 1000 and int(flags[-1].split("=")[1]) >= 30000
+
+
+def test_a_restored_nodes_stale_peer_rows_do_not_count_as_seeing_the_peer(monkeypatch):
+    """A restored node's system.peers_v2 holds rows of the ports its dataset was built on from its first answer;
+    only a row on this start's ports (written once the peer's gossip arrived) counts."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from nosqltune.systems.cassandra import cluster, cql
+
+    rows = [SimpleNamespace(peer="127.0.0.2", peer_port=7001, native_port=9043)]   # from the build
+
+    @contextmanager
+    def fake_session(address, port, timeout=10.0):
+        yield SimpleNamespace(execute=lambda query: list(rows))
+
+    monkeypatch.setattr(cql, "session", fake_session)
+    assert cluster.peers_of("127.0.0.1", 9142, 7100) == set()          # only the stale row: not seen yet
+    assert cluster.peers_of("127.0.0.1", 9142) == {"127.0.0.2"}         # what `cluster status` used to count
+    rows.append(SimpleNamespace(peer="127.0.0.2", peer_port=7100, native_port=9142))   # its gossip arrived
+    assert cluster.peers_of("127.0.0.1", 9142, 7100) == {"127.0.0.2"}

@@ -8,11 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import re
 import shutil
 import socket
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -171,27 +169,12 @@ def test_a_store_of_10000_trials_is_ready_in_time(study, tmp_path):
     from nosqltune.dashboard.data import StudyFeed, encode
     from nosqltune.evaluation.study import study_of
     from nosqltune.store import open_reader, open_store
+    from tests.synthetic import add_trials
 
     path = copy_of(study, tmp_path)
     with open_store(str(path)) as store:
         opened = study_of(store, store.find_study("tune"))
-        template = store.trials(opened.id)[1]
-    rng = random.Random(7)
-    rows = []
-    for i in range(10_000):
-        config = opened.space.sample(rng)
-        summary = {**template["metrics"]["summary"], "throughput_ops_s": rng.uniform(4000, 9000)}
-        failed = i % 97 == 0
-        rows.append((opened.id, 8 + i, "FAIL" if failed else "COMPLETE", "crash" if failed else None,
-                     "the node exited with 137" if failed else None, "tune", json.dumps(config),
-                     json.dumps(template["workload"]), None if failed else json.dumps({"summary": summary}),
-                     json.dumps({"bottleneck": {"limit": "cores", "line": "limited by the cores"}}),
-                     json.dumps({"total_s": 60.0, "measure_s": 30.0, "boot_s": 20.0}), 1.0e9 + i, 1.0e9 + i + 60,
-                     json.dumps({"suggestion": 8 + i, "kind": "suggested", "instance": "read90"})))
-    with sqlite3.connect(path) as db:
-        db.executemany("INSERT INTO trials (study_id, number, state, failure_kind, error, tag, config, workload, "
-                       "metrics, internals, timings, started_at, finished_at, meta) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    add_trials(path, "tune", 10_000)
     with open_reader(str(path)) as reader:
         feed = StudyFeed(reader)
         first, cold = timed(lambda: encode(feed.study("tune")))   # as the server sends it

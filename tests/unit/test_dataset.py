@@ -14,10 +14,12 @@ import pytest
 
 from nosqltune.errors import UsageError
 from nosqltune.systems import dataset as ds
+from nosqltune.systems import dataset_cache
 from nosqltune.systems.base import TrialSettings
 from nosqltune.systems.cassandra.trial import cassandra_dataset_key as dataset_key
-from nosqltune.systems.dataset import (Dataset, create_dataset, dataset_budget, evict, format_size, in_use,
-                                       list_datasets, make_room, parse_size, prune, sweep)
+from nosqltune.systems.dataset import Dataset
+from nosqltune.systems.dataset_cache import (Budget, create_dataset, dataset_budget, evict, format_size, in_use,
+                                             list_datasets, make_room, parse_size, prune, sweep)
 
 
 def _make(root):
@@ -139,7 +141,7 @@ def test_budget_from_the_environment_or_a_sensible_default(tmp_path, monkeypatch
     # what datasets already take counts as theirs: they do not shrink their own budget
     assert dataset_budget(tmp_path, used=10 << 30).bytes == min(50 << 30, (free + (10 << 30)) // 2)
     monkeypatch.setenv("NOSQLTUNE_DATASET_BUDGET", "20G")
-    assert dataset_budget(tmp_path) == ds.Budget(20 << 30, "NOSQLTUNE_DATASET_BUDGET=20G")
+    assert dataset_budget(tmp_path) == Budget(20 << 30, "NOSQLTUNE_DATASET_BUDGET=20G")
     monkeypatch.setenv("NOSQLTUNE_DATASET_BUDGET", "plenty")
     with pytest.raises(UsageError, match="NOSQLTUNE_DATASET_BUDGET expects a size like 20G"):
         dataset_budget(tmp_path)
@@ -274,7 +276,7 @@ def test_sweep_removes_what_dead_builders_left_and_spares_running_builds(tmp_pat
     (tmp_path / "gone.evict1-abc" / "data").mkdir(parents=True)    # an eviction killed mid-removal
     (tmp_path / "stale.lock").touch()
     (tmp_path / "live.tmp1" / "node").mkdir(parents=True)          # a build in progress: its lock is held
-    with ds._building(Dataset(key="live", root=tmp_path / "live")):
+    with dataset_cache._building(Dataset(key="live", root=tmp_path / "live")):
         sweep(tmp_path)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "live.lock", "live.tmp1"]
 
@@ -324,7 +326,8 @@ def test_link_across_filesystems_falls_back_to_a_copy(tmp_path, monkeypatch):
 _BUILDER = """
 import sys, time
 from pathlib import Path
-from nosqltune.systems.dataset import Dataset, create_dataset
+from nosqltune.systems.dataset import Dataset
+from nosqltune.systems.dataset_cache import create_dataset
 
 folder, log = Path(sys.argv[1]), Path(sys.argv[2])
 

@@ -3,7 +3,8 @@
 import pytest
 
 from nosqltune.cli import build_parser, main
-from nosqltune.cli.options import _build_workload, _overrides, _settings
+from nosqltune.cli.options import _build_workload, _overrides
+from nosqltune.cli.harness import trial_settings
 from nosqltune.errors import UsageError
 from nosqltune.knobs import load_space
 from nosqltune.scenarios import _parse, scenario, scenarios
@@ -27,7 +28,7 @@ def test_the_four_scenarios_and_what_makes_each():
 
 
 def test_the_default_scenario_leaves_the_calibrated_harness_unchanged():
-    workload, settings = _build_workload(_args()), _settings(_args())
+    workload, settings = _build_workload(_args()), trial_settings(_args())
     assert (workload.name, workload.records, workload.operations, workload.max_seconds) == ("ycsb-a", 100_000,
                                                                                             100_000, None)
     assert settings.scenario == "in-memory" and settings.memory_limit_mb() is None and settings.heap_mb == 2048
@@ -35,12 +36,12 @@ def test_the_default_scenario_leaves_the_calibrated_harness_unchanged():
 
 def test_a_scenario_gives_defaults_and_every_flag_wins():
     args = _args("--scenario", "disk-bound")
-    workload, settings = _build_workload(args), _settings(args)
+    workload, settings = _build_workload(args), trial_settings(args)
     assert (workload.name, workload.mix["requestdistribution"], workload.records) == ("ycsb-b-uniform", "uniform",
                                                                                        2_000_000)
     assert settings.heap_mb == 1024 and settings.memory_limit_mb() == 1024 + 768 + 256
     args = _args("--scenario", "disk-bound", "--workload", "ycsb-a", "--records", "5000", "--heap", "2G")
-    workload, settings = _build_workload(args), _settings(args)
+    workload, settings = _build_workload(args), trial_settings(args)
     # the user's mix brings its own key choice; sizes and heap are the flags'; the memory cap stays
     assert (workload.name, workload.records, workload.operations) == ("ycsb-a", 5000, 150_000)
     assert settings.heap_mb == 2048 and settings.memory_limit_mb() == 2048 + 768 + 256
@@ -105,7 +106,7 @@ def test_under_a_memory_cap_the_heaps_range_ends_where_the_cap_leaves_room_and_a
     from nosqltune.tuning.results import stored_subset
 
     args = build_parser().parse_args(["tune", "--scenario", "disk-bound", "--knobs", "v5"])
-    settings = _settings(args)
+    settings = trial_settings(args)
     assert settings.largest_heap_mb() == 1024 + 256
     full = load_space("cassandra").with_knob_defaults({"heap_size": settings.heap_mb})
     assert full.subset("v5").knobs["heap_size"].range == (512, 2048)
@@ -118,7 +119,7 @@ def test_under_a_memory_cap_the_heaps_range_ends_where_the_cap_leaves_room_and_a
     assert full.subset(stored).knobs["heap_size"].range == (512, 1280)     # what a resume rebuilds
     # no cap (in-memory): the set's own range, stored by its name
     plain = build_parser().parse_args(["tune", "--knobs", "v5"])
-    _, subset, _ = _searched_space(plain, full, "tuned", settings=_settings(plain))
+    _, subset, _ = _searched_space(plain, full, "tuned", settings=trial_settings(plain))
     assert subset.knobs["heap_size"].range == (512, 2048) and stored_subset(subset, full) == "v5"
     # a cap too small for the range's low end: one line, exit 2
     with pytest.raises(UsageError, match="allows at most 384 MiB"):
@@ -213,10 +214,10 @@ def test_rate_fraction_sets_the_fixed_rate_over_the_scenarios(monkeypatch):
     for argv, rate in ((["--scenario", "latency-slo"], 600), (["--scenario", "latency-slo", "--rate-fraction", "0.5"],
                                                             500), (["--rate-fraction", "0.25"], 250)):
         args = _args(*argv)
-        workload, constraint = scenario_rate(args, _settings(args), _build_workload(args))
+        workload, constraint = scenario_rate(args, trial_settings(args), _build_workload(args))
         assert workload.target == rate and constraint == f"throughput>={0.95 * rate:g}"
     args = _args("--scenario", "latency-slo", "--target", "700", "--rate-fraction", "0.5")   # a rate given wins
-    assert scenario_rate(args, _settings(args), _build_workload(args))[0].target == 700
+    assert scenario_rate(args, trial_settings(args), _build_workload(args))[0].target == 700
 
 
 def test_the_cloud_scenarios_put_each_node_on_a_capped_volume_and_flags_win(monkeypatch):
@@ -227,24 +228,24 @@ def test_the_cloud_scenarios_put_each_node_on_a_capped_volume_and_flags_win(monk
     cloud = scenario("cloud-disk")
     assert (cloud.volume, cloud.volume_caps) == ("aws-gp3", {"iops": 1000, "mbps": 42})
     assert cloud.memory_limit_mb(1024) == scenario("disk-bound").memory_limit_mb(1024)
-    settings = _settings(_args("--scenario", "cloud-disk"))
+    settings = trial_settings(_args("--scenario", "cloud-disk"))
     assert settings.volume == {"name": "aws-gp3", "read_iops": 1000, "write_iops": 1000, "read_mbps": 42,
                                "write_mbps": 42, "read_ahead_kb": 128}
     # a volume named on the command line comes with its own caps; a cap given wins over both
-    assert _settings(_args("--scenario", "cloud-disk", "--volume", "aws-gp3")).volume["read_iops"] == 3000
-    assert _settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).volume["read_mbps"] == 42
-    assert _settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).volume["read_iops"] == 500
+    assert trial_settings(_args("--scenario", "cloud-disk", "--volume", "aws-gp3")).volume["read_iops"] == 3000
+    assert trial_settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).volume["read_mbps"] == 42
+    assert trial_settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).volume["read_iops"] == 500
     slo = scenario("cloud-slo")
     assert slo.rate_fraction == 0.7 and slo.objective == "p99-read" and slo.volume == "aws-gp3"
-    assert _settings(_args()).volume is None
+    assert trial_settings(_args()).volume is None
     listed = scenario("cloud-disk").describe()["sets"]
     assert listed["volume"] == "aws-gp3, iops 1000, mbps 42"
     # the cloud scenarios start each node's page cache warm (a node long in service); disk-bound starts cold
-    assert settings.warm_page_cache and _settings(_args("--scenario", "cloud-slo")).warm_page_cache
+    assert settings.warm_page_cache and trial_settings(_args("--scenario", "cloud-slo")).warm_page_cache
     assert listed["memory"]["warm"] is True
-    assert not _settings(_args("--scenario", "disk-bound")).warm_page_cache
-    assert not _settings(_args("--scenario", "cloud-disk", "--page-cache-start", "cold")).warm_page_cache
-    assert _settings(_args("--scenario", "disk-bound", "--page-cache-start", "warm")).warm_page_cache
+    assert not trial_settings(_args("--scenario", "disk-bound")).warm_page_cache
+    assert not trial_settings(_args("--scenario", "cloud-disk", "--page-cache-start", "cold")).warm_page_cache
+    assert trial_settings(_args("--scenario", "disk-bound", "--page-cache-start", "warm")).warm_page_cache
 
 
 def test_a_warm_start_needs_a_page_cache_cap_and_a_boolean(capsys):

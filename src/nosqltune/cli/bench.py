@@ -8,8 +8,8 @@ import json
 from ..bottleneck import of_trial
 from .text import text_table
 from ..evaluation.runs import run_trials
-from .options import (_build_workload, _common, _overrides, _progress, _settings, _stats, scenario_rate,
-                      trial_target)
+from .options import _build_workload, _common, _overrides, _progress, _stats, scenario_rate, trial_target
+from .harness import trial_settings
 
 
 _TIMING_ROWS = [("data load s (once)", "dataset_build_s"), ("restore s", "restore_s"), ("boot s", "boot_s"), ("warm-up s", "warmup_s"),
@@ -91,7 +91,7 @@ def _fmt(value: float | None) -> str:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+    settings = trial_settings(args)
     target = trial_target(settings)
     space = target.knob_space(settings)
     overrides = _overrides(args, space)

@@ -61,11 +61,12 @@ def _trial_seconds(row: dict[str, Any]) -> float:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..evaluation.runs import run_trials
     from ..objective import metric_value
-    from .options import _build_workload, _overrides, _progress, _scenario, _settings, _stats, scenario_rate, trial_target
+    from .options import _build_workload, _overrides, _progress, _scenario, _stats, scenario_rate, trial_target
+    from .harness import trial_settings
     from ..workloads.spec import Workload
 
     metric, max_cv, max_trial_seconds = _goal(args)
-    settings = _settings(args)
+    settings = trial_settings(args)
     target = trial_target(settings)
     space = target.knob_space(settings)
     overrides = _overrides(args, space)      # the scenario's knob values (a calibration measures the default)

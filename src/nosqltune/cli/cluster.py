@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..errors import UsageError
-from .options import _heap_mb, cassandra_version
+from .harness import heap_mb, cassandra_version
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
@@ -30,7 +30,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         if elsewhere:
             raise UsageError(f"cluster up sets cassandra.yaml knobs only; {elsewhere[0]} applies to the "
                              f"{space.knobs[elsewhere[0]].applies}: leave it out (bench and tune set it per trial)")
-        heap = _heap_mb(args.heap)
+        heap = heap_mb(args.heap)
         space.with_knob_defaults({"heap_size": heap}).check_rules(overrides)   # on the nodes' heap
         cluster.check_fits(args.nodes, heap)
         check_writable("work", "cache")   # the nodes' folders, and Cassandra's jars

@@ -16,7 +16,8 @@ def _say(args) -> Any:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from .options import _searched_space, _settings, trial_target
+    from .options import _searched_space, trial_target
+    from .harness import trial_settings
     from ..store import open_store
     from ..systems import run_trial
     from ..tuning.results import stored_subset as _subset_mapping
@@ -29,7 +30,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         raise UsageError("--configs must be positive, --noise-repeats and --limit not negative")
     if args.repeat != 1:
         raise UsageError("collect runs each (workload, configuration) once; use --noise-repeats for repeats")
-    settings = _settings(args)
+    settings = trial_settings(args)
     target = trial_target(settings)
     full_space = target.knob_space(settings)
     ratios = parse_ratios(args.read_ratios)

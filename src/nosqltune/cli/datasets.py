@@ -21,7 +21,7 @@ def parse_age(text: str, flag: str = "--older-than") -> float:
 
 
 def parse_keep(text: str) -> int:
-    from ..systems.dataset import parse_size
+    from ..systems.dataset_cache import parse_size
 
     try:
         return parse_size(text)
@@ -60,7 +60,7 @@ def _no_action(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from ..runtime.paths import check_writable, datasets_dir
-    from ..systems.dataset import dataset_budget, format_size, free_bytes, list_datasets
+    from ..systems.dataset_cache import dataset_budget, format_size, free_bytes, list_datasets
 
     check_writable("datasets")
     folder = datasets_dir()
@@ -86,7 +86,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     from ..runtime.paths import check_writable, datasets_dir
-    from ..systems.dataset import budget_setting, format_size, prune
+    from ..systems.dataset_cache import budget_setting, format_size, prune
 
     if args.keep is not None and args.all:
         raise UsageError("give --keep SIZE or --all, not both")

@@ -46,7 +46,8 @@ def _print_ranking(args, ranked: list[dict], key: int, header: str, extra: dict[
 
 
 def _importance_measured(args: argparse.Namespace) -> int:
-    from .options import _build_workload, _searched_space, _settings, trial_target
+    from .options import _build_workload, _searched_space, trial_target
+    from .harness import trial_settings
     from ..store import open_store
     from ..systems import run_trial
     from ..tuning.results import stored_subset as _subset_mapping
@@ -58,7 +59,7 @@ def _importance_measured(args: argparse.Namespace) -> int:
     if args.workload and "," in args.workload:
         raise UsageError("importance measures one workload; give one --workload")
     objective = Objective.parse(args.objective, [])
-    settings = _settings(args)
+    settings = trial_settings(args)
     target = trial_target(settings)
     full_space = target.knob_space(settings)
     fixed, subset, space = _searched_space(args, full_space, "measured", settings=settings)

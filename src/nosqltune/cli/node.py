@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import UsageError
-from .options import _heap_mb, cassandra_version
+from .harness import heap_mb, cassandra_version
 
 
 def cmd_node(args: argparse.Namespace) -> int:
@@ -35,7 +35,7 @@ def cmd_node(args: argparse.Namespace) -> int:
     home = Path(args.home).expanduser().resolve()
     if home.exists() and not home.is_dir():
         raise UsageError(f"--home {args.home} is a file: give a folder for the node's data (made when missing)")
-    return serve(home, args.port, overrides, _heap_mb(args.heap),
+    return serve(home, args.port, overrides, heap_mb(args.heap),
                  cassandra_version(args.cassandra_version) or DEFAULT_VERSION, say=lambda line: print(line, flush=True))
 
 

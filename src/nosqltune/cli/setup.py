@@ -9,7 +9,7 @@ import sys
 def cmd_setup(args: argparse.Namespace) -> int:
     from ..systems.cassandra.provision import DEFAULT_VERSION, cassandra_classpath
     from ..workloads.loadgen import loadgen_classpath
-    from .options import cassandra_version
+    from .harness import cassandra_version
 
     version = cassandra_version(args.cassandra_version) or DEFAULT_VERSION
     print(f"Cassandra {version}: {len(cassandra_classpath(version))} jars", file=sys.stderr)

@@ -37,7 +37,8 @@ def _workdir(args, study_name: str, optimizer: str) -> Path:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .options import _settings, trial_target
+    from .options import trial_target
+    from .harness import trial_settings
     from ..knobs.space import TuningSpace
     from ..store import open_store
     from ..systems import TrialSettings
@@ -52,7 +53,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UsageError("--confirm-top must be at least 0 and --confirm-rounds at least 2")
     _check_parallel(args)
     if not args.resume:   # bad input is refused before the store is touched
-        settings = _settings(args, surrogate=True)
+        settings = trial_settings(args, surrogate=True)
         _check_parallel_fits(args, settings)
         full_space = trial_target(settings).knob_space(settings)
         fresh = _new_run(args, full_space, settings)
@@ -233,7 +234,8 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
     and `replication_factor`; with any design flag (--nodes, --rf, --design) the design knobs of a knob set
     (irace23 has replication_factor) are left out of the search, so the design is what the flags say.
     Stored as a recipe (the knob set, the added ranges, what is left out), so a resume rebuilds it."""
-    from .options import leave_out, parse_design
+    from .options import leave_out
+    from .harness import parse_design
 
     searched = parse_design(getattr(args, "design", None))
     if not searched and args.nodes == 1 and args.rf is None:

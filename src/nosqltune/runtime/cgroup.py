@@ -3,28 +3,28 @@ before each trial, and its disk reads are measured.
 
 - `MemoryGroup`: one memory cgroup per datastore process (per node of a local cluster), on cgroup v1 (the memory
   controller mounted at /sys/fs/cgroup/memory) or cgroup v2 (the unified hierarchy at /sys/fs/cgroup).
-- `evict_page_cache`: drop the page cache of given files, wherever it is charged (a dataset restored as hard links
-  shares its pages with the copy it was built from, and those pages may be charged to another group).
+- `page_cache.evict_page_cache` (runtime/page_cache.py): drop the page cache of given files, wherever it is charged
+  (a dataset restored as hard links shares its pages with the copy it was built from, and those pages may be
+  charged to another group).
 - `process_io`: a process's I/O counters from /proc/PID/io.
 
 A group only limits the pages charged to it: a page already cached when a process of the group reads it stays
-charged where it was, and serves the read from memory. So before a cold trial: `evict_page_cache(data_dir)`, then
+charged where it was, and serves the read from memory. So before a cold trial: `page_cache.evict_page_cache(data_dir)`, then
 `group.drop_page_cache()`.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import re
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
 from ..errors import SetupError
+from .page_cache import data_files
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_SELF_CGROUP = Path("/proc/self/cgroup")
@@ -336,7 +336,7 @@ class MemoryGroup:
         hierarchy is apart) do not slow it; on v2 the caller lifts them first (`blkio.IOGroup.lifted`)."""
         import subprocess
 
-        names = sorted(_files(paths), key=lambda name: (last(name), name))
+        names = sorted(data_files(paths), key=lambda name: (last(name), name))
         for start in range(0, len(names), 500):   # a command line of bounded length
             done = subprocess.run(["cat", "--", *names[start:start + 500]], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, preexec_fn=self.preexec(), check=False)
@@ -435,90 +435,6 @@ def _limit(path: Path) -> int | None:
         return None
     value = int(text)
     return None if value >= 1 << 62 else value  # v1's "unlimited" is a huge page-aligned number
-
-
-# the page cache of files
-
-
-class _CacheRange(ctypes.Structure):
-    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
-
-
-class _CacheStat(ctypes.Structure):
-    _fields_ = [("nr_cache", ctypes.c_uint64), ("nr_dirty", ctypes.c_uint64), ("nr_writeback", ctypes.c_uint64),
-                ("nr_evicted", ctypes.c_uint64), ("nr_recently_evicted", ctypes.c_uint64)]
-
-
-_SYS_CACHESTAT = 451  # the same number on every architecture (Linux 6.5+)
-_cachestat_missing = False
-
-
-def _cachestat(fd: int) -> _CacheStat | None:
-    """The kernel's count of a file's pages in the page cache (cachestat(2)); None where the kernel has none."""
-    global _cachestat_missing
-    if _cachestat_missing:
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)
-    whole, counts = _CacheRange(0, 0), _CacheStat()  # len 0: to the end of the file
-    if libc.syscall(ctypes.c_long(_SYS_CACHESTAT), ctypes.c_uint(fd), ctypes.byref(whole), ctypes.byref(counts),
-                    ctypes.c_uint(0)) != 0:
-        if ctypes.get_errno() in (errno.ENOSYS, errno.EPERM):  # EPERM: a seccomp filter that does not know it
-            _cachestat_missing = True
-        return None
-    return counts
-
-
-def cached_bytes(path: str | os.PathLike[str]) -> int | None:
-    """Bytes of a file in the page cache now; None where the kernel cannot tell (before Linux 6.5)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        counts = _cachestat(fd)
-        return None if counts is None else counts.nr_cache * _PAGE
-    finally:
-        os.close(fd)
-
-
-def _files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[str]:
-    for given in paths:
-        top = os.path.realpath(given)  # a path given is followed if it is a link; links under it are not
-        if os.path.isdir(top):
-            for folder, _dirs, names in os.walk(top):
-                for name in names:
-                    yield os.path.join(folder, name)
-        else:
-            os.stat(top)  # a missing path given is an error; files vanishing under a walk are not
-            yield top
-
-
-def evict_page_cache(paths: Iterable[str | os.PathLike[str]]) -> int | None:
-    """Drop the page cache of these files and of every file under these directories, whichever cgroup it is charged
-    to: dirty pages are written first (fdatasync), then POSIX_FADV_DONTNEED drops the clean ones. Hard links share
-    one inode and its pages, and are evicted once. Pages mapped by a running process stay. Returns the bytes
-    evicted, or None where the kernel cannot count them (before Linux 6.5)."""
-    seen: set[tuple[int, int]] = set()
-    evicted: int | None = 0
-    for name in _files(paths):
-        try:
-            st = os.lstat(name)
-            if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
-                continue
-            seen.add((st.st_dev, st.st_ino))
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW)
-        except FileNotFoundError:  # removed meanwhile (a compaction)
-            continue
-        try:
-            before = _cachestat(fd)
-            if before is None or before.nr_dirty or before.nr_writeback:
-                os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            after = _cachestat(fd)
-            if before is None or after is None:
-                evicted = None
-            elif evicted is not None:
-                evicted += max(0, before.nr_cache - after.nr_cache) * _PAGE
-        finally:
-            os.close(fd)
-    return evicted
 
 
 def process_io(pid: int, *, proc_root: Path = PROC) -> dict[str, int]:

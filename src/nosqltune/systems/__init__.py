@@ -61,7 +61,7 @@ class Datastore:
         return self.module.default_knobs(settings)
 
     def preflight(self, workload: "Workload", settings: TrialSettings) -> None:
-        from .dataset import budget_setting
+        from .dataset_cache import budget_setting
 
         budget_setting()   # a bad NOSQLTUNE_DATASET_BUDGET is refused before anything runs
         self.module.preflight(workload, settings)

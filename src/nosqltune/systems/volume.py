@@ -69,7 +69,7 @@ class NodeVolume:
         written back and dropped from the page cache: the files copied (those a datastore may rewrite, or all of
         them with mode "copy") would otherwise sit in memory charged to this process, not to the node's memory
         group, and their write-back would land in the measured phase. Seconds taken."""
-        from ..runtime.cgroup import evict_page_cache
+        from ..runtime.page_cache import evict_page_cache
 
         started = time.monotonic()
         copy_tree(self.loop.point / DATASET_DIR, self.storage / "data", mode)

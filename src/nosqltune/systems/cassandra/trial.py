@@ -17,7 +17,8 @@ from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_re
                       record_run)
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, run_client
-from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
+from ..dataset import Dataset, dataset_for, dataset_key
+from ..dataset_cache import create_dataset
 from . import cql, internals
 from .config import PlacedConfig, place
 from .node import CassandraNode
@@ -348,7 +349,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             if ahead is not None:   # what a page fault of mmap reads around the page it needs
                 result.internals["read_ahead_kb"] = ahead
             if cold:
-                from ...runtime.cgroup import evict_page_cache
+                from ...runtime.page_cache import evict_page_cache
 
                 t0 = time.monotonic()
                 evicted = evict_page_cache([data_dir for data_dir, _ in servers.data_dirs()])

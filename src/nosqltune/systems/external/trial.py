@@ -27,7 +27,8 @@ from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, parse_output, run_client
 from ...runtime import process
 from ..cassandra.node import flatten_dotted, set_dotted
-from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
+from ..dataset import Dataset, dataset_for, dataset_key
+from ..dataset_cache import create_dataset
 from .target import Step, Target, load_target
 
 HEALTH_ATTEMPT_S = 5.0

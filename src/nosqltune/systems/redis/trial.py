@@ -23,7 +23,8 @@ from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_re
                       record_run)
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, run_client
-from ..dataset import Dataset, create_dataset, dataset_for, dataset_key
+from ..dataset import Dataset, dataset_for, dataset_key
+from ..dataset_cache import create_dataset
 from .resp import RedisError, parse_info_number
 from .server import RedisServer, directive_value, redis_version, render_directives
 
