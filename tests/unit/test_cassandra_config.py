@@ -156,3 +156,35 @@ def test_the_memtable_implementations_a_table_may_name_are_defined(tmp_path):
     settings = render_yaml(tmp_path, NodePorts(native=19042, storage=17000, jmx=17199), {})
     assert set(settings["memtable"]["configurations"]) == {"skiplist", "trie", "default"}
     assert settings["memtable"]["configurations"]["default"] == {"inherits": "skiplist"}   # 5.0's shipped default
+
+
+def test_a_boot_that_failed_on_a_full_disk_stops_the_study_with_the_fix(tmp_path, monkeypatch):
+    """The node's own words for ENOSPC in its log, or almost no space left beside it, make a failed boot the
+    disk's fault (SetupError: exit 3, `tune --resume` after freeing space), not the configuration's; any other
+    failed boot stays the trial's failure."""
+    import shutil
+    from collections import namedtuple
+
+    from nosqltune.errors import SetupError, TrialError
+    from nosqltune.systems.base import TrialSettings
+    from nosqltune.systems.cassandra import trial
+
+    servers = trial._Servers(tmp_path / "node", {}, [], TrialSettings())
+    said = {"log": "INFO  Starting Cassandra"}
+
+    def fails(timeout):
+        raise TrialError("crashed", "Cassandra exited during boot", log_excerpt=said["log"])
+
+    monkeypatch.setattr(servers.first, "start", fails)
+    monkeypatch.setattr(servers.first, "log_excerpt", lambda: said["log"])
+    usage = namedtuple("usage", "total used free")
+    free = {"bytes": 10 << 30}
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(20 << 30, 0, free["bytes"]))
+    with pytest.raises(TrialError):                        # plenty of space, nothing said: the configuration's
+        servers.start(10)
+    said["log"] = "ERROR FSWriteError: java.io.IOException: No space left on device"
+    with pytest.raises(SetupError, match="no space left on the disk of .*tune --resume"):
+        servers.start(10)
+    said["log"], free["bytes"] = "", 1 << 20                  # no log at all, and 1 MiB free
+    with pytest.raises(SetupError, match="no space left"):
+        servers.start(10)

@@ -158,12 +158,17 @@ def failures_recorded(result: TrialResult, log_excerpt: Callable[[], str]) -> It
         result.log_excerpt = log_excerpt()
     except OSError as exc:
         if exc.errno == errno.ENOSPC:   # a full disk fails every trial after it too: the study stops, resumable
-            where = exc.filename2 or exc.filename or "the work directory"
-            raise SetupError(f"no space left on the disk of {where}: free space (`nosqltune datasets` shows and "
-                             "prunes the dataset cache), then go on with `tune --resume`") from None
+            raise no_space(exc.filename2 or exc.filename or "the work directory") from None
         _unforeseen(result, exc, log_excerpt)
     except Exception as exc:
         _unforeseen(result, exc, log_excerpt)
+
+
+def no_space(where: str) -> SetupError:
+    """A full disk: not the configuration's fault, and every trial after it would fail too, so the study stops
+    (exit 3) with the fix; `tune --resume` runs the trial again."""
+    return SetupError(f"no space left on the disk of {where}: free space (`nosqltune datasets` shows and prunes the "
+                      "dataset cache), then go on with `tune --resume`")
 
 
 def _unforeseen(result: TrialResult, exc: Exception, log_excerpt: Callable[[], str]) -> None:

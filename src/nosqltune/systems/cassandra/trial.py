@@ -13,8 +13,8 @@ from ...knobs import KnobSpace
 from ...runtime import process
 from ...runtime.environment import read_ahead_kb
 from ...runtime.paths import claim_trial_dir, work_dir
-from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, quiet,
-                      record_run)
+from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, no_space,
+                    quiet, record_run)
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, run_client
 from ..dataset import Dataset, dataset_for, dataset_key
@@ -26,6 +26,8 @@ from ..volume import NodeVolume
 
 KEYSPACE = "ycsb"
 TABLE = "usertable"
+NO_SPACE = "No space left on device"   # the JVM's words for ENOSPC, in a node's log
+LOW_SPACE_BYTES = 16 << 20   # a node that failed to boot with less free beside it failed on the full disk
 
 def default_knobs(settings: TrialSettings) -> str | None:
     """The knob set `tune` searches unless --knobs says otherwise."""
@@ -232,7 +234,20 @@ class _Servers:
         return [f"jmx:127.0.0.1:{n.ports.jmx}:{n.proc.pid}" for n in self.members]
 
     def start(self, timeout: float, restored: bool = False) -> float:
-        return self.first.start(timeout) if self.cluster is None else self.cluster.start(timeout, restored)
+        """Boot the node (or the cluster); a boot that failed on a full disk is the disk's fault, not the
+        configuration's: the study stops with the fix (base.no_space) instead of failing every trial after it."""
+        try:
+            return self.first.start(timeout) if self.cluster is None else self.cluster.start(timeout, restored)
+        except TrialError as exc:
+            home = self.node_homes()[0][0]
+            said = NO_SPACE in (exc.log_excerpt or "") or NO_SPACE in self.log_excerpt()
+            try:   # a full disk may leave no log to say so
+                low = shutil.disk_usage(home).free < LOW_SPACE_BYTES
+            except OSError:
+                low = False
+            if said or low:
+                raise no_space(str(home.parent)) from None
+            raise
 
     def dead(self) -> CassandraNode | None:
         return next((n for n in self.members if not n.is_running()), None)
