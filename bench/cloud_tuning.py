@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""What tuning finds on a capped cloud volume (issue 37, part 4): a SMAC or an irace study on `cloud-disk`
-(--optimizer), its confirmation, then the default, the confirmed best and `latest` in --rounds interleaved cold
+"""What tuning finds on a capped cloud volume (issue 37, part 4): a SMAC or an irace study on `cloud-disk` or
+`cloud-slo` (--optimizer, --scenario), its confirmation, then the default, the confirmed best and `latest` in --rounds interleaved cold
 rounds (Wilcoxon signed-rank test); and the bests found at full speed compared at `cloud-slo`'s fixed rate (70% of the
 default's maximum there), where the read p99 is the objective. Beside every ratio the mechanism, from the same runs:
 the volume's I/Os and bytes per operation, the node's CPU per operation, and what limited the runs (their bottleneck
@@ -8,7 +8,7 @@ line).
 
 Study files: bench/results/impact/cloud-disk.db (studies `smac` and `irace`, each with its comparison stored in it)
 and bench/results/impact/cloud-slo.db (study `reference`: the default measured at the scenario's rate, and the
-comparison). Every step is resumable (tune --resume, best --confirm and compare continue their rounds); the
+comparison of the bests found on cloud-disk; studies `smac` and `irace` searched there, with their comparisons). Every step is resumable (tune --resume, best --confirm and compare continue their rounds); the
 search may be stopped early (Ctrl-C, or --search-only then stop), and `--after-search` confirms and compares what
 it found; `--slo-only` runs just the cloud-slo comparison of the bests found so far. Writes
 bench/results/cloud_tuning.{md,json}; `--write-only` rewrites them from the stores. Hours of cold trials: nothing
@@ -37,25 +37,30 @@ MECHANISM = (("node_io_per_op", "I/Os/op", "{:.3f}"), ("node_bytes_per_op", "KB/
              ("node_cpu_us_per_op", "node CPU us/op", "{:.0f}"))
 
 
-def best_file(optimizer: str) -> Path:
-    return FOLDER / f"cloud-disk-{optimizer}-best.yaml"
+SCENARIOS = {"cloud-disk": (DISK, "throughput,p99-read,cpu-per-op,io-per-op"),
+             "cloud-slo": (SLO, "p99-read,throughput,cpu-per-op,io-per-op")}
 
 
-def search(optimizer: str, budget: int) -> None:
-    if study_rows(DISK, optimizer):
-        nosqltune("tune", "--resume", "--study", str(DISK), "--study-name", optimizer, "--json")
+def best_file(optimizer: str, scenario: str = "cloud-disk") -> Path:
+    return FOLDER / f"{scenario}-{optimizer}-best.yaml"
+
+
+def search(optimizer: str, budget: int, scenario: str = "cloud-disk") -> None:
+    db = SCENARIOS[scenario][0]
+    if study_rows(db, optimizer):
+        nosqltune("tune", "--resume", "--study", str(db), "--study-name", optimizer, "--json")
     else:
-        nosqltune("tune", "--scenario", "cloud-disk", "--knobs", "cloud", "--optimizer", optimizer, "--budget",
-                  str(budget), "--study", str(DISK), "--study-name", optimizer, "--json")
+        nosqltune("tune", "--scenario", scenario, "--knobs", "cloud", "--optimizer", optimizer, "--budget",
+                  str(budget), "--study", str(db), "--study-name", optimizer, "--json")
 
 
-def after_search(optimizer: str, rounds: int, also: list[str]) -> None:
-    nosqltune("best", "--study", str(DISK), "--study-name", optimizer, "--confirm", "--json")
-    best = json.loads(nosqltune("best", "--study", str(DISK), "--study-name", optimizer, "--format", "json"))
-    best_file(optimizer).write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
-    nosqltune("compare", "--study", str(DISK), "--study-name", optimizer, "--candidates",
-              ",".join(["best", "latest", *also]), "--repeat", str(rounds), "--metrics",
-              "throughput,p99-read,cpu-per-op,io-per-op", "--json", ok=(0, 1))
+def after_search(optimizer: str, rounds: int, also: list[str], scenario: str = "cloud-disk") -> None:
+    db, metrics = SCENARIOS[scenario]
+    nosqltune("best", "--study", str(db), "--study-name", optimizer, "--confirm", "--json")
+    best = json.loads(nosqltune("best", "--study", str(db), "--study-name", optimizer, "--format", "json"))
+    best_file(optimizer, scenario).write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
+    nosqltune("compare", "--study", str(db), "--study-name", optimizer, "--candidates",
+              ",".join(["best", "latest", *also]), "--repeat", str(rounds), "--metrics", metrics, "--json", ok=(0, 1))
 
 
 def slo(rounds: int) -> None:
@@ -124,7 +129,8 @@ def collect() -> dict:
     from nosqltune.tuning.cost import time_split
 
     results: dict = {"scenarios": {}}
-    for scenario, db, name in (*(("cloud-disk", DISK, o) for o in OPTIMIZERS), ("cloud-slo", SLO, "reference")):
+    for scenario, db, name in (*(("cloud-disk", DISK, o) for o in OPTIMIZERS), ("cloud-slo", SLO, "reference"),
+                               *(("cloud-slo", SLO, o) for o in OPTIMIZERS)):
         study = _study(db, name)
         if study is None:
             continue
@@ -223,7 +229,10 @@ def write(results: dict) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--optimizer", choices=OPTIMIZERS, default="smac", help="the strategy of the cloud-disk study")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="smac", help="the strategy of the study")
+    p.add_argument("--scenario", choices=sorted(SCENARIOS), default="cloud-disk",
+                   help="where the study searches: cloud-disk (throughput) or cloud-slo (the read p99 at its fixed "
+                        "rate; its confirmed best is compared in its own study) (default cloud-disk)")
     p.add_argument("--budget", type=int, default=60, help="the study's trials, its confirmation included")
     p.add_argument("--rounds", type=int, default=10)
     steps = p.add_mutually_exclusive_group()
@@ -241,10 +250,10 @@ def main() -> int:
     FOLDER.mkdir(parents=True, exist_ok=True)
     if not (a.write_only or a.slo_only):
         if not a.after_search:
-            search(a.optimizer, a.budget)
+            search(a.optimizer, a.budget, a.scenario)
         if not a.search_only:
-            after_search(a.optimizer, a.rounds, [f for f in a.also.split(",") if f])
-    if a.slo_only or not (a.write_only or a.search_only or a.no_slo):
+            after_search(a.optimizer, a.rounds, [f for f in a.also.split(",") if f], a.scenario)
+    if a.scenario == "cloud-disk" and (a.slo_only or not (a.write_only or a.search_only or a.no_slo)):
         slo(a.rounds)
     write(collect())
     return 0
