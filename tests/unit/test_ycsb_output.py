@@ -203,3 +203,26 @@ def test_output_without_disk_lines_has_no_disk_figures():
     for text in (COST, SAMPLE):
         s = summary(parse_output(text))
         assert {key: s[key] for key in DISK_KEYS} == dict.fromkeys(DISK_KEYS)
+
+
+def test_a_trials_failed_operations_keep_the_clients_words_for_the_first_ones(tmp_path):
+    """The client prints its first failed operations, then only counts them: the trial's error keeps the first
+    (its folder, with the client's stderr, is removed after the trial) and the metrics the first three."""
+    from nosqltune.systems.base import TrialResult, judge_errors
+    from nosqltune.workloads.ycsb import error_samples
+
+    err = tmp_path / "run.err"
+    err.write_text("SLF4J: no binding\n[loadgen] warm-up: min operations 0\n"
+                   "[cql] READ user123 failed: UnavailableException: Not enough replicas available (1 required, 0 alive)\n"
+                   "[cql] UPDATE user9 failed: WriteTimeoutException: timed out\n"
+                   "[cql] READ user5 failed: ReadTimeoutException: timed out\n[cql] READ user6 failed: x\n"
+                   "[cql] further operation errors are counted but not printed\n")
+    samples = error_samples(err)
+    assert len(samples) == 3 and samples[0].startswith("[cql] READ user123 failed: UnavailableException")
+    assert error_samples(tmp_path / "missing.err") == []
+    result = TrialResult(state="RUNNING")
+    judge_errors(result, {"operations": {"READ": {"count": 2871}}, "errors": 129, "error_samples": samples})
+    assert result.state == "FAIL" and result.failure_kind == "workload"
+    assert result.error.startswith("129 of 3000 operations failed; the first: [cql] READ user123 failed: Unavailable")
+    judge_errors(result := TrialResult(state="RUNNING"), {"operations": {"READ": {"count": 3000}}, "errors": 0})
+    assert result.state == "COMPLETE" and result.error is None

@@ -224,7 +224,8 @@ def judge_errors(result: TrialResult, metrics: dict[str, Any]) -> None:
     result.state = "COMPLETE"
     measured = sum(op.get("count", 0) for op in metrics["operations"].values()) + metrics["errors"]
     if metrics["errors"]:
-        result.error = f"{metrics['errors']} of {measured} operations failed"
+        first = (metrics.get("error_samples") or [None])[0]
+        result.error = f"{metrics['errors']} of {measured} operations failed" + (f"; the first: {first}" if first else "")
         if metrics["errors"] > MAX_ERROR_SHARE * measured:
             # failed operations return fast and inflate throughput: such a figure is not a result
             result.state, result.failure_kind = "FAIL", "workload"

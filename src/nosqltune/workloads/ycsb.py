@@ -289,6 +289,8 @@ own, readable by this user only, removed when the client ends.
     except ValueError as exc:
         raise TrialError("workload", f"YCSB {phase} printed no result: {exc}", _tail(err_path)) from None
     metrics["wall_seconds"] = wall
+    if metrics["errors"]:   # the client's own words for the first failures: the trial's folder goes, these stay
+        metrics["error_samples"] = error_samples(err_path)
     if phase == "run" and workload.target:
         metrics["target_ops_s"] = workload.target
     return metrics
@@ -316,6 +318,25 @@ def _tail(path: Path, lines: int = 30) -> str:
     if not path.exists():
         return ""
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+ERROR_SAMPLES = 3
+_FAILED_LINE = re.compile(r"^\[(cql|redis|loadgen)\] .*\bfailed\b")
+
+
+def error_samples(path: Path) -> list[str]:
+    """The first failed operations the client printed (loadgen prints a few, then counts the rest), one line each:
+    what kind of failure (a timeout, an unavailable replica, a refused connection) a trial's error count was."""
+    if not path.exists():
+        return []
+    found = []
+    with open(path, errors="replace") as fh:
+        for line in fh:
+            if _FAILED_LINE.match(line):
+                found.append(line.strip()[:300])
+                if len(found) == ERROR_SAMPLES:
+                    break
+    return found
 
 
 def _last_line(path: Path) -> str:
