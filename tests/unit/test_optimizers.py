@@ -250,3 +250,64 @@ def test_irace_races_workloads_as_instances(space, tmp_path):
     assert all(r["meta"]["opt"]["irace_config"] >= 1 for r in rows)
     scenario = (tmp_path / "irace" / "scenario.txt").read_text()
     assert "maxExperiments = 40" in scenario and "digits = 2" in scenario
+
+
+# ------------------------------------------------------------------------------------------------ cost-aware GP
+def _cost_aware_run(tmp_path, cost_aware: bool, build_s: float = 300.0, run_s: float = 40.0, rounds: int = 14):
+    """GP on an objective over a compression choice (a dataset-shaping knob) and a thread count, where each
+    new compression costs a build: the suggestions and the machine time they took."""
+    from nosqltune.knobs import load_space
+    from nosqltune.optimizers import make_optimizer
+
+    space = TuningSpace(load_space("cassandra").subset(["compression", "compression_chunk_length",
+                                                        "concurrent_reads"]))
+    gain = {"LZ4Compressor": 1.0, "ZstdCompressor": 1.02, "none": 0.98}
+
+    def cost(c):   # a small gain from the dataset's shape, a larger one from the threads
+        return -gain[c["compression"]] * (1.0 - ((c["concurrent_reads"] - 48) / 128) ** 2)
+
+    gp = make_optimizer("gp", space, seed=4, budget=rounds + 1, workloads=["w"], workdir=tmp_path,
+                        options={"initial": 4, "candidates": 300, "cost_aware": cost_aware})
+    built, seconds, asked = set(), 0.0, []
+    default = space.default()
+    gp.observe(default, cost(default))
+    built.add((default["compression"], default["compression_chunk_length"]))
+    gp.spent(default, run_s + build_s, True)
+    for _ in range(rounds):
+        s = gp.ask()
+        key = (s.config["compression"], s.config["compression_chunk_length"])
+        took = run_s + (0.0 if key in built else build_s)
+        built.add(key)
+        gp.tell(s, cost(s.config))
+        gp.spent(s.config, took, took > run_s)
+        seconds += took
+        asked.append(s.config)
+    return asked, seconds, gp
+
+
+def test_cost_aware_gp_builds_fewer_datasets_for_small_gains_and_keeps_to_its_seed(tmp_path):
+    """Issue 42: EI per expected second. With builds 7.5x a trial and a dataset's shape worth at most 2%, the
+    cost-aware GP asks for fewer new datasets than plain GP over the same rounds; the same seed gives the same
+    suggestions; a configuration's expected time is a trial, plus a build when its dataset is new."""
+    plain, plain_s, _ = _cost_aware_run(tmp_path / "plain", False)
+    aware, aware_s, gp = _cost_aware_run(tmp_path / "aware", True)
+    again, _, _ = _cost_aware_run(tmp_path / "again", True)
+    assert aware == again
+    shapes = lambda asked: len({(c["compression"], c["compression_chunk_length"]) for c in asked})  # noqa: E731
+    assert shapes(aware) < shapes(plain) and aware_s < plain_s
+    assert any(c["concurrent_reads"] != 32 for c in aware[4:])        # it still searches the threads
+    seen = aware[-1]
+    new = next(c for c in ({**seen, "compression": z, "compression_chunk_length": k}
+                           for z in ("LZ4Compressor", "ZstdCompressor") for k in (4, 8, 16, 32, 64))
+               if gp._dataset(c) not in gp._datasets)
+    expected = gp.expected_seconds([seen, new])
+    assert expected[0] < expected[1] and expected[1] - expected[0] > 200
+
+
+def test_cost_aware_is_gps_and_refused_elsewhere(tmp_path, capsys):
+    from nosqltune.cli import main
+
+    for extra in (["--optimizer", "smac"], ["--optimizer", "gp", "--space-adapter", "llamatune"]):
+        code = main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",
+                     "--budget", "6", "--study", str(tmp_path / "s.db"), "--cost-aware", *extra])
+        assert code == 2 and "--cost-aware is gp's" in capsys.readouterr().err

@@ -66,6 +66,10 @@ class Optimizer:
     def observe(self, config: dict[str, Any], cost: float) -> None:
         """The cost of a configuration this optimizer did not suggest (the measured default)."""
 
+    def spent(self, config: dict[str, Any], seconds: float, built: bool) -> None:
+        """The machine time a configuration's trials took, told after its cost, and whether one of them built a
+        dataset: what a cost-aware optimizer learns a suggestion's price from (gp with `cost_aware`)."""
+
     def close(self) -> None:
         """Release processes and files; the loop calls it on every way out."""
 

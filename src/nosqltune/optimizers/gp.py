@@ -9,6 +9,16 @@ The first `initial` suggestions are random (a space-filling start). Knob rules a
 candidates are drawn among the configurations that keep them, and a neighbour that breaks one is dropped before
 the acquisition function sees it.
 
+With `cost_aware` (tune --cost-aware), expected improvement is divided by the machine time the suggestion is
+expected to take, as Snoek, Larochelle and Adams proposed ("Practical Bayesian optimization of machine learning
+algorithms", NIPS 2012: EI per second). Where their model of the time is a second GP, ours has two levels, because
+a cold trial's time here is set by one thing: a configuration whose dataset-shaping knobs (`reload: true`:
+compression, chunk length, SSTable format, compaction, bloom filter chance) match a dataset the study already built
+costs a trial (the mean of the trials that built nothing); one that needs a new dataset costs a trial and a build
+(the mean of the builds so far). Until a build and a plain trial have both been seen, plain EI decides. A
+configuration that needs a build is still chosen when its EI is worth the build: the search gives up no region,
+it only stops paying a build for a small expected gain.
+
 Asked again before earlier suggestions are told (a parallel study), the GP is fitted with each pending
 configuration given the best cost seen so far as a stand-in (the "constant liar" CL-min of Ginsbourger, Le Riche
 and Carraro, "Kriging is well-suited to parallelize optimization", 2010): expected improvement vanishes near a
@@ -39,6 +49,12 @@ class GaussianProcessBO(Optimizer):
         self._costs: list[float] = []
         self._pending: dict[int, dict[str, Any]] = {}   # asked, not told yet: id(suggestion) -> config
         self._asked = 0
+        self.cost_aware = bool(self.options.get("cost_aware", False))
+        self._shaping = [k.name for k in self.space.knobs if k.reload]   # the knobs that key a dataset
+        self._datasets: set[tuple] = set()       # the dataset keys the study has (built or restored)
+        self._run_s: list[float] = []            # trials that built nothing
+        self._build_s: list[float] = []          # trials that built their dataset
+        self.last_choice: dict[str, Any] | None = None   # the cost-aware choice of the last ask
 
     # -- the interface
     def ask(self) -> Suggestion:
@@ -46,9 +62,12 @@ class GaussianProcessBO(Optimizer):
         if len(self._costs) < self.initial or len(set(self._costs)) < 2:
             suggestion = Suggestion(self._fresh(lambda: self.space.sample(self._rng)), meta={"phase": "initial"})
         else:
+            self.last_choice = None
             config, ei = self._maximize_ei()
             suggestion = Suggestion(config, meta={"phase": "ei", "ei": ei,
-                                                  **({"pending": len(self._pending)} if self._pending else {})})
+                                                  **({"pending": len(self._pending)} if self._pending else {}),
+                                                  **({"expected_s": self.last_choice["seconds"]}
+                                                     if self.last_choice else {})})
         self._pending[id(suggestion)] = suggestion.config
         return suggestion
 
@@ -59,6 +78,25 @@ class GaussianProcessBO(Optimizer):
     def observe(self, config: dict[str, Any], cost: float) -> None:
         self._configs.append(self.space.canonical(config))
         self._costs.append(float(cost))
+
+    def spent(self, config: dict[str, Any], seconds: float, built: bool) -> None:
+        if seconds <= 0:   # a trial with no stored time (a failure before it ran): nothing learnt
+            return
+        self._datasets.add(self._dataset(config))
+        (self._build_s if built else self._run_s).append(float(seconds))
+
+    def _dataset(self, config: dict[str, Any]) -> tuple:
+        canonical = self.space.canonical(config)
+        return tuple(canonical[name] for name in self._shaping)
+
+    def expected_seconds(self, configs: list[dict[str, Any]]) -> list[float] | None:
+        """The machine time each configuration's trial is expected to take: a plain trial, plus a build when its
+        dataset is not one the study has; None until both a plain trial and a building one were seen."""
+        if not (self._run_s and self._build_s):
+            return None
+        run = sum(self._run_s) / len(self._run_s)
+        build = max(0.0, sum(self._build_s) / len(self._build_s) - run)
+        return [run + (0.0 if self._dataset(c) in self._datasets else build) for c in configs]
 
     # -- internals
     def _seen(self) -> set:
@@ -130,5 +168,11 @@ class GaussianProcessBO(Optimizer):
         with np.errstate(divide="ignore", invalid="ignore"):
             z = np.where(sigma > 0, improvement / sigma, 0.0)
             ei = np.where(sigma > 0, improvement * norm.cdf(z) + sigma * norm.pdf(z), np.maximum(improvement, 0))
-        i = int(np.argmax(ei))
+        seconds = self.expected_seconds(unique) if self.cost_aware else None
+        if seconds is None:
+            i = int(np.argmax(ei))
+            return unique[i], float(ei[i])
+        per_second = ei / np.array(seconds)
+        i = int(np.argmax(per_second))
+        self.last_choice = {"ei": float(ei[i]), "seconds": round(seconds[i], 1), "ei_best": float(np.max(ei))}
         return unique[i], float(ei[i])

@@ -82,6 +82,14 @@ class Point:
     ran: bool = False                       # trials were run now (not only read back from the store)
 
 
+def spent(optimizer, point: Point) -> None:
+    """Tell the optimizer what the point's trials cost in machine time and whether one built a dataset (their
+    stored timings: total_s, dataset_build_s), after its cost was told."""
+    timings = [r.get("timings") or {} for r in point.rows]
+    optimizer.spent(point.config, float(sum(t.get("total_s") or 0.0 for t in timings)),
+                    any(t.get("dataset_build_s") for t in timings))
+
+
 class TuningLoop:
     def __init__(self, store, study_id: int, spec: TuneSpec, space: TuningSpace, runner: Runner, *,
                  workdir: Path, environment_id: int | None = None, workload_info: Callable[[str], dict] | None = None,
@@ -210,6 +218,7 @@ class TuningLoop:
                     return self._finish("budget")
                 self._evaluate(point, self.spec.workloads)
                 optimizer.observe(point.config, point.cost)
+                spent(optimizer, point)
                 number = 1
             while True:
                 why = self._budget_left(1)
@@ -241,6 +250,7 @@ class TuningLoop:
                     break
                 self._evaluate(point, workloads)
                 optimizer.tell(suggestion, point.cost)
+                spent(optimizer, point)
                 number += 1
                 if replayed and not rows:
                     self.display.replayed(self, replayed)
@@ -268,6 +278,7 @@ class TuningLoop:
         point = Point(number, rows[0]["config"], rows[0]["meta"].get("kind", "suggested"), rows=rows)
         self._evaluate(point, list(self.spec.workloads))
         optimizer.observe(point.config, point.cost)
+        spent(optimizer, point)
         self.display.note(f"step {number}: the optimizer's replayed suggestion differs from the stored one; "
                           "the stored result was given to it as an observation")
 

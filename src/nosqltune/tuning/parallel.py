@@ -23,7 +23,7 @@ from ..errors import NosqltuneError
 from ..optimizers import make_optimizer
 from ..optimizers.base import LATER, Suggestion
 from ..store import LEASE_TTL_S, TrialState
-from .loop import TAG, Point, TuningLoop
+from .loop import TAG, Point, TuningLoop, spent
 from .results import counted
 from .executors import Executor
 
@@ -237,6 +237,7 @@ class ParallelLoop(TuningLoop):
             optimizer.observe(point.config, point.cost)
         else:
             optimizer.tell(suggestion, point.cost)
+        spent(optimizer, point)
 
     def _budget_left_parallel(self, committed: int) -> str | None:
         """Why no further suggestion may be asked for: the trials of the outstanding ones count as spent."""
