@@ -124,6 +124,35 @@ def test_endpoints_give_the_study_then_only_what_changed(study, tmp_path):
         reader.close()
 
 
+def test_the_study_read_ahead_and_kept_views_answer_as_a_fresh_read(study, tmp_path):
+    """The server reads the study the page opens on as it starts; the trials' views it keeps are made again for a
+    trial that changed (a running one that finishes), so every full answer is what a fresh reader gives."""
+    from nosqltune.dashboard.data import StudyFeed
+    from nosqltune.store import TrialState, open_reader, open_store
+
+    path = copy_of(study, tmp_path)
+    with open_reader(str(path)) as reader:
+        feed = StudyFeed(reader)
+        assert feed.first_study("nope") == "tune" and feed.first_study(None) == "tune"
+        feed.read_ahead(None).join(timeout=60)
+        assert "tune" in feed._cache and len(feed._cache["tune"].views) == 8
+        with open_store(str(path)) as writer:
+            study_id = writer.find_study("tune")["id"]
+            config = writer.trials(study_id)[0]["config"]
+            running = writer.start_trial(study_id, config, {"name": "read90"}, tag="tune",
+                                         meta={"suggestion": 998, "kind": "suggested", "instance": "read90"})
+            writer.phase_recorder(running)("booting the node")
+            seen = {t["id"]: t for t in feed.study("tune")["trials"]}
+            assert seen[running]["state"] == "RUNNING" and seen[running]["phase"] == "booting the node"
+            writer.finish_trial(running, TrialState.FAIL, failure_kind="crash", error="the node exited with 137")
+        kept = feed.study("tune")
+        with open_reader(str(path)) as other:
+            fresh = StudyFeed(other).study("tune")
+    assert kept["trials"] == fresh["trials"] and kept["summary"] == fresh["summary"]
+    last = {t["id"]: t for t in kept["trials"]}[running]
+    assert last["state"] == "FAIL" and last["error"] == "the node exited with 137"
+
+
 def test_serving_leaves_the_store_as_it_was(study, tmp_path):
     path = copy_of(study, tmp_path)
     before = (path.stat().st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())
@@ -383,6 +412,9 @@ def test_the_page_follows_a_running_study_in_chromium(study, tmp_path, cache):
             assert "booting the node (heap 1024 MB)" in page.inner_text("#running")
             best = page.inner_text("#best")
             assert "single cold runs" in best and re.search(r"against the default: [+-]\d+\.\d%", best), best
+            assert page.evaluate("Number(document.getElementById('status').dataset.ready)") > 0
+            page.evaluate("window.scrollTo(0, document.body.scrollHeight)")   # the plots further down are drawn
+            page.wait_for_function("document.getElementById('status').dataset.drawn", timeout=30_000)  # as they near
             for plot in ("history-plot", "parcoords-plot", "importance-plot"):
                 assert page.locator(f"#{plot} .main-svg").count() > 0, f"{plot} was not drawn"
             assert page.evaluate("document.getElementById('status').dataset.error") == ""

@@ -203,6 +203,7 @@ class _Cached:
     opened: Any
     settings_text: str
     read_at: float = field(default_factory=time.time)
+    views: dict[int, dict[str, Any]] = field(default_factory=dict)   # trial id -> its trial_view, made once
 
 
 class StudyFeed:
@@ -216,6 +217,27 @@ class StudyFeed:
 
     def studies(self) -> list[dict[str, Any]]:
         return tuning_studies(self.store)
+
+    def first_study(self, wanted: str | None = None) -> str | None:
+        """The study the page opens on: `wanted` if the store has it, else the first tuning study."""
+        names = [s["name"] for s in self.studies()]
+        return wanted if wanted in names else (names[0] if names else None)
+
+    def read_ahead(self, wanted: str | None = None) -> threading.Thread:
+        """Read the study the page opens on in a thread of its own, as the server starts: the page's first request
+        then finds it read (or waits for the read under way instead of starting another). A study that cannot be
+        read is said by the request, as without this."""
+        def read() -> None:
+            try:
+                name = self.first_study(wanted)
+                if name is not None:
+                    self.study(name)
+            except Exception:   # noqa: BLE001 - the page's own request reads again and says what is wrong
+                pass
+
+        thread = threading.Thread(target=read, name="dashboard-read-ahead", daemon=True)
+        thread.start()
+        return thread
 
     def _load(self, name: str) -> _Cached:
         from ..evaluation.study import study_of
@@ -231,36 +253,43 @@ class StudyFeed:
         if cached is not None and cached.signature == signature:
             return cached
         same_study = cached is not None and cached.settings_text == settings_text
+        views: dict[int, dict[str, Any]] = {}
         if same_study:   # read only the trials written since (a study of thousands: not all of them each time)
             opened = cached.opened
             by_id = {r["id"]: r for r in cached.rows}
             last_id = max(by_id, default=0)
             last_end = max((r.get("finished_at") or 0 for r in cached.rows), default=0)
-            by_id.update((r["id"], r) for r in self.store.trials_changed(record["id"], last_id, last_end))
+            fresh = self.store.trials_changed(record["id"], last_id, last_end)
+            by_id.update((r["id"], r) for r in fresh)
             rows = sorted(by_id.values(), key=lambda r: r["id"])
+            views = dict(cached.views)
+            for r in fresh:
+                views.pop(r["id"], None)
         else:
             opened = study_of(self.store, record)
             rows = self.store.trials(record["id"])
         summary = summary_view(opened, rows)
-        cached = _Cached(signature, rows, summary, opened, settings_text)
+        cached = _Cached(signature, rows, summary, opened, settings_text, views=views)
         self._cache[name] = cached
         return cached
 
     def study(self, name: str, after: str | None = None) -> dict[str, Any]:
         """The study's summary and its trials changed after the cursor `after` (all of them without one), with the
         cursor to send next time: "<last id>:<last end>" of what this answer holds."""
-        with self._lock:
+        with self._lock:   # one reader at a time: a request during a read (the read-ahead's) waits for it
             cached = self._load(name)
-        after_id, after_end = _parse_cursor(after)
-        metric = cached.summary["objective"]["metric"]
-        knob_names = [k["name"] for k in cached.summary["knobs"]]
-        changed = [r for r in cached.rows
-                   if r["id"] > after_id or r["state"] in OPEN_STATES
-                   or (r.get("finished_at") or 0) > after_end]
-        last_id = max((r["id"] for r in cached.rows), default=0)
-        last_end = max((r.get("finished_at") or 0 for r in cached.rows), default=0)
-        return {"study": name, "summary": cached.summary, "full": after is None,
-                "trials": [trial_view(r, metric, knob_names) for r in changed],
+            after_id, after_end = _parse_cursor(after)
+            metric = cached.summary["objective"]["metric"]
+            knob_names = [k["name"] for k in cached.summary["knobs"]]
+            changed = [r for r in cached.rows
+                       if r["id"] > after_id or r["state"] in OPEN_STATES
+                       or (r.get("finished_at") or 0) > after_end]
+            last_id = max((r["id"] for r in cached.rows), default=0)
+            last_end = max((r.get("finished_at") or 0 for r in cached.rows), default=0)
+            views = cached.views   # filled as trials are first sent
+            trials = [views.get(r["id"]) or views.setdefault(r["id"], trial_view(r, metric, knob_names))
+                      for r in changed]
+        return {"study": name, "summary": cached.summary, "full": after is None, "trials": trials,
                 "cursor": f"{last_id}:{last_end!r}", "read_at": cached.read_at, "now": time.time()}
 
 

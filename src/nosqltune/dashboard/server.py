@@ -94,8 +94,10 @@ def serve(store, *, source: str, host: str = "127.0.0.1", port: int = DEFAULT_PO
           poll_ms: int = POLL_MS) -> None:
     """Serve the dashboard of `store` (opened read-only by the caller) until interrupted. `ready(server)` is called
     once it listens (tests stop it with server.shutdown())."""
-    app = make_app(StudyFeed(store), source=source, study_name=study_name, poll_ms=poll_ms)
+    feed = StudyFeed(store)
+    app = make_app(feed, source=source, study_name=study_name, poll_ms=poll_ms)
     server = bind(app, host, port)
+    feed.read_ahead(study_name)
     if host not in LOOPBACK:
         say(f"warning: the dashboard listens on {host}:{port} and has no authentication: anyone who reaches this "
             "address can read the study")

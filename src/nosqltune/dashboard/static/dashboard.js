@@ -4,11 +4,13 @@
 
 const state = {
   study: null, cursor: null, trials: new Map(), summary: null, pollMs: 2000, polls: 0, timer: null,
-  sort: { key: "number", dir: -1 }, page: 0, pageSize: 100, lastOk: 0, drawnAt: null,
+  sort: { key: "number", dir: -1 }, page: 0, pageSize: 100, lastOk: 0, drawnAt: null, timings: {}, plotly: null,
 };
 const $ = (id) => document.getElementById(id);
 const PLOT_CONFIG = { displaylogo: false, responsive: true };
 const PARCOORDS_KNOBS = 8;
+const PARCOORDS_LINES = 1000;   // more lines than this draw for seconds in a browser without a GPU, and read no better
+const GL_POINTS = 2000;         // above this many points a scatter is drawn with WebGL
 const COLUMNS = [
   ["number", "#", "num"], ["tag", "tag"], ["state", "state"], ["workload", "workload"], ["kind", "kind"],
   ["value", "value", "num"], ["seconds", "s", "num"], ["cpu_cores", "CPU cores", "num"],
@@ -46,6 +48,21 @@ async function getJSON(url) {
   const body = await response.json();
   if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
   return body;
+}
+
+// Plotly, run once: the page asks for the study first, so the script's evaluation overlaps the server's answer
+let plotlyReady = null;
+function loadPlotly() {
+  if (!plotlyReady) {
+    plotlyReady = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = "/static/plotly.min.js";
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => reject(new Error("could not load /static/plotly.min.js"));
+      document.head.appendChild(script);
+    });
+  }
+  return plotlyReady;
 }
 
 async function start() {
@@ -100,8 +117,12 @@ async function poll() {
       if (state.study) { schedule(); return selectStudy(state.study); }
     } else {
       const after = state.cursor ? `?after=${encodeURIComponent(state.cursor)}` : "";
-      const data = await getJSON(`/api/study/${encodeURIComponent(state.study)}${after}`);
-      if (data.study === state.study) merge(data);
+      const asked = performance.now();
+      const answer = getJSON(`/api/study/${encodeURIComponent(state.study)}${after}`);
+      loadPlotly().catch(() => {});   // the first time: evaluated while the server reads the study
+      const data = await answer;
+      state.timings.fetch = Math.round(performance.now() - asked);
+      if (data.study === state.study) await merge(data);
     }
     state.lastOk = Date.now();
     $("status").dataset.error = "";
@@ -122,7 +143,7 @@ function showLive() {
   live.textContent = `live · every ${state.pollMs / 1000} s · ${state.trials.size} trials`;
 }
 
-function merge(data) {
+async function merge(data) {
   for (const t of data.trials) state.trials.set(t.id, t);
   state.cursor = data.cursor;
   state.summary = data.summary;
@@ -132,29 +153,95 @@ function merge(data) {
   status.dataset.failed = String([...state.trials.values()].filter((t) => t.state === "FAIL").length);
   if (state.drawnAt !== data.read_at) {          // the study changed: every part again
     state.drawnAt = data.read_at;
-    drawAll();
+    await drawAll();
   } else if (data.trials.length) {                 // only the open trials came again: their card and the table
     drawRunning([...state.trials.values()].sort((a, b) => a.id - b.id));
     drawTable();
   }
 }
 
-function drawAll() {
+// milliseconds each part took to draw the last time, kept on the status element for whoever measures the page
+function timed(name, work) {
+  const began = performance.now();
+  try { return work(); } finally {
+    state.timings[name] = Math.round(performance.now() - began);
+    $("status").dataset.timings = JSON.stringify(state.timings);
+  }
+}
+
+// The text first (best, running, time, comparisons, table), then the history; the plots further down are drawn when
+// they come near the screen (each is WebGL in Plotly: a second or more in a browser without a GPU), each in a task
+// of its own so the page answers meanwhile. Kept on the status element, in milliseconds since the page was asked
+// for: `ready` once the first study's text and history are drawn and painted, `drawn` once every plot is.
+const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+const LAZY = ["parcoords-plot", "importance-plot", "node-plot"];
+const near = new Set();      // the lazy plots within reach of the screen
+const pending = new Map();   // plot id -> [name, its draw for the newest answer]
+let drawing = false;
+const observer = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
+  for (const e of entries) {
+    if (e.isIntersecting) near.add(e.target.dataset.plot); else near.delete(e.target.dataset.plot);
+  }
+  drawPending();
+}, { rootMargin: "300px 0px" }) : null;
+
+async function drawPending() {
+  if (drawing || !state.plotly) return;
+  drawing = true;
+  try {
+    for (;;) {
+      const id = [...pending.keys()].find((key) => !observer || near.has(key));
+      if (!id) break;
+      const [name, draw] = pending.get(id);
+      pending.delete(id);
+      await nextFrame();
+      timed(name, draw);
+    }
+  } finally { drawing = false; }
+  const status = $("status");
+  if (!pending.size && status.dataset.ready && !status.dataset.drawn) {
+    await nextFrame();
+    status.dataset.drawn = String(Math.round(performance.now()));
+  }
+}
+
+async function drawAll() {
   const trials = [...state.trials.values()].sort((a, b) => a.id - b.id);
   const s = state.summary;
-  drawBest(s);
-  drawRunning(trials);
-  drawTime(s);
-  drawHistory(trials, s);
-  drawParcoords(trials, s);
-  drawImportance(s);
-  drawNode(trials, s);
-  drawComparisons(s);
+  timed("best", () => drawBest(s));
+  timed("running", () => drawRunning(trials));
+  timed("time", () => drawTime(s));
+  timed("comparisons", () => drawComparisons(s));
   const tags = $("tag-filter"), have = new Set([...tags.options].map((o) => o.value));
   for (const tag of new Set(trials.map((t) => t.tag || ""))) {
     if (tag && !have.has(tag)) { const o = document.createElement("option"); o.textContent = tag; tags.appendChild(o); }
   }
-  drawTable();
+  timed("table", drawTable);
+  pending.set("parcoords-plot", ["parcoords", () => drawParcoords(trials, s)]);
+  pending.set("importance-plot", ["importance", () => drawImportance(s)]);
+  pending.set("node-plot", ["node", () => drawNode(trials, s)]);
+  try {
+    state.plotly = await loadPlotly();
+  } catch (err) {
+    $("status").dataset.error = String(err.message || err);
+    return;
+  }
+  await nextFrame();
+  if (state.summary !== s) return;   // a newer answer came meanwhile: it draws
+  timed("history", () => drawHistory(trials, s));
+  const status = $("status");
+  if (!status.dataset.ready) {
+    await nextFrame();
+    status.dataset.ready = String(Math.round(performance.now()));
+  }
+  drawPending();
+}
+
+// each plot's card is watched (a plot with nothing to show is hidden, and has no size)
+for (const id of LAZY) {
+  const card = $(id).parentElement;
+  card.dataset.plot = id;
+  if (observer) observer.observe(card);
 }
 
 function drawBest(s) {
@@ -220,7 +307,7 @@ function drawHistory(trials, s) {
   const values = done.map((t) => t.value);
   const floor = values.length ? Math.min(...values) : 0;
   const traces = [
-    { x: done.map((t) => t.number), y: values, mode: "markers", type: done.length > 2000 ? "scattergl" : "scatter", name: "trial",
+    { x: done.map((t) => t.number), y: values, mode: "markers", type: done.length > GL_POINTS ? "scattergl" : "scatter", name: "trial",
       marker: { size: 6, color: "#4c78a8" }, text: done.map((t) => `trial ${t.number} ${t.workload || ""}`),
       hovertemplate: "%{text}<br>%{y}<extra></extra>" },
     { x: bestX, y: bestY, mode: "lines", type: "scatter", name: "best so far", line: { shape: "hv", color: "#1a7f37" } },
@@ -240,8 +327,19 @@ function drawHistory(trials, s) {
   }, PLOT_CONFIG);
 }
 
+// at most PARCOORDS_LINES trials: the best tenth of them and an even spread of the rest, in trial order
+function parcoordsSample(done, maximize) {
+  if (done.length <= PARCOORDS_LINES) return done;
+  const ranked = [...done].sort((a, b) => (maximize ? b.value - a.value : a.value - b.value));
+  const top = ranked.slice(0, PARCOORDS_LINES / 10), kept = new Set(top);
+  const rest = done.filter((t) => !kept.has(t)), want = PARCOORDS_LINES - top.length;
+  for (let i = 0; i < want; i += 1) kept.add(rest[Math.floor((i * rest.length) / want)]);
+  return done.filter((t) => kept.has(t));
+}
+
 function drawParcoords(trials, s) {
-  const done = trials.filter((t) => t.tag === "tune" && t.value != null);
+  const measured = trials.filter((t) => t.tag === "tune" && t.value != null);
+  const done = parcoordsSample(measured, s.objective.maximize);
   // the knobs that matter most (importance below) first; a few axes stay readable
   const rank = new Map(s.importance.knobs.map((k, i) => [k.knob, i]));
   const knobs = s.knobs.filter((k) => new Set(done.map((t) => String(t.config[k.name]))).size > 1)
@@ -253,7 +351,10 @@ function drawParcoords(trials, s) {
     $("parcoords-note").textContent = "shown once two configurations have been measured";
     return;
   }
-  $("parcoords-note").textContent = `${done.length} measured trials; the ${knobs.length} knobs that explain most ` +
+  const drawn = done.length < measured.length ? `${done.length.toLocaleString("en-US")} of ` +
+    `${measured.length.toLocaleString("en-US")} measured trials (the best ${PARCOORDS_LINES / 10} and an even spread ` +
+    "of the rest)" : `${done.length} measured trials`;
+  $("parcoords-note").textContent = `${drawn}; the ${knobs.length} knobs that explain most ` +
     "of the objective alone (knob importance); drag along an axis to select a range";
   const dims = knobs.map((k) => {
     if (k.choices || k.type === "bool") {
@@ -297,10 +398,11 @@ function drawNode(trials, s) {
     return;
   }
   const x = measured.map((t) => t.number);
+  const type = measured.length > GL_POINTS ? "scattergl" : "scatter";
   Plotly.react("node-plot", [
-    { x, y: measured.map((t) => t.cpu_cores), name: "CPU cores busy", mode: "markers", type: "scatter",
+    { x, y: measured.map((t) => t.cpu_cores), name: "CPU cores busy", mode: "markers", type,
       text: measured.map((t) => t.bottleneck || t.limit || ""), hovertemplate: "trial %{x}: %{y:.2f} cores<br>%{text}<extra></extra>" },
-    { x, y: measured.map((t) => t.disk_busy), name: "disk busy (share)", mode: "markers", type: "scatter", yaxis: "y2",
+    { x, y: measured.map((t) => t.disk_busy), name: "disk busy (share)", mode: "markers", type, yaxis: "y2",
       marker: { symbol: "diamond" } },
   ], { margin: { t: 10, r: 60, b: 40, l: 60 }, xaxis: { title: { text: "trial" } },
     yaxis: { title: { text: "cores" } }, yaxis2: { title: { text: "disk busy" }, overlaying: "y", side: "right", range: [0, 1.05] },
