@@ -1,0 +1,30 @@
+"""Online re-tuning of a running datastore: the decision logic, free of I/O (issue 39).
+
+RAFIKI (Mahgoub et al., Middleware 2017) watches the read/write mix of a running datastore and re-applies the
+configuration its surrogate predicts best for the mix it now sees; SOPHIA (Mahgoub et al., USENIX ATC 2019) makes
+that safe: a change that needs a restart is made only when the gain predicted over the coming window outweighs
+what the restart costs, nodes restarting one at a time. This package holds the rules those steps follow, each a
+pure function or a small state machine over numbers the caller measured:
+
+- window.py: a `Window` of observed traffic made from two snapshots of each node's cumulative ClientRequest
+  counters (`window_between`), with its operations per second, mix and p99 latencies;
+- shift.py: `ShiftDetector`, which declares a shift of the mix only after it holds for several windows, beyond a
+  threshold set by a floor and by the windows' sampling noise, and not within a dwell time of the last change;
+- guard.py: `judge_change`, which keeps a live change only if the window after it is not worse than the windows
+  before it by more than their own noise;
+- decide.py: `decide_restart`, SOPHIA's cost-benefit of a rolling restart or an SSTable rewrite;
+- plan.py: `plan_changes`, which splits a recommended configuration into live, restart and rewrite changes from
+  the knob space's own metadata.
+
+Nothing here reads JMX, starts a process or talks to a network: the `online` command does, and feeds these.
+"""
+
+from .decide import CostSettings, Decision, decide_restart
+from .guard import GuardSettings, GuardVerdict, judge_change
+from .plan import Change, Plan, plan_changes
+from .shift import ShiftDetector, ShiftSettings, ShiftVerdict, mix_distance
+from .window import KINDS, NodeCounters, NodeWindow, PerKind, Snapshot, Window, WindowSettings, window_between
+
+__all__ = ["KINDS", "PerKind", "NodeCounters", "Snapshot", "NodeWindow", "Window", "WindowSettings", "window_between",
+           "ShiftSettings", "ShiftVerdict", "ShiftDetector", "mix_distance", "GuardSettings", "GuardVerdict",
+           "judge_change", "CostSettings", "Decision", "decide_restart", "Change", "Plan", "plan_changes"]

@@ -1,0 +1,182 @@
+"""The guard after a live change: keep it only if the next window is not worse than the windows before it.
+
+The rule of `judge_change`:
+
+1. The baseline is the mean over the last full windows before the change: throughput (operations per second) and
+   p99 of each operation kind, as `Window` gives them. A partial window (a node restarted, missing or without a
+   reading at its start) undercounts operations, so it is left out of the baseline. If the window after the change
+   is partial, the verdict is "wait", and the caller judges the next full window instead.
+2. Each figure gets a tolerance: the larger of a fixed fraction (throughput 5%, p99 10%, since a tail is noisier
+   than a mean) and `noise_multiple` (default 2.5) times the window-to-window noise before the change, relative
+   to the baseline. The noise is measured from successive differences, sqrt(sum (x_i - x_{i-1})^2 / (2 (n - 1))).
+   Unlike the plain standard deviation, this is not inflated by a slow drift of the load, and it is what one window
+   differs from the next by when nothing changes. With fewer than `min_windows_for_noise` (default 3) windows
+   before the change the noise is unknown, and the fixed fractions alone apply; the verdict says so.
+3. Rollback when the throughput fell by more than its tolerance, or any kind's p99 rose by more than its
+   tolerance, or the share of failed and timed-out requests rose by more than `max_failure_increase` (0.1% of
+   operations). Otherwise keep. A p99 is compared only for kinds with at least `min_operations_for_p99` requests
+   in every window compared. A p99 over fewer requests rests on its few slowest ones.
+4. At a fixed offered rate the clients set the throughput, whatever the configuration, so throughput says nothing
+   about the change and only p99 (and failures) decide. The rate is taken as fixed when the caller gives the
+   offered rate and the baseline meets it within tolerance. Without a rate, it is taken as fixed when the
+   throughput after the change is unchanged within its tolerance, and the verdict says p99 decided. At a fixed
+   rate a throughput below the offered rate by more than the tolerance means the cluster no longer keeps up,
+   and the change is rolled back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..errors import UsageError
+from .window import KINDS, Window
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    """The tolerances of the rule above."""
+
+    throughput_tolerance: float = 0.05
+    p99_tolerance: float = 0.10
+    noise_multiple: float = 2.5
+    min_windows_for_noise: int = 3
+    min_operations_for_p99: float = 500.0
+    max_failure_increase: float = 0.001
+
+    def __post_init__(self) -> None:
+        for name in ("throughput_tolerance", "p99_tolerance", "noise_multiple", "max_failure_increase"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise UsageError(f"guard setting {name} must be a number >= 0, got {value!r}")
+        if not (isinstance(self.min_windows_for_noise, int) and self.min_windows_for_noise >= 2):
+            raise UsageError(f"min_windows_for_noise must be a whole number >= 2, got {self.min_windows_for_noise!r}")
+        if not (math.isfinite(self.min_operations_for_p99) and self.min_operations_for_p99 >= 1):
+            raise UsageError(f"min_operations_for_p99 must be >= 1, got {self.min_operations_for_p99!r}")
+
+
+def successive_noise(values: Sequence[float]) -> float:
+    """Window-to-window standard deviation from successive differences (von Neumann):
+    sqrt(sum (x_i - x_{i-1})^2 / (2 (n - 1))); 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    squares = sum((b - a) ** 2 for a, b in zip(values, values[1:]))
+    return math.sqrt(squares / (2 * (len(values) - 1)))
+
+
+@dataclass(frozen=True)
+class Check:
+    """One figure compared: its baseline (mean before), its value after, the relative change (after / baseline -
+    1), the tolerance applied, the relative noise measured before (None: too few windows) and whether it is worse
+    beyond the tolerance."""
+
+    name: str
+    baseline: float
+    after: float
+    change: float
+    tolerance: float
+    noise: float | None
+    worse: bool
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "baseline": self.baseline, "after": self.after, "change": self.change,
+                "tolerance": self.tolerance, "noise": self.noise, "worse": self.worse}
+
+
+@dataclass(frozen=True)
+class GuardVerdict:
+    """keep, rollback or wait (the window after the change is partial), with every figure compared."""
+
+    verdict: str
+    fixed_rate: bool
+    judged_on: str
+    checks: tuple[Check, ...] = field(default=())
+    windows_before: int = 0
+    reason: str = ""
+
+    @property
+    def keep(self) -> bool:
+        return self.verdict == "keep"
+
+    @property
+    def rollback(self) -> bool:
+        return self.verdict == "rollback"
+
+    def check(self, name: str) -> Check | None:
+        return next((c for c in self.checks if c.name == name), None)
+
+    def as_dict(self) -> dict:
+        return {"verdict": self.verdict, "fixed_rate": self.fixed_rate, "judged_on": self.judged_on,
+                "checks": [c.as_dict() for c in self.checks], "windows_before": self.windows_before,
+                "reason": self.reason}
+
+
+def _compare(name: str, values: list[float], after: float, fixed: float, settings: GuardSettings,
+             higher_is_worse: bool) -> Check:
+    baseline = sum(values) / len(values)
+    noise = successive_noise(values) / baseline if len(values) >= settings.min_windows_for_noise and baseline > 0 \
+        else None
+    tolerance = max(fixed, settings.noise_multiple * noise) if noise is not None else fixed
+    change = after / baseline - 1.0 if baseline > 0 else (math.inf if after > 0 else 0.0)
+    worse = change > tolerance if higher_is_worse else change < -tolerance
+    return Check(name, baseline, after, change, tolerance, noise, worse)
+
+
+def _failure_share(window: Window) -> float:
+    return window.failures / window.operations if window.operations > 0 else 0.0
+
+
+def judge_change(before: Sequence[Window], after: Window, settings: GuardSettings = GuardSettings(), *,
+                 offered_rate: float | None = None) -> GuardVerdict:
+    """Keep or roll back a live change, given the windows before it (oldest first; the last few are used as
+    they come) and the first full window after it. `offered_rate`: the clients' fixed rate in operations per
+    second, when known. None means closed loop or unknown."""
+    if offered_rate is not None and not (math.isfinite(offered_rate) and offered_rate > 0):
+        raise UsageError(f"offered_rate must be > 0 operations per second, got {offered_rate!r}")
+    full = [w for w in before if not w.partial and w.operations > 0]
+    if not full:
+        raise UsageError("the guard needs at least one full window with traffic before the change")
+    if after.partial:
+        return GuardVerdict("wait", False, "nothing", windows_before=len(full),
+                            reason="the window after the change is partial (restarted, missing or unmatched nodes: "
+                                   f"{', '.join(after.restarted + after.missing + after.unmatched)}): judge the next")
+    throughput = _compare("throughput", [w.ops_per_second for w in full], after.ops_per_second,
+                          settings.throughput_tolerance, settings, higher_is_worse=False)
+    if offered_rate is not None:
+        fixed_rate = abs(throughput.baseline / offered_rate - 1.0) <= throughput.tolerance
+        rate_note = (f"the baseline {throughput.baseline:.0f} ops/s meets the offered rate {offered_rate:.0f}: "
+                     "fixed rate" if fixed_rate else
+                     f"the baseline {throughput.baseline:.0f} ops/s is below the offered rate {offered_rate:.0f}: "
+                     "the cluster was the limit")
+    else:
+        fixed_rate = abs(throughput.change) <= throughput.tolerance
+        rate_note = (f"throughput unchanged within noise ({throughput.change:+.1%}, tolerance "
+                     f"{throughput.tolerance:.1%}): taken as a fixed offered rate, p99 decides"
+                     if fixed_rate else "")
+    checks = [throughput]
+    for kind in KINDS:
+        windows = full + [after]
+        if any((w.requests.get(kind) or 0.0) < settings.min_operations_for_p99 or w.p99(kind) is None
+               for w in windows):
+            continue
+        checks.append(_compare(f"p99_{kind}", [w.p99(kind) for w in full], after.p99(kind),
+                               settings.p99_tolerance, settings, higher_is_worse=True))
+    shares = [_failure_share(w) for w in full]
+    base_failures = sum(shares) / len(shares)
+    rise = _failure_share(after) - base_failures
+    checks.append(Check("failure_share", base_failures, _failure_share(after), rise, settings.max_failure_increase,
+                        None, rise > settings.max_failure_increase))
+    considered = [c for c in checks if not (fixed_rate and c.name == "throughput" and offered_rate is None)]
+    worse = [c for c in considered if c.worse]
+    judged_on = "p99 and failures (fixed offered rate)" if fixed_rate else "throughput, p99 and failures"
+    noise_note = "" if len(full) >= settings.min_windows_for_noise else \
+        f"; noise unknown ({len(full)} window(s) before): fixed tolerances"
+    details = ", ".join(f"{c.name} {c.change:+.1%} (tolerance {c.tolerance:.1%})" if c.name != "failure_share"
+                        else f"failures {c.change:+.2%} of operations" for c in considered)
+    head = (f"{rate_note}; " if rate_note else "")
+    if worse:
+        return GuardVerdict("rollback", fixed_rate, judged_on, tuple(checks), len(full),
+                            f"{head}worse beyond tolerance: {', '.join(c.name for c in worse)} ({details}){noise_note}")
+    return GuardVerdict("keep", fixed_rate, judged_on, tuple(checks), len(full),
+                        f"{head}not worse beyond tolerance ({details}){noise_note}")
