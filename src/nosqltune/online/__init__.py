@@ -16,7 +16,9 @@ pure function or a small state machine over numbers the caller measured:
 - plan.py: `plan_changes`, which splits a recommended configuration into live, restart and rewrite changes from
   the knob space's own metadata.
 
-Nothing here reads JMX, starts a process or talks to a network: the `online` command does, and feeds these.
+These modules read no JMX, start no process and talk to no network: the `online` command does, and feeds them.
+The one exception is observe.py, the node side (imported on its own, not from this package): it reads each
+node's ClientRequest counters over JMX into a `Snapshot` and applies a plan's live changes, reading them back.
 """
 
 from .decide import CostSettings, Decision, decide_restart

@@ -76,3 +76,48 @@ def wait_compactions(jmx_port: int, timeout: float, poll: float = 2.0, keyspace:
         if pending == 0 or waited >= timeout:
             return {"settle_s": round(waited, 3), "pending": pending}
         time.sleep(min(poll, max(0.0, timeout - waited)))
+
+
+# ------------------------------------------------------------------------------------- online re-tuning (issue 39)
+
+def client_requests(jmx_port: int, timeout: float = 15.0, host: str | None = None) -> dict:
+    """The node's cumulative ClientRequest metrics and its JVM's uptime, as loadgen's `requests` prints them:
+    {"uptime_ms": ms, "scopes": {"Read" | "Write" | "RangeSlice": {"count", "p50", "p99", "unit", "failures",
+    "timeouts", "unavailables"}}}. A scope the node has not served yet has a count of 0 and null percentiles.
+    TrialError when the node does not answer."""
+    args = ["requests", *(["--host", host] if host else [])]
+    return json.loads(_run(jmx_port, args, timeout))
+
+
+def jmx_knob(knob_name: str):
+    """The knob of knobs/cassandra.yaml named `knob_name` if Cassandra changes it live over JMX (its `live` entry
+    is a nodetool command or a JMX operation); UsageError otherwise (a table option changes with ALTER TABLE, a
+    setting without a live path needs a restart), KnobError for an unknown knob."""
+    from ...errors import UsageError
+    from ...knobs import load_space
+
+    knob = load_space("cassandra")[knob_name]
+    if knob.applies in ("table", "keyspace") or not knob.live or not knob.live.startswith(("nodetool", "JMX")):
+        how = knob.live or "none: it is read when the node starts"
+        raise UsageError(f"knob {knob.name} has no JMX path on Cassandra 5.0 (its live path: {how})")
+    return knob
+
+
+def _value_text(value) -> str:
+    """A knob value as the command line takes it: whole numbers without a fraction."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        from ...errors import UsageError
+
+        raise UsageError(f"a live knob's value must be a number, got {value!r}")
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def set_live(jmx_port: int, knob_name: str, value, timeout: float = 30.0, host: str | None = None) -> dict:
+    """Apply one knob live over JMX, in the knob file's unit (MiB, KiB, MiB/s), and read it back from the node:
+    {"name", "value_asked", "value_read_back", "unit", "via"} (`via`: the MBean operation used). The change lasts
+    until the node restarts. UsageError for a knob without a JMX path (refused before any JVM starts), TrialError
+    when the node does not answer or refuses the value."""
+    knob = jmx_knob(knob_name)
+    args = ["set", "--name", knob.name, "--value", _value_text(value), "--timeout-seconds", str(max(1, int(timeout))),
+            *(["--host", host] if host else [])]
+    return json.loads(_run(jmx_port, args, timeout + 15))

@@ -36,7 +36,12 @@ import javax.management.remote.JMXServiceURL;
  * NodeInternals --jmx-port N flush --keyspace K [--table T ...] [--timeout-seconds 60]
  * NodeInternals --jmx-port N import --keyspace K --table T --directory D [--directory D2 ...] [--verify]
  *     [--timeout-seconds 60]
+ * NodeInternals --jmx-port N requests
+ * NodeInternals --jmx-port N set --name KNOB --value V [--timeout-seconds 60]
  * </pre>
+ *
+ * <p>{@code requests} and {@code set} serve online re-tuning: the ClientRequest counters a window is made of, and
+ * one live knob applied and read back (see {@link NodeRequests}).
  *
  * <p>{@code import} is {@code nodetool import}: the table's {@code importNewSSTables} moves the SSTables
  * of each directory into the table's data directory and makes them live (without {@code --verify}
@@ -61,10 +66,16 @@ public final class NodeInternals {
   static final class Failure extends Exception {
     private static final long serialVersionUID = 1L;
     final int code;
+    final boolean showUsage;
 
     Failure(int code, String message) {
+      this(code, message, code == EXIT_USAGE);
+    }
+
+    Failure(int code, String message, boolean showUsage) {
       super(message);
       this.code = code;
+      this.showUsage = showUsage;
     }
   }
 
@@ -76,6 +87,8 @@ public final class NodeInternals {
     List<String> tables = new ArrayList<>();
     List<String> directories = new ArrayList<>();
     boolean verify;
+    String knobName;
+    String knobValue;
     long timeoutSeconds = 60;
     long connectTimeoutSeconds = 5;
   }
@@ -87,6 +100,8 @@ public final class NodeInternals {
     err.println("  flush --keyspace K [--table T]... [--timeout-seconds 60]");
     err.println("  import --keyspace K --table T --directory D [--directory D]... [--verify] [--timeout-seconds 60]");
     err.println("                                                 nodetool import: SSTables of D become live");
+    err.println("  requests                                       ClientRequest counts and percentiles, JVM uptime");
+    err.println("  set --name KNOB --value V [--timeout-seconds 60]  one live knob over JMX, read back");
     err.println("  --connect-timeout-seconds S (default 5)");
     err.println("Exit codes: 0 ok, 2 usage, 3 cannot connect, 4 operation failed or timed out");
   }
@@ -118,6 +133,12 @@ public final class NodeInternals {
         case "--verify":
           a.verify = true;
           break;
+        case "--name":
+          a.knobName = value(argv, ++i, s);
+          break;
+        case "--value":
+          a.knobValue = value(argv, ++i, s);
+          break;
         case "--timeout-seconds":
           a.timeoutSeconds = parseInt(value(argv, ++i, s), s);
           break;
@@ -128,6 +149,8 @@ public final class NodeInternals {
         case "drain":
         case "flush":
         case "import":
+        case "requests":
+        case "set":
           if (a.command != null) {
             throw new Failure(EXIT_USAGE, "more than one command: " + a.command + ", " + s);
           }
@@ -141,7 +164,13 @@ public final class NodeInternals {
       throw new Failure(EXIT_USAGE, "--jmx-port is required");
     }
     if (a.command == null) {
-      throw new Failure(EXIT_USAGE, "a command (stats, drain, flush, import) is required");
+      throw new Failure(EXIT_USAGE, "a command (stats, drain, flush, import, requests, set) is required");
+    }
+    if (a.command.equals("set")) {
+      if (a.knobName == null || a.knobValue == null) {
+        throw new Failure(EXIT_USAGE, "set needs --name and --value");
+      }
+      NodeRequests.wholeValue(NodeRequests.knob(a.knobName).name, a.knobValue);  // refused before connecting
     }
     if (a.command.equals("import") && (a.keyspace == null || a.tables.size() != 1 || a.directories.isEmpty())) {
       throw new Failure(EXIT_USAGE, "import needs --keyspace, one --table and at least one --directory");
@@ -223,12 +252,20 @@ public final class NodeInternals {
               + " completed");
           break;
         }
+        case "requests":
+          out.println(Json.write(NodeRequests.requests(mbs)));
+          out.flush();
+          break;
+        case "set":
+          out.println(Json.write(NodeRequests.set(ex, mbs, a.knobName, a.knobValue, a.timeoutSeconds)));
+          out.flush();
+          break;
         default:
           throw new Failure(EXIT_USAGE, "unknown command " + a.command);
       }
     } catch (Failure f) {
       System.err.println("error: " + f.getMessage());
-      if (f.code == EXIT_USAGE) {
+      if (f.code == EXIT_USAGE && f.showUsage) {
         usage(System.err);
       }
       code = f.code;
@@ -266,7 +303,8 @@ public final class NodeInternals {
       throw new Failure(EXIT_OPERATION, what + " did not complete within " + timeoutSeconds + " s");
     } catch (ExecutionException e) {
       Throwable cause = e.getCause() == null ? e : e.getCause();
-      if (cause instanceof javax.management.MBeanException && cause.getCause() != null) {
+      if ((cause instanceof javax.management.MBeanException || cause instanceof javax.management.RuntimeMBeanException)
+          && cause.getCause() != null) {
         cause = cause.getCause();
       }
       throw new Failure(EXIT_OPERATION, what + " failed: " + CassandraCQLClient.oneLine(cause));

@@ -1,0 +1,105 @@
+"""Online re-tuning's node side on a real Cassandra node (issue 39): the ClientRequest counters a window is made of
+grow with the traffic a short YCSB run sends (reads, updates and range scans) and carry percentiles; a live knob
+set over JMX reads back its new value; a knob without a JMX path is refused; a node that does not answer is left
+out of the snapshot in one line. The node is test_security's module fixture (one small node started as a trial's
+node is), started again for this module."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+
+import pytest
+
+from nosqltune.errors import UsageError
+from nosqltune.knobs import load_space
+from nosqltune.online import plan_changes, window_between
+from nosqltune.online.observe import JmxNode, apply_live, read_snapshot, snapshot_of
+from nosqltune.systems.cassandra.internals import client_requests, set_live
+from nosqltune.systems.cassandra.trial import _create_schema
+from nosqltune.workloads.loadgen import loadgen_java_command
+from nosqltune.workloads.spec import Workload, make_workload
+from nosqltune.workloads.ycsb import run_client
+
+from .test_security import node  # noqa: F401  (the module-scoped fixture that boots one small node)
+
+# reads, updates and short range scans, so that every ClientRequest scope a window reads has traffic
+MIX = {"readproportion": 0.45, "updateproportion": 0.45, "scanproportion": 0.1, "insertproportion": 0,
+       "maxscanlength": 10}
+SCOPES = ("Read", "Write", "RangeSlice")
+
+
+@pytest.fixture(scope="module")
+def traffic(node, tmp_path_factory):  # noqa: F811
+    """The node's `requests` answer before and after a short YCSB load and run, and the run's metrics."""
+    work = tmp_path_factory.mktemp("online-node")
+    base = make_workload("ycsb-a", records=1000, operations=3000, threads=2, warmup_operations=200)
+    workload = Workload.from_dict({**base.to_dict(), "mix": {**base.mix, **MIX}})
+    _create_schema(node.address, node.ports.native, workload.fieldcount)
+    before = client_requests(node.ports.jmx)
+    run_client("load", workload, host=node.address, port=node.ports.native, trial_dir=work / "load", timeout=180)
+    metrics = run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=work / "run",
+                         timeout=180)
+    after = client_requests(node.ports.jmx)
+    return before, after, metrics
+
+
+@pytest.mark.slow
+def test_requests_grow_with_the_traffic_and_carry_percentiles(traffic):
+    before, after, metrics = traffic
+    assert metrics["errors"] == 0 and metrics["throughput_ops_s"] > 0
+    assert after["uptime_ms"] > before["uptime_ms"] > 0
+    for scope in SCOPES:
+        was, now = before["scopes"][scope], after["scopes"][scope]
+        assert now["count"] > was["count"], (scope, was, now)
+        assert now["p50"] > 0 and now["p99"] >= now["p50"], (scope, now)
+        assert now["unit"] == "microseconds"
+        assert all(isinstance(now[k], int) and now[k] >= 0 for k in ("failures", "timeouts", "unavailables"))
+    # 1000 inserts, the warm-up and 3000 measured operations, each coordinated once by the only node
+    window = window_between(snapshot_of(0.0, {"n1": before}), snapshot_of(60.0, {"n1": after}))
+    assert not window.partial
+    assert window.operations >= 1000 + 3000
+    assert window.requests.write >= 1000 and window.requests.read > 0 and window.requests.scan > 0
+    assert window.p99_read is not None and window.p99_read > 0
+
+
+@pytest.mark.slow
+def test_a_live_knob_reads_back_its_new_value(node):  # noqa: F811
+    reads = set_live(node.ports.jmx, "concurrent_reads", 24)
+    throughput = set_live(node.ports.jmx, "compaction_throughput", 16)
+    try:
+        assert (reads["name"], reads["value_asked"], reads["value_read_back"]) == ("concurrent_reads", 24, 24)
+        assert throughput["value_read_back"] == 16 and throughput["unit"] == "MiB/s"
+        assert "setConcurrency" in reads["via"] and "CompactionThroughput" in throughput["via"]
+        plan = plan_changes(load_space("cassandra"), {"concurrent_reads": 24, "compaction_throughput": 16},
+                            {"concurrent_reads": 40, "compaction_throughput": 32})
+        outcome = apply_live(plan.live, [JmxNode("n1", node.ports.jmx)])
+        assert outcome.ok, outcome.as_dict()
+        assert {r.knob: r.read_back for r in outcome.results} == {"concurrent_reads": 40, "compaction_throughput": 32}
+    finally:   # the module's node as it was started (5.0's defaults)
+        set_live(node.ports.jmx, "concurrent_reads", 32)
+        set_live(node.ports.jmx, "compaction_throughput", 64)
+
+
+@pytest.mark.slow
+def test_a_knob_without_a_live_path_is_refused(node):  # noqa: F811
+    with pytest.raises(UsageError, match="no JMX path"):
+        set_live(node.ports.jmx, "memtable_allocation_type", 1)
+    # the JMX tool itself refuses too, with exit code 2 and one line, before it connects
+    cmd = loadgen_java_command("nosqltune.loadgen.NodeInternals",
+                               ["--jmx-port", str(node.ports.jmx), "set", "--name", "compression", "--value", "1"])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "no JMX path" in errors[0] and "Usage:" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_node_that_does_not_answer_is_left_out_in_one_line(node):  # noqa: F811
+    with socket.socket() as s:       # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        silent = s.getsockname()[1]
+    said = []
+    snapshot = read_snapshot([JmxNode("n1", node.ports.jmx), JmxNode("gone", silent)], timeout=60, say=said.append)
+    assert set(snapshot.nodes) == {"n1"}
+    assert len(said) == 1 and "gone" in said[0] and "left out" in said[0] and "\n" not in said[0]
