@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from nosqltune.runtime import process
 from nosqltune.runtime.java import java_version
+from nosqltune.systems.cassandra.node import CassandraNode
 
 # One data size and one heap for the Cassandra tests (the heap is part of the dataset's key: one load serves
 # them all): small enough for CI, large enough that flushes, the key cache and both JVMs do real work
@@ -119,3 +121,24 @@ def assert_cost_measured(summary: dict, nodes: int = 1, gc: bool = True) -> None
         parts = summary[f"{prefix}_cpu_user_ms"] + summary[f"{prefix}_cpu_sys_ms"]
         assert abs(parts - cpu) <= max(0.1 * cpu, 30 * nodes), (prefix, parts, cpu)
     assert (summary["node_gc_ms"] is not None) == gc and (summary["node_gc_us_per_op"] is not None) == gc
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    """One small Cassandra node, started by the library as a trial's node is, for a module's socket and JMX
+    checks (test_security, test_online_node); its home is its own (the per-test leak check looks for JVMs of the session's work directory), and it
+    must be gone when the module ends. `main()` stops every child it tracks as it returns; this node belongs to the
+    module, not to a command, so it is untracked once started (it still dies with this process: PR_SET_PDEATHSIG)."""
+    home = tmp_path_factory.mktemp("security-node") / "node"
+    cassandra = CassandraNode(home=home, heap_mb=1024)
+    try:
+        cassandra.start(timeout=180)
+        with process._lock:
+            process._live.discard(cassandra.proc)
+        yield cassandra
+    finally:
+        cassandra.stop(drain=False)
+    deadline = time.monotonic() + 15
+    while our_jvms(str(home)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not our_jvms(str(home)), "the node was left running"

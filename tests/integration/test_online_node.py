@@ -1,8 +1,8 @@
 """Online re-tuning's node side on a real Cassandra node (issue 39): the ClientRequest counters a window is made of
 grow with the traffic a short YCSB run sends (reads, updates and range scans) and carry percentiles; a live knob
 set over JMX reads back its new value; a knob without a JMX path is refused; a node that does not answer is left
-out of the snapshot in one line. The node is test_security's module fixture (one small node started as a trial's
-node is), started again for this module."""
+out of the snapshot in one line. The node is conftest's module fixture `node` (one small node started as a trial's node
+is), started for this module."""
 
 from __future__ import annotations
 
@@ -21,8 +21,6 @@ from nosqltune.workloads.loadgen import loadgen_java_command
 from nosqltune.workloads.spec import Workload, make_workload
 from nosqltune.workloads.ycsb import run_client
 
-from .test_security import node  # noqa: F401  (the module-scoped fixture that boots one small node)
-
 # reads, updates and short range scans, so that every ClientRequest scope a window reads has traffic
 MIX = {"readproportion": 0.45, "updateproportion": 0.45, "scanproportion": 0.1, "insertproportion": 0,
        "maxscanlength": 10}
@@ -30,7 +28,7 @@ SCOPES = ("Read", "Write", "RangeSlice")
 
 
 @pytest.fixture(scope="module")
-def traffic(node, tmp_path_factory):  # noqa: F811
+def traffic(node, tmp_path_factory):
     """The node's `requests` answer before and after a short YCSB load and run, and the run's metrics."""
     work = tmp_path_factory.mktemp("online-node")
     base = make_workload("ycsb-a", records=1000, operations=3000, threads=2, warmup_operations=200)
@@ -64,7 +62,7 @@ def test_requests_grow_with_the_traffic_and_carry_percentiles(traffic):
 
 
 @pytest.mark.slow
-def test_a_live_knob_reads_back_its_new_value(node):  # noqa: F811
+def test_a_live_knob_reads_back_its_new_value(node):
     reads = set_live(node.ports.jmx, "concurrent_reads", 24)
     throughput = set_live(node.ports.jmx, "compaction_throughput", 16)
     try:
@@ -82,7 +80,7 @@ def test_a_live_knob_reads_back_its_new_value(node):  # noqa: F811
 
 
 @pytest.mark.slow
-def test_a_knob_without_a_live_path_is_refused(node):  # noqa: F811
+def test_a_knob_without_a_live_path_is_refused(node):
     with pytest.raises(UsageError, match="no JMX path"):
         set_live(node.ports.jmx, "memtable_allocation_type", 1)
     # the JMX tool itself refuses too, with exit code 2 and one line, before it connects
@@ -95,7 +93,7 @@ def test_a_knob_without_a_live_path_is_refused(node):  # noqa: F811
 
 
 @pytest.mark.slow
-def test_a_node_that_does_not_answer_is_left_out_in_one_line(node):  # noqa: F811
+def test_a_node_that_does_not_answer_is_left_out_in_one_line(node):
     with socket.socket() as s:       # a port nothing listens on once closed
         s.bind(("127.0.0.1", 0))
         silent = s.getsockname()[1]

@@ -26,7 +26,6 @@ import os
 import shutil
 import socket
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -34,16 +33,13 @@ import pytest
 import yaml
 
 from nosqltune.cli import main
-from nosqltune.runtime import process
 from nosqltune.store import open_store
 from nosqltune.systems.cassandra.internals import node_stats
-from nosqltune.systems.cassandra.node import CassandraNode
 from nosqltune.systems.cassandra.trial import _create_schema
 from nosqltune.workloads.spec import Workload, make_workload
 from nosqltune.workloads.ycsb import run_client
 from tests import faultlog
 
-from .conftest import our_jvms
 
 pytestmark = pytest.mark.faults
 
@@ -183,27 +179,6 @@ def _own_address() -> str | None:
             return None
         address = s.getsockname()[0]
     return None if ipaddress.ip_address(address).is_loopback else address
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory):
-    """One small Cassandra node, started by the library as a trial's node is, for the module's socket and JMX
-    checks; its home is its own (the per-test leak check looks for JVMs of the session's work directory), and it
-    must be gone when the module ends. `main()` stops every child it tracks as it returns; this node belongs to the
-    module, not to a command, so it is untracked once started (it still dies with this process: PR_SET_PDEATHSIG)."""
-    home = tmp_path_factory.mktemp("security-node") / "node"
-    cassandra = CassandraNode(home=home, heap_mb=1024)
-    try:
-        cassandra.start(timeout=180)
-        with process._lock:
-            process._live.discard(cassandra.proc)
-        yield cassandra
-    finally:
-        cassandra.stop(drain=False)
-    deadline = time.monotonic() + 15
-    while our_jvms(str(home)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not our_jvms(str(home)), "the node was left running"
 
 
 def test_everything_the_tool_starts_listens_on_loopback_only(node, nosqltune_home, tmp_path, capsys):

@@ -3,9 +3,7 @@ controller holding a process to the cap, a Cassandra trial limited by its volume
 says so, with the device's I/Os per operation), the read_ahead_kb knob read back from the device, and nothing left
 behind: no mount, loop device or cgroup, also when the tuner is killed at each phase of a trial."""
 
-import mmap
 import os
-import random
 import subprocess
 import sys
 import time

@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-from ..errors import UsageError
 from .options import DEFAULT_STUDY
 
 
