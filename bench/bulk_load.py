@@ -71,7 +71,8 @@ def count_rows(dataset: Dataset, settings: TrialSettings) -> int:
     shutil.rmtree(home, ignore_errors=True)
     dataset.restore_into(home / "data")
     try:
-        with CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb) as node:
+        with CassandraNode(home=home, version=settings.cassandra.cassandra_version,
+                           heap_mb=settings.cassandra.heap_mb) as node:
             node.start(settings.boot_timeout)
             lo, hi = -2 ** 63, 2 ** 63 - 1
             bounds = [lo + (hi - lo) * i // TOKEN_RANGES for i in range(TOKEN_RANGES)] + [hi]
@@ -88,8 +89,8 @@ def count_rows(dataset: Dataset, settings: TrialSettings) -> int:
 def dataset_of(workload, settings: TrialSettings) -> Dataset:
     """The dataset a trial of these settings restores (the default knobs, one node)."""
     placed = place(load_space("cassandra"), {})
-    return dataset_for(cassandra_dataset_key(settings.cassandra_version, workload.dataset_properties(),
-                                             placed.reload, settings.heap_mb, load_method(settings)))
+    return dataset_for(cassandra_dataset_key(settings.cassandra.cassandra_version, workload.dataset_properties(),
+                                             placed.reload, settings.cassandra.heap_mb, load_method(settings)))
 
 
 def build(method: str, workload, settings: TrialSettings) -> tuple[Dataset, dict]:
@@ -167,7 +168,7 @@ def main() -> int:
     bulk, cql_ = rows["bulk"], rows["cql"]
     result = {"records": a.records, "methods": rows, "load_speedup": cql_["load_s"] / bulk["load_s"],
               "build_speedup": cql_["build_s"] / bulk["build_s"], "settings": settings.to_dict(),
-              "environment": fingerprint("cassandra", settings.cassandra_version), "measured_at": time.time()}
+              "environment": fingerprint("cassandra", settings.cassandra.cassandra_version), "measured_at": time.time()}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{a.output}.json").write_text(json.dumps(result, indent=2))
     (RESULTS / f"{a.output}.md").write_text(markdown(result, a))

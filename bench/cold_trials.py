@@ -83,7 +83,7 @@ def main() -> None:
                                                                   warmup_operations=args.warmup_ops),
                                 tiered, args.repeat_tiered, space))
     result = {"setups": setups, "harness": settings.to_dict(),
-              "environment": fingerprint("cassandra", settings.cassandra_version), "measured_at": time.time()}
+              "environment": fingerprint("cassandra", settings.cassandra.cassandra_version), "measured_at": time.time()}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "cold_trials.json").write_text(json.dumps(result, indent=2))
     lines = ["# Cold trials of default Cassandra", "",

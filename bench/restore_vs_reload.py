@@ -57,7 +57,8 @@ def main() -> None:
         for method in ("link", "copy"):
             home = work_dir() / "nodes" / f"bench-{method}-{rnd}"
             restore_s = dataset.restore_into(home / "data", method)
-            with CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb) as node:
+            with CassandraNode(home=home, version=settings.cassandra.cassandra_version,
+                               heap_mb=settings.cassandra.heap_mb) as node:
                 boot_s = node.start()
             shutil.rmtree(home)
             rows.append({"round": rnd, "method": method, "seconds": restore_s + boot_s,
@@ -66,7 +67,7 @@ def main() -> None:
     means = {m: statistics.mean(r["seconds"] for r in rows if r["method"] == m) for m in ("reload", "link", "copy")}
     result = {"records": args.records, "rounds": args.rounds, "rows": rows, "mean_seconds": means,
               "reload_over_link": means["reload"] / means["link"], "reload_over_copy": means["reload"] / means["copy"],
-              "environment": fingerprint("cassandra", settings.cassandra_version), "measured_at": time.time()}
+              "environment": fingerprint("cassandra", settings.cassandra.cassandra_version), "measured_at": time.time()}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "restore_vs_reload.json").write_text(json.dumps(result, indent=2))
     lines = [f"# Restore vs reload ({args.records} records, {args.rounds} interleaved rounds)", "",

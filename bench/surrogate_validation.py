@@ -86,7 +86,7 @@ def main() -> int:
         store = open_store(str(db))
         try:
             study_id = store.study(f"validate-{ratio:g}", "cassandra", {"candidates": candidates})
-            env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+            env_id = store.environment(fingerprint("cassandra", settings.cassandra.cassandra_version))
             log(f"read {ratio}: {a.rounds} interleaved rounds of {', '.join(candidates)}")
             rows = run_interleaved(store, study_id, candidates, a.rounds,
                                    lambda overrides: run_trial(space, overrides, workload, settings),

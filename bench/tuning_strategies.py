@@ -91,7 +91,7 @@ def compare(db: Path, workload_name: str, bests: dict[str, dict], a: argparse.Na
     store = open_store(str(db))
     try:
         study_id = store.study("compare", "cassandra", {"candidates": candidates, "rounds": a.repeats})
-        env_id = store.environment(fingerprint("cassandra", settings.cassandra_version))
+        env_id = store.environment(fingerprint("cassandra", settings.cassandra.cassandra_version))
         rows = run_interleaved(store, study_id, candidates, a.repeats,
                                lambda overrides: run_trial(space, overrides, workload, settings),
                                workload_info={**workload.to_dict(), "harness": settings.to_dict()},

@@ -88,7 +88,7 @@ def test_bench_on_a_two_node_cluster(nosqltune_home, dataset_cache, tmp_path, ca
     cost = row["metrics"]["cost"]      # each node's own, summed in the summary
     assert {"node1", "node2", "client"} <= set(cost) and all(cost[n]["cpu_ms"] > 0 for n in ("node1", "node2"))
     assert row["metrics"]["summary"]["node_cpu_ms"] == pytest.approx(cost["node1"]["cpu_ms"] + cost["node2"]["cpu_ms"])
-    harness = row["workload"]["harness"]
+    harness = row["workload"]["harness"]["datastore"]   # Cassandra's part of the stored settings
     assert (harness["nodes"], harness["replication_factor"], harness["read_consistency"]) == (2, 2, "ALL")
     assert row["internals"]["live_disk_space_used_bytes"] > 2000 * 1000   # node 1 holds a replica of every row
     (dataset,) = [d for d in dataset_dirs(dataset_cache) if (d / "data" / "node2").is_dir()]

@@ -38,7 +38,7 @@ def test_disk_bound_reads_from_disk_inside_a_memory_cgroup(nosqltune_home, tmp_p
     assert code == 0, rows[-1]["error"]
     warm, cold = (r["metrics"]["summary"] for r in rows)
     assert rows[1]["workload"]["harness"]["scenario"] == "disk-bound"
-    assert rows[1]["workload"]["harness"]["page_cache_mb"] == 8
+    assert rows[1]["workload"]["harness"]["datastore"]["page_cache_mb"] == 8   # Cassandra's part
     # the node's own reads from the disk per operation: a 16 KiB compressed chunk or more per read when cold
     assert cold["node_disk_read_bytes_per_op"] > 4096, cold
     assert warm["node_disk_read_bytes_per_op"] < cold["node_disk_read_bytes_per_op"] / 4, (warm, cold)

@@ -124,7 +124,7 @@ def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, d
     volume_seen = internals["volume"]["node1"]
     assert volume_seen["direct_io"] and volume_seen["read_ahead_kb"] == 16 and internals["read_ahead_kb"] == 16
     assert volume_seen["caps"] == volume_seen["caps_in_kernel"] == {"read_iops": 150, "write_iops": 150}
-    assert row["workload"]["harness"]["volume"]["read_iops"] == 150
+    assert row["workload"]["harness"]["datastore"]["volume"]["read_iops"] == 150   # Cassandra's part
     # the device served the reads that missed the node's memory, and no more than the cap allows
     assert summary["node_dev_read_ios_per_op"] > 0.1, summary
     assert summary["node_group_read_iops"] <= 150 * 1.1, summary

@@ -5,7 +5,7 @@ import pytest
 
 from nosqltune.errors import TrialError
 from nosqltune.knobs import load_space
-from nosqltune.systems.base import TrialSettings
+from nosqltune.systems.base import CassandraSettings, TrialSettings
 from nosqltune.systems.cassandra import bulk
 from nosqltune.systems.cassandra.config import place
 from nosqltune.systems.cassandra.trial import cassandra_dataset_key, load_method
@@ -122,8 +122,8 @@ def test_a_flusher_that_did_not_finish_fails_the_load(tmp_path):
 
 def test_a_single_node_loads_in_bulk_a_cluster_over_cql():
     assert load_method(TrialSettings()) == "bulk"
-    assert load_method(TrialSettings(load_method="cql")) == "cql"
-    assert load_method(TrialSettings(nodes=3)) == "cql"
+    assert load_method(TrialSettings(datastore=CassandraSettings(load_method="cql"))) == "cql"
+    assert load_method(TrialSettings(datastore=CassandraSettings(nodes=3))) == "cql"
 
 
 def test_the_load_method_is_part_of_the_dataset_key_and_cql_datasets_keep_theirs():

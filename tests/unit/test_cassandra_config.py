@@ -58,14 +58,14 @@ def test_design_knobs_set_the_trials_design():
     with at most one replica per node, and a factor above the node count is set on the restored data."""
     from nosqltune.knobs import load_space
     from nosqltune.systems.cassandra.trial import _design_statements
-    from nosqltune.systems.base import TrialSettings, with_design
+    from nosqltune.systems.base import CassandraSettings, TrialSettings, with_design
 
     space = load_space("cassandra")
-    harness = TrialSettings(nodes=2, replication_factor=2)
+    harness = TrialSettings(datastore=CassandraSettings(nodes=2, replication_factor=2))
     settings, rest = with_design(space, harness, {"concurrent_reads": 16, "nodes": 3, "replication_factor": 5})
     assert rest == {"concurrent_reads": 16}
-    assert (settings.nodes, settings.replication_factor) == (3, 5) and harness.nodes == 2
-    assert settings.loaded_design() == {"nodes": 3, "replication_factor": 3}
+    assert (settings.cassandra.nodes, settings.cassandra.replication_factor) == (3, 5) and harness.cassandra.nodes == 2
+    assert settings.cassandra.loaded_design() == {"nodes": 3, "replication_factor": 3}
     assert _design_statements(settings) == ["ALTER KEYSPACE ycsb WITH replication = {'class': 'SimpleStrategy', "
                                             "'replication_factor': 5}"]
     same, untouched = with_design(space, harness, {"concurrent_reads": 16})

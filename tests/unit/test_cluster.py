@@ -69,10 +69,10 @@ def test_design_reaches_the_model_features():
     """Seed 004's physical design as model inputs: taken from the trial's harness; single-node studies keep no
     constant design columns; a design feature missing from an older trial counts as 1 node, RF 1."""
     from nosqltune.surrogate.features import FeatureSpec, workload_features
-    from nosqltune.systems.base import TrialSettings
+    from nosqltune.systems.base import CassandraSettings, TrialSettings
 
     cluster = {"mix": {"readproportion": 0.5, "updateproportion": 0.5},
-               "harness": TrialSettings(nodes=3, replication_factor=2).to_dict()}
+               "harness": TrialSettings(datastore=CassandraSettings(nodes=3, replication_factor=2)).to_dict()}
     single = {"mix": {"readproportion": 1.0}, "harness": TrialSettings().to_dict()}
     assert workload_features(cluster)["design"] == {"nodes": 3, "replication_factor": 2}
     assert workload_features(single)["design"] == {}
@@ -191,10 +191,10 @@ def test_per_node_knobs_are_read_from_the_config_file(tmp_path):
 
 def test_per_node_knobs_become_each_nodes_yaml():
     from nosqltune.systems.cassandra.trial import per_node_yaml
-    from nosqltune.systems.base import TrialSettings
+    from nosqltune.systems.base import CassandraSettings, TrialSettings
 
-    settings = TrialSettings(nodes=2, per_node={"2": {"concurrent_writes": 64, "memtable_heap_space": 256},
-                                                "3": {"concurrent_reads": 8}})
+    settings = TrialSettings(datastore=CassandraSettings(
+        nodes=2, per_node={"2": {"concurrent_writes": 64, "memtable_heap_space": 256}, "3": {"concurrent_reads": 8}}))
     assert per_node_yaml(settings) == {2: {"concurrent_writes": 64, "memtable_heap_space": "256MiB"}}
 
 
@@ -202,16 +202,16 @@ def test_a_searched_design_is_a_knob_column_not_a_design_column(tmp_path):
     """Trials of tune --design carry the design in their configuration: the model sees it once, as knobs."""
     from nosqltune.store import open_store
     from nosqltune.surrogate.features import load_table
-    from nosqltune.systems.base import TrialSettings
+    from nosqltune.systems.base import CassandraSettings, TrialSettings
 
     store = open_store(str(tmp_path / "s.db"))
     study = store.study("tune", "cassandra")
     knobs = {"set": "eppinger", "knobs": {"nodes": {"range": [1, 3]}}}
-    store.update_study_settings(study, {"tune": {"knobs": knobs, "fixed": {},
-                                                 "harness": TrialSettings(nodes=1).to_dict()}})
+    harness = TrialSettings(datastore=CassandraSettings(nodes=1)).to_dict()
+    store.update_study_settings(study, {"tune": {"knobs": knobs, "fixed": {}, "harness": harness}})
     for nodes, value in ((1, 5000.0), (2, 3500.0), (3, 2500.0)):
         trial = store.start_trial(study, {"nodes": nodes}, {"name": "ycsb-a", "mix": {"readproportion": 0.5},
-                                                            "harness": TrialSettings(nodes=1).to_dict()}, tag="tune")
+                                                            "harness": harness}, tag="tune")
         store.finish_trial(trial, "COMPLETE", metrics={"summary": {"throughput_ops_s": value}})
     store.close()
     table = load_table(str(tmp_path / "s.db"))

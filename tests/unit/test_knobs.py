@@ -509,15 +509,15 @@ def test_latest_is_cassandra_5s_own_recommendation_as_knob_values(tmp_path):
 
 def test_the_heap_knob_defaults_to_the_trials_heap_and_sets_both_flags():
     from nosqltune.knobs.space import TuningSpace
-    from nosqltune.systems import TrialSettings
+    from nosqltune.systems import CassandraSettings, TrialSettings
     from nosqltune.systems.cassandra.config import place
     from nosqltune.systems.cassandra.trial import knob_space
 
     for heap in (1024, 2048):
-        space = knob_space(TrialSettings(heap_mb=heap))
+        space = knob_space(TrialSettings(datastore=CassandraSettings(heap_mb=heap)))
         assert space["heap_size"].default == heap
         assert TuningSpace(space.subset("v5-screen")).default()["heap_size"] == heap   # the default runs as is
-    assert place(knob_space(TrialSettings(heap_mb=1024)), {"heap_size": 768}).jvm == ["-Xms768M", "-Xmx768M"]
+    assert place(knob_space(TrialSettings(datastore=CassandraSettings(heap_mb=1024))), {"heap_size": 768}).jvm == ["-Xms768M", "-Xmx768M"]
     assert load_space("cassandra")["heap_size"].default == 2048     # the knob file's reference heap
 
 

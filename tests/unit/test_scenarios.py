@@ -31,7 +31,8 @@ def test_the_default_scenario_leaves_the_calibrated_harness_unchanged():
     workload, settings = _build_workload(_args()), trial_settings(_args())
     assert (workload.name, workload.records, workload.operations, workload.max_seconds) == ("ycsb-a", 100_000,
                                                                                             100_000, None)
-    assert settings.scenario == "in-memory" and settings.memory_limit_mb() is None and settings.heap_mb == 2048
+    assert settings.scenario == "in-memory" and settings.cassandra.memory_limit_mb() is None
+    assert settings.cassandra.heap_mb == 2048
 
 
 def test_a_scenario_gives_defaults_and_every_flag_wins():
@@ -39,12 +40,12 @@ def test_a_scenario_gives_defaults_and_every_flag_wins():
     workload, settings = _build_workload(args), trial_settings(args)
     assert (workload.name, workload.mix["requestdistribution"], workload.records) == ("ycsb-b-uniform", "uniform",
                                                                                        2_000_000)
-    assert settings.heap_mb == 1024 and settings.memory_limit_mb() == 1024 + 768 + 256
+    assert settings.cassandra.heap_mb == 1024 and settings.cassandra.memory_limit_mb() == 1024 + 768 + 256
     args = _args("--scenario", "disk-bound", "--workload", "ycsb-a", "--records", "5000", "--heap", "2G")
     workload, settings = _build_workload(args), trial_settings(args)
     # the user's mix brings its own key choice; sizes and heap are the flags'; the memory cap stays
     assert (workload.name, workload.records, workload.operations) == ("ycsb-a", 5000, 150_000)
-    assert settings.heap_mb == 2048 and settings.memory_limit_mb() == 2048 + 768 + 256
+    assert settings.cassandra.heap_mb == 2048 and settings.cassandra.memory_limit_mb() == 2048 + 768 + 256
 
 
 def test_scenario_knobs_are_fixed_values_under_set():
@@ -107,8 +108,8 @@ def test_under_a_memory_cap_the_heaps_range_ends_where_the_cap_leaves_room_and_a
 
     args = build_parser().parse_args(["tune", "--scenario", "disk-bound", "--knobs", "v5"])
     settings = trial_settings(args)
-    assert settings.largest_heap_mb() == 1024 + 256
-    full = load_space("cassandra").with_knob_defaults({"heap_size": settings.heap_mb})
+    assert settings.cassandra.largest_heap_mb() == 1024 + 256
+    full = load_space("cassandra").with_knob_defaults({"heap_size": settings.cassandra.heap_mb})
     assert full.subset("v5").knobs["heap_size"].range == (512, 2048)
     _, subset, searched = _searched_space(args, full, "tuned", settings=settings)
     assert subset.knobs["heap_size"].range == (512, 1280) and "heap_size" in searched.names
@@ -123,7 +124,8 @@ def test_under_a_memory_cap_the_heaps_range_ends_where_the_cap_leaves_room_and_a
     assert subset.knobs["heap_size"].range == (512, 2048) and stored_subset(subset, full) == "v5"
     # a cap too small for the range's low end: one line, exit 2
     with pytest.raises(UsageError, match="allows at most 384 MiB"):
-        _searched_space(args, full, "tuned", settings=replace(settings, heap_mb=256, page_cache_mb=128))
+        _searched_space(args, full, "tuned",
+                        settings=replace(settings, datastore=replace(settings.cassandra, heap_mb=256, page_cache_mb=128)))
 
 
 def test_scenarios_command_lists_what_each_sets(capsys):
@@ -229,23 +231,26 @@ def test_the_cloud_scenarios_put_each_node_on_a_capped_volume_and_flags_win(monk
     assert (cloud.volume, cloud.volume_caps) == ("aws-gp3", {"iops": 1000, "mbps": 42})
     assert cloud.memory_limit_mb(1024) == scenario("disk-bound").memory_limit_mb(1024)
     settings = trial_settings(_args("--scenario", "cloud-disk"))
-    assert settings.volume == {"name": "aws-gp3", "read_iops": 1000, "write_iops": 1000, "read_mbps": 42,
-                               "write_mbps": 42, "read_ahead_kb": 128}
+    assert settings.cassandra.volume == {"name": "aws-gp3", "read_iops": 1000, "write_iops": 1000, "read_mbps": 42,
+                                         "write_mbps": 42, "read_ahead_kb": 128}
     # a volume named on the command line comes with its own caps; a cap given wins over both
-    assert trial_settings(_args("--scenario", "cloud-disk", "--volume", "aws-gp3")).volume["read_iops"] == 3000
-    assert trial_settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).volume["read_mbps"] == 42
-    assert trial_settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).volume["read_iops"] == 500
+    named = trial_settings(_args("--scenario", "cloud-disk", "--volume", "aws-gp3")).cassandra
+    assert named.volume["read_iops"] == 3000
+    capped = trial_settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).cassandra
+    assert capped.volume["read_mbps"] == 42 and capped.volume["read_iops"] == 500
     slo = scenario("cloud-slo")
     assert slo.rate_fraction == 0.7 and slo.objective == "p99-read" and slo.volume == "aws-gp3"
-    assert trial_settings(_args()).volume is None
+    assert trial_settings(_args()).cassandra.volume is None
     listed = scenario("cloud-disk").describe()["sets"]
     assert listed["volume"] == "aws-gp3, iops 1000, mbps 42"
     # the cloud scenarios start each node's page cache warm (a node long in service); disk-bound starts cold
-    assert settings.warm_page_cache and trial_settings(_args("--scenario", "cloud-slo")).warm_page_cache
+    assert settings.cassandra.warm_page_cache
+    assert trial_settings(_args("--scenario", "cloud-slo")).cassandra.warm_page_cache
     assert listed["memory"]["warm"] is True
-    assert not trial_settings(_args("--scenario", "disk-bound")).warm_page_cache
-    assert not trial_settings(_args("--scenario", "cloud-disk", "--page-cache-start", "cold")).warm_page_cache
-    assert trial_settings(_args("--scenario", "disk-bound", "--page-cache-start", "warm")).warm_page_cache
+    assert not trial_settings(_args("--scenario", "disk-bound")).cassandra.warm_page_cache
+    cold = trial_settings(_args("--scenario", "cloud-disk", "--page-cache-start", "cold"))
+    assert not cold.cassandra.warm_page_cache
+    assert trial_settings(_args("--scenario", "disk-bound", "--page-cache-start", "warm")).cassandra.warm_page_cache
 
 
 def test_a_warm_start_needs_a_page_cache_cap_and_a_boolean(capsys):

@@ -362,7 +362,7 @@ def _design_store(path, knobs, searched=False):
     """Trials of two workloads on two designs (fixed per study harness, or searched: in the configuration),
     throughput falling with the node count and rising with concurrent_writes."""
     from nosqltune.store import open_store
-    from nosqltune.systems.base import TrialSettings
+    from nosqltune.systems.base import CassandraSettings, TrialSettings
 
     store = open_store(str(path))
     study = store.study("tune", "cassandra")
@@ -372,7 +372,8 @@ def _design_store(path, knobs, searched=False):
         for nodes in (1, 2):
             for writes in (8, 16, 32, 48, 64, 96):
                 config = {"concurrent_writes": writes, **({"nodes": nodes} if searched else {})}
-                harness = TrialSettings(nodes=1 if searched else nodes, replication_factor=1 if searched else nodes)
+                harness = TrialSettings(datastore=CassandraSettings(nodes=1 if searched else nodes,
+                                                                    replication_factor=1 if searched else nodes))
                 workload = {"name": f"read{round(ratio * 100)}-zipfian", "harness": harness.to_dict(),
                             "mix": {"readproportion": ratio, "updateproportion": 1 - ratio}}
                 trial = store.start_trial(study, config, workload, tag="tune")

@@ -28,9 +28,9 @@ def test_every_target_has_the_interface():
 
 
 def test_settings_stored_before_the_seam_mean_cassandra():
-    old = TrialSettings().to_dict()
+    old = TrialSettings().flat()
     del old["system"], old["target_file"]
-    assert TrialSettings(**old).system == "cassandra"
+    assert TrialSettings.from_dict(old).system == "cassandra"
 
 
 def test_redis_directives_are_written_in_redis_conf_terms():

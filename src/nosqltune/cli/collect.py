@@ -19,7 +19,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from .options import _searched_space, trial_target
     from .harness import trial_settings
     from ..store import open_store
-    from ..systems import run_trial
+    from ..systems import TrialSettings, run_trial
     from ..tuning.results import stored_subset as _subset_mapping
     from ..workloads.spec import Workload
     from ..surrogate.collect import STUDY_NAME, design, parse_ratios, plan_entries, run_plan
@@ -51,7 +51,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
             raise UsageError(f"study '{study_name}' in {args.study} is not a collection; pick another --study-name")
         if stored:
             for what, old, new in (("--knobs", stored["knobs"], knobs), ("--set/--config", stored["fixed"], fixed),
-                                   ("harness flags", stored["harness"], settings.to_dict())):
+                                   ("harness flags", TrialSettings.from_dict(stored["harness"]).to_dict(),
+                                    settings.to_dict())):
                 if json.dumps(old, sort_keys=True) != json.dumps(new, sort_keys=True):
                     raise UsageError(f"{what} differ from the collection stored in '{study_name}': a collection "
                                      "can only be extended with more configurations or read ratios")

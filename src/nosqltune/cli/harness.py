@@ -1,6 +1,7 @@
 """The harness flags (--system, --heap, the design, consistency, CPUs, the page-cache cap, the volume) turned
-into the TrialSettings every trial is run with, each checked before anything starts: one line and exit 2 for a
-bad value, exit 3 for a machine that cannot do what is asked."""
+into the TrialSettings every trial is run with (the common part, and the datastore's: Cassandra's flags are
+refused for another datastore), each checked before anything starts: one line and exit 2 for a bad value, exit
+3 for a machine that cannot do what is asked."""
 
 from __future__ import annotations
 
@@ -70,8 +71,7 @@ def per_node(args: argparse.Namespace, system: str, nodes: int) -> dict[str, dic
 def trial_settings(args: argparse.Namespace, *, surrogate: bool = False):
     """The harness settings of the flags, the datastore (--system, --target-file) checked."""
     from ..systems import TARGETS
-    from ..systems.cassandra.provision import DEFAULT_VERSION
-    from ..systems.base import TrialSettings
+    from ..systems.settings import ExternalSettings, RedisSettings, TrialSettings
 
     _positive("repeat", args.repeat)
     system = args.system or "cassandra"
@@ -88,6 +88,12 @@ def trial_settings(args: argparse.Namespace, *, surrogate: bool = False):
         from ..systems.external.target import load_target
 
         target_file = str(load_target(target_file).path)   # checked now, stored absolute
+    if system != "cassandra":
+        given = [flag for flag, value in (("--heap", args.heap), ("--cassandra-version", args.cassandra_version))
+                 if value is not None]
+        if given:
+            raise UsageError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for Cassandra "
+                             f"(--system cassandra), not {system}")
     design = _design(args, system)
     most = parse_design(getattr(args, "design", None)).get("nodes", (0, design["nodes"]))[1]
     scenario = _scenario(args)
@@ -111,20 +117,35 @@ def trial_settings(args: argparse.Namespace, *, surrogate: bool = False):
             raise UsageError("--page-cache-start goes with a page cache cap: --page-cache SIZE or a scenario that "
                              "has one (disk-bound, cloud-disk, cloud-slo)")
     volume = trial_volume(args, scenario, system)
-    heap = trial_heap(args, most, default=scenario.heap)
     for flag in ("server_cpus", "client_cpus"):
         cpu_list(getattr(args, flag), "--" + flag.replace("_", "-"))
+    if system == "cassandra":
+        datastore = cassandra_settings(args, scenario, most, design, page_cache, warm, volume)
+    else:
+        per_node(args, system, most)   # refused: per-node knobs are for Cassandra clusters
+        datastore = ExternalSettings(target_file=target_file) if system == "external" else RedisSettings()
     from ..runtime.paths import check_writable
 
     check_writable("cache", "work", "datasets")   # an unusable NOSQLTUNE_* folder is refused before anything runs
-    return TrialSettings(system=system, target_file=target_file,
-                         cassandra_version=cassandra_version(args.cassandra_version) or DEFAULT_VERSION, heap_mb=heap,
-                         server_cpus=args.server_cpus, client_cpus=args.client_cpus, restore_mode=args.restore,
-                         keep_node=args.keep_nodes, jit=args.jit, per_node=per_node(args, system, most),
-                         scenario=scenario.name, page_cache_mb=page_cache,
-                         offheap_mb=None if page_cache is None else scenario.offheap_mb or DEFAULT_OFFHEAP_MB,
-                         warm_page_cache=warm and page_cache is not None,
-                         volume=None if volume is None else volume.to_dict(), **design)
+    return TrialSettings(system=system, scenario=scenario.name, server_cpus=args.server_cpus,
+                         client_cpus=args.client_cpus, restore_mode=args.restore, keep_node=args.keep_nodes,
+                         jit=args.jit, datastore=datastore)
+
+
+def cassandra_settings(args: argparse.Namespace, scenario, most: int, design: dict[str, Any],
+                       page_cache: int | None, warm: bool, volume):
+    """Cassandra's part of the settings: its release and heap (--cassandra-version, --heap or the scenario's for
+    `most` nodes), the design (`design`: nodes, rf, consistency), the per-node knobs of --config, the memory cap
+    and the volume."""
+    from ..systems.cassandra.provision import DEFAULT_VERSION
+    from ..systems.settings import CassandraSettings
+
+    return CassandraSettings(cassandra_version=cassandra_version(args.cassandra_version) or DEFAULT_VERSION,
+                             heap_mb=trial_heap(args, most, default=scenario.heap),
+                             per_node=per_node(args, "cassandra", most), page_cache_mb=page_cache,
+                             offheap_mb=None if page_cache is None else scenario.offheap_mb or DEFAULT_OFFHEAP_MB,
+                             warm_page_cache=warm and page_cache is not None,
+                             volume=None if volume is None else volume.to_dict(), **design)
 
 
 def trial_volume(args: argparse.Namespace, scenario, system: str):

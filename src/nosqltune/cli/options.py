@@ -233,10 +233,12 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
 
     subset = full_space.subset(args.knobs if knobs is None else knobs)
     if settings is not None:
-        subset = _heap_within_cap(subset, full_space, settings)
+        cassandra = settings.cassandra if settings.system == "cassandra" else None   # its heap's cap, its volume
+        if cassandra is not None:
+            subset = _heap_within_cap(subset, full_space, cassandra)
         # a volume's own settings (read_ahead_kb) need a volume: without one they are left out, and said so
         on_volume = [k.name for k in subset if k.applies == "volume"]
-        if on_volume and settings.volume is None:
+        if on_volume and (cassandra is None or cassandra.volume is None):
             if len(on_volume) == len(subset.knobs):
                 raise UsageError(f"{', '.join(on_volume)} sets the node's own volume, and this run has none: give "
                                  "--volume, --disk-iops or --disk-mbps, or other --knobs")
@@ -265,22 +267,23 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
         raise UsageError(str(exc)) from None
 
 
-def _heap_within_cap(subset, full_space, settings):
+def _heap_within_cap(subset, full_space, cassandra):
     """The subset with `heap_size`'s range ending at the largest heap the node's memory cap allows (a larger one
-    is killed at boot: a wasted trial), stored in the study's recipe so a resume searches the same range."""
-    largest = settings.largest_heap_mb()
+    is killed at boot: a wasted trial), stored in the study's recipe so a resume searches the same range.
+    `cassandra`: the trial settings' Cassandra part (systems.settings.CassandraSettings)."""
+    largest = cassandra.largest_heap_mb()
     knob = subset.knobs.get("heap_size")
     if largest is None or knob is None or knob.range is None or knob.range[1] <= largest:
         return subset
     low = knob.range[0]
     if low >= largest:
         raise UsageError(f"heap_size's range starts at {low} MiB, and the node's memory cap "
-                         f"({settings.memory_limit_mb()} MiB, {settings.offheap_mb or 0} MiB of it kept beside the "
+                         f"({cassandra.memory_limit_mb()} MiB, {cassandra.offheap_mb or 0} MiB of it kept beside the "
                          f"heap) allows at most {largest} MiB: give a larger --page-cache or --heap, or leave "
                          "heap_size out of --knobs")
     result = leave_out(subset, full_space, [], {"heap_size": {"range": [low, largest]}})
     print(f"note: heap_size searched over [{low}, {largest}] MiB, not up to {knob.range[1]}: the node's memory cap "
-          f"is {settings.memory_limit_mb()} MiB and keeps {settings.offheap_mb or 0} MiB beside the heap",
+          f"is {cassandra.memory_limit_mb()} MiB and keeps {cassandra.offheap_mb or 0} MiB beside the heap",
           file=sys.stderr)
     return result
 

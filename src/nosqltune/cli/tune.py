@@ -79,7 +79,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 spec.max_seconds = parse_duration(args.max_time)
             workloads = [Workload.from_dict(w) for w in stored["workloads"]]
             fixed = stored["fixed"]
-            settings = TrialSettings(**stored["harness"])
+            settings = TrialSettings.from_dict(stored["harness"])
             full_space = trial_target(settings).knob_space(settings)
             subset = full_space.subset(stored["knobs"])
             system = stored.get("system", "cassandra")
@@ -190,12 +190,12 @@ def _check_parallel_fits(args: argparse.Namespace, settings) -> None:
         return
     from ..systems.cassandra.cluster import MAX_NODES, check_fits
 
-    nodes = (args.parallel or 1) * settings.nodes
+    nodes = (args.parallel or 1) * settings.cassandra.nodes
     if nodes > MAX_NODES:
         raise UsageError(f"--parallel {args.parallel}: {nodes} Cassandra nodes at once on this machine, at most "
                          f"{MAX_NODES} run side by side; give a smaller --parallel, or --executor ray")
     try:
-        check_fits(nodes, settings.heap_mb)
+        check_fits(nodes, settings.cassandra.heap_mb)
     except UsageError as exc:
         raise UsageError(f"--parallel {args.parallel} runs {nodes} nodes at once: {exc}") from None
 

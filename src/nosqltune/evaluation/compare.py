@@ -151,7 +151,8 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
                           study.record["settings"], study.space)
     best_source = None if not best else ("the best single run" if not best.get("confirmed") else
                                          f"the confirmed best ({best['label']} of the confirmation)")
-    facts = machine_facts(heap_mb=harness.heap_mb, data_path=cache_dir(), server_cpus=harness.server_cpus)
+    heap_mb = harness.cassandra.heap_mb if harness.system == "cassandra" else None   # only Cassandra's rules use it
+    facts = machine_facts(heap_mb=heap_mb, data_path=cache_dir(), server_cpus=harness.server_cpus)
     practice, rules = best_practice(full_space, facts)
     target = study.target((objective.metric,))
     own = target.knob_space(harness)     # a recorded dataset answers for its own knobs only
@@ -201,7 +202,7 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
                     k: compare(k, values[k], values["default"], maximize=maximize).to_dict()
                     for k in candidates if k != "default"}}
             main = per_metric.pop(objective.metric)
-            main["bottlenecks"] = {k: most_common([v for v in (of_trial(r, harness.to_dict()) for r in runs_of if r)
+            main["bottlenecks"] = {k: most_common([v for v in (of_trial(r, harness.flat()) for r in runs_of if r)
                                                    if v is not None]) for k, runs_of in runs.items()}
             result["workloads"][workload.name] = {"group": group, **main,
                                                   "also": {m: {**v, "unit": metric_unit(m)}

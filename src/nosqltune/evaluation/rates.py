@@ -34,7 +34,8 @@ def _key(settings: TrialSettings, workload: "Workload", overrides: dict[str, Any
     its rate and the length of its measured phase) and the scenario's fixed knob values."""
     from ..systems.dataset import dataset_key
 
-    harness = {k: v for k, v in settings.to_dict().items() if k not in ("keep_node",)}
+    # the harness as one flat dict, as stored before the split: the keys of measured rates stay what they were
+    harness = {k: v for k, v in settings.flat().items() if k not in ("keep_node",)}
     shape = {k: v for k, v in workload.to_dict().items() if k not in ("target", "operations", "max_seconds")}
     return dataset_key({"machine": target(settings.system).fingerprint(settings), "harness": harness,
                         "workload": shape, "knobs": overrides})

@@ -61,7 +61,7 @@ def study_of(store, record: dict[str, Any]) -> TuningStudy:
     from ..tuning.workers import trial_target
 
     tune = record["settings"]["tune"]
-    settings = TrialSettings(**tune["harness"])
+    settings = TrialSettings.from_dict(tune["harness"])
     full_space = trial_target(settings).knob_space(settings)   # the datastore's (a surrogate answers for a subset)
     spec = TuneSpec(**tune["spec"])
     return TuningStudy(store=store, record=record, settings=settings, full_space=full_space, spec=spec,

@@ -44,8 +44,9 @@ def cpu_list(text: str) -> set[int]:
     return cpus
 
 
-def machine_facts(*, heap_mb: int, data_path: Path, server_cpus: str | None = None) -> dict[str, Any]:
-    """cores (the CPUs Cassandra may use), drives (our node has one data directory), ssd, heap_mib."""
+def machine_facts(*, heap_mb: int | None, data_path: Path, server_cpus: str | None = None) -> dict[str, Any]:
+    """cores (the CPUs Cassandra may use), drives (our node has one data directory), ssd, heap_mib (None: the
+    datastore has no JVM heap)."""
     if server_cpus:
         cores = len(cpu_list(server_cpus))
     else:

@@ -166,7 +166,7 @@ def best_section(view: TuningView) -> str:
     else:
         header = (f"best of study {view.name}: {view.objective.metric} {fmt(view.best['value'])} over "
                   f"{view.best['trials']} trial(s): single cold runs, not confirmed (nosqltune best --confirm)")
-    settings = TrialSettings(**view.tune["harness"])
+    settings = TrialSettings.from_dict(view.tune["harness"])
     return f"<pre>{esc(yaml_fragment(view.space, view.best['config'], view.fixed, header, settings))}</pre>"
 
 

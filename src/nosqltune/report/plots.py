@@ -316,8 +316,9 @@ def bottlenecks(view: TuningView):
     """What limited each trial (bottleneck/__init__.py), in the order measured: its objective value coloured by the
     verdict, and beside it the utilisation that decided (cores busy, or the share of the volume's cap used)."""
     from ..bottleneck import LIMITS, of_trial
+    from ..systems.settings import TrialSettings
 
-    harness = view.tune.get("harness") or {}
+    harness = TrialSettings.from_dict(view.tune.get("harness") or {}).flat()
     points = []
     for i, row in enumerate(view.rows, start=1):
         verdict = of_trial(row, harness) if row["state"] == "COMPLETE" else None

@@ -42,10 +42,12 @@ DOMAINS = {"TD1": {"workload": True, "design": True}, "TD2": {"workload": False,
 def design_of(workload: Mapping[str, Any]) -> dict[str, float]:
     """The physical design a trial ran on: a stored `design`, else the harness's cluster settings when they are
     not a single node with RF 1 (so single-node studies keep no constant design columns)."""
+    from ..systems.settings import TrialSettings
+
     if workload.get("design"):
         return dict(workload["design"])
-    harness = workload.get("harness") or {}
-    design = {k: harness.get(k, v) for k, v in DESIGN_DEFAULTS.items()}
+    harness = TrialSettings.from_dict(workload.get("harness") or {}).flat()   # a non-Cassandra trial: 1 node, RF 1
+    design = {k: harness[k] for k in DESIGN_DEFAULTS}
     return design if design != DESIGN_DEFAULTS else {}
 
 
@@ -142,15 +144,17 @@ class Table:
 
 def study_knobs(study: Mapping[str, Any]) -> tuple[Any, dict[str, Any], str]:
     """The knob subset, the fixed values and the knob space's name of a collection or tuning study."""
+    from ..systems.settings import TrialSettings
+
     settings = study.get("settings") or {}
     for key in ("collect", "tune"):
         if key in settings:
-            harness = settings[key].get("harness") or {}
-            system = harness.get("system", "cassandra")
+            harness = TrialSettings.from_dict(settings[key].get("harness") or {})
+            system = harness.system
             if system == "external":
                 from ..systems.external.target import load_target
 
-                system = load_target(harness["target_file"]).knobs
+                system = load_target(harness.external.target_file).knobs
             return settings[key]["knobs"], dict(settings[key].get("fixed") or {}), system
     raise UsageError(f"study '{study['name']}' is neither a collection nor a tuning run: no knob space stored")
 

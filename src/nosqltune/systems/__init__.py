@@ -1,8 +1,9 @@
 """Targets: what nosqltune runs trials against, behind one interface (`Target`).
 
 The datastores are modules `systems/<name>/trial.py` with the six functions of `Target`, all taking the
-harness settings (`base.TrialSettings`, stored with every trial), found by name in `TARGETS`. The recorded
-surrogate (`surrogate.dataset.SurrogateTarget`, `--system surrogate:NAME`) implements the same interface."""
+harness settings (`settings.TrialSettings`: a common part and the datastore's, stored with every trial), found
+by name in `TARGETS`. The recorded surrogate (`surrogate.dataset.SurrogateTarget`, `--system surrogate:NAME`)
+implements the same interface."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .base import Progress, TrialResult, TrialSettings, quiet, with_design
+from .base import Progress, TrialResult, quiet, with_design
+from .settings import CassandraSettings, ExternalSettings, RedisSettings, TrialSettings
 
 if TYPE_CHECKING:
     from ..knobs import KnobSpace
     from ..workloads.spec import Workload
 
-__all__ = ["TARGETS", "Target", "TrialResult", "TrialSettings", "run_trial", "target"]
+__all__ = ["TARGETS", "CassandraSettings", "ExternalSettings", "RedisSettings", "Target", "TrialResult",
+           "TrialSettings", "run_trial", "target"]
 
 
 class Target(Protocol):
@@ -87,7 +90,7 @@ class Datastore:
         if result.state == "COMPLETE":   # what limited it, stored with it (bottleneck/__init__.py says how)
             from ..bottleneck import diagnose
 
-            verdict = diagnose(result.summary, settings.to_dict(), result.internals)
+            verdict = diagnose(result.summary, settings.flat(), result.internals)
             if verdict is not None:
                 result.internals["bottleneck"] = verdict.to_dict()
                 progress(verdict.line())

@@ -1,113 +1,31 @@
 """What every target shares about a trial: one cold run of one configuration on one workload, against the datastore the settings name.
 
 The datastore-specific work lives in `systems/<name>/trial.py`; this module holds what every target shares:
-the harness settings stored with each trial, the result, and the rule that too many failed operations
-make a failed trial."""
+the harness settings stored with each trial (systems/settings.py), the result, and the rule that too many
+failed operations make a failed trial."""
 
 from __future__ import annotations
 
 import errno
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import SetupError, TrialError, UsageError
-
+from .settings import (CASSANDRA_VERSION, CassandraSettings, ExternalSettings, RedisSettings,  # noqa: F401
+                       TrialSettings)
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ..knobs import KnobSpace
-    from ..volumes import Volume
 
 Progress = Callable[[str], None]
-CASSANDRA_VERSION = "5.0.6"       # the Cassandra release trials run unless told (from Maven)
 MAX_ERROR_SHARE = 0.01  # a trial with more failed operations than this is a failed trial
 
 
 def quiet(_: str) -> None:
     pass
-
-
-@dataclass
-class TrialSettings:
-    """How trials run (the harness, not the datastore's knobs); stored with every trial."""
-
-    system: str = "cassandra"           # the target: cassandra | redis | external (see systems/__init__.py)
-    target_file: str | None = None      # the external target's description (system external)
-    cassandra_version: str = CASSANDRA_VERSION
-    heap_mb: int = 2048
-    server_cpus: str | None = None      # taskset list for Cassandra, e.g. "0"
-    client_cpus: str | None = None      # taskset list for the YCSB client, e.g. "1"
-    restore_mode: str = "link"          # link | copy | reload (load the data afresh every trial)
-    load_threads: int = 16
-    boot_timeout: float = 120.0
-    keep_node: bool = False             # keep the trial's node directory (logs, data) for inspection
-    jit: str = "tiered"                 # tiered (the JVM's default C1+C2) | c1 (both JVMs stop at C1)
-    # physical design (Cassandra): a local cluster of `nodes` on 127.0.0.1.. (see systems/cassandra/cluster.py)
-    nodes: int = 1
-    replication_factor: int = 1         # of the YCSB keyspace, set when the data is loaded
-    read_consistency: str = "ONE"
-    write_consistency: str = "ONE"
-    # per-node cassandra.yaml knobs on top of the configuration every node gets: {"2": {knob: value}}
-    per_node: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # how a dataset is loaded (Cassandra): "bulk" writes the records as SSTables with Cassandra's own writer and
-    # imports them into the node (systems/cassandra/bulk.py; a cluster loads over CQL), "cql" inserts them through
-    # the node, as YCSB's load phase does
-    load_method: str = "bulk"
-    # the benchmark scenario (scenarios/scenarios.yaml) these settings come from
-    scenario: str = "in-memory"
-    # a memory cgroup per node (disk-bound): capped at heap + offheap_mb + page_cache_mb, its page cache and the
-    # restored data's emptied before every trial; None: no cap, the restored data read into the page cache
-    page_cache_mb: int | None = None
-    offheap_mb: int | None = None
-    # with page_cache_mb: after boot each node's data files are read once from inside its memory group, so its page
-    # cache starts full (index files kept), as a node long in service; False: the node starts with none of it
-    warm_page_cache: bool = False
-    # each node's data on a volume of its own with these caps and read-ahead (volumes.Volume as a dict: --volume,
-    # --disk-iops, --disk-mbps; systems/volume.py); None: the node's folders on the machine's disk
-    volume: dict[str, Any] | None = None
-
-    def memory_limit_mb(self) -> int | None:
-        """The memory cgroup limit of one node, or None when the node runs uncapped."""
-        if self.page_cache_mb is None:
-            return None
-        return self.heap_mb + (self.offheap_mb or 0) + self.page_cache_mb
-
-    def volume_spec(self) -> "Volume | None":
-        """The volume each node runs on, or None."""
-        from ..volumes import Volume
-
-        return Volume.from_dict(self.volume)
-
-    def largest_heap_mb(self) -> int | None:
-        """Under a memory cap, the largest heap a configuration may ask for: the heap may take the page cache's
-        allowance but not the off-heap one (the JVM's own memory, direct buffers, off-heap memtables and
-        filters). In disk-bound's 2 GiB cap a 1,764 MiB heap started and 1,888 MiB was killed at boot, every time
-        (bench/results/impact_tuning.md); this keeps 768 MiB beside the heap. None when the node runs uncapped."""
-        limit = self.memory_limit_mb()
-        return None if limit is None else limit - (self.offheap_mb or 0)
-
-    def jvm_flags(self) -> list[str]:
-        """Flags for both JVMs of a trial. With 'c1', server and client reach compiled steady state within
-        seconds instead of minutes on a 2-core machine, at a lower absolute throughput (see docs/trials.md)."""
-        if self.jit == "c1":
-            return ["-XX:TieredStopAtLevel=1"]
-        if self.jit != "tiered":
-            raise ValueError(f"unknown jit mode {self.jit!r}")
-        return []
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def design(self) -> dict[str, int]:
-        """The physical design as numbers (features of the surrogate models, seed 004's TD1-TD4)."""
-        return {"nodes": self.nodes, "replication_factor": self.replication_factor}
-
-    def loaded_design(self) -> dict[str, int]:
-        """The design the data is loaded with: at most one replica per node (a factor above the node count
-        changes the schema only, set after the restore)."""
-        return {"nodes": self.nodes, "replication_factor": min(self.replication_factor, self.nodes)}
 
 
 def with_design(space: "KnobSpace", settings: TrialSettings,
@@ -118,7 +36,8 @@ def with_design(space: "KnobSpace", settings: TrialSettings,
     design = {name: value for name, value in overrides.items() if name in space and space[name].applies == "design"}
     if not design:
         return settings, overrides
-    return (replace(settings, **{space[name].key: int(value) for name, value in design.items()}),
+    designed = replace(settings.cassandra, **{space[name].key: int(value) for name, value in design.items()})
+    return (replace(settings, datastore=designed),
             {name: value for name, value in overrides.items() if name not in design})
 
 

@@ -149,10 +149,14 @@ def bottlenecks(rows: list[dict], space, entries: list[tuple[str, dict | None]],
                 settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """What limited the study's trials (bottleneck/__init__.py): the count of each verdict over its complete
     trials, and for each entry (the default, the best) its trials' most common verdict with the line of its last
-    such trial. `settings`: the study's harness (the caps of its volume), for trials stored without a verdict."""
+    such trial. `settings`: the study's harness as stored (the caps of its volume), for trials stored without a
+    verdict."""
     from collections import Counter
 
     from ..bottleneck import most_common, of_trial
+    from ..systems.settings import TrialSettings
+
+    settings = None if settings is None else TrialSettings.from_dict(settings).flat()
 
     verdicts = [(row, of_trial(row, settings)) for row in counted(rows) if row["state"] == "COMPLETE"]
     verdicts = [(row, v) for row, v in verdicts if v is not None]

@@ -41,7 +41,7 @@ class StudyRunner:
         from ..systems import TrialSettings
         from ..workloads.spec import Workload
 
-        self.settings = TrialSettings(**self.tune["harness"])
+        self.settings = TrialSettings.from_dict(self.tune["harness"])
         objective = Objective.from_dict(self.tune["spec"]["objective"])
         self.target = trial_target(self.settings, self.tune.get("system", "cassandra"), seed=self.tune["spec"]["seed"],
                                    metrics=(objective.metric,) + tuple(c.metric for c in objective.constraints))

@@ -39,8 +39,8 @@ def knob_space(settings: TrialSettings) -> KnobSpace:
     read-ahead's the volume's (--volume)."""
     from ...knobs import load_space
 
-    defaults: dict[str, Any] = {"heap_size": settings.heap_mb}
-    spec = settings.volume_spec()
+    defaults: dict[str, Any] = {"heap_size": settings.cassandra.heap_mb}
+    spec = settings.cassandra.volume_spec()
     if spec is not None:
         defaults["read_ahead_kb"] = spec.read_ahead_kb
     return load_space("cassandra").with_knob_defaults(defaults)
@@ -49,15 +49,15 @@ def knob_space(settings: TrialSettings) -> KnobSpace:
 def fingerprint(settings: TrialSettings) -> dict[str, Any]:
     from ...runtime.environment import fingerprint as machine
 
-    return machine("cassandra", settings.cassandra_version)
+    return machine("cassandra", settings.cassandra.cassandra_version)
 
 
 def preflight(workload: Workload, settings: TrialSettings) -> None:
     """A cluster must fit in memory (a single node that does not fails its trial with the reason)."""
-    if settings.nodes > 1:
+    if settings.cassandra.nodes > 1:
         from .cluster import check_fits
 
-        check_fits(settings.nodes, settings.heap_mb)
+        check_fits(settings.cassandra.nodes, settings.cassandra.heap_mb)
 
 
 def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[str]:
@@ -69,7 +69,8 @@ def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[
 
     from ..base import with_design
 
-    design, overrides = with_design(knob_space(settings), settings, overrides)
+    designed, overrides = with_design(knob_space(settings), settings, overrides)
+    design = designed.cassandra
     placed = place(knob_space(settings), overrides)
     nested: dict[str, Any] = {}
     for key, value in placed.yaml.items():
@@ -99,7 +100,7 @@ def cassandra_dataset_key(version: str, data_shape: dict[str, Any], reload_knobs
 def load_method(settings: TrialSettings) -> str:
     """How a dataset of these settings is loaded: bulk (SSTables written and imported) on a single node, else CQL
     (a cluster's nodes would each have to import the SSTables of the token ranges they own)."""
-    return "bulk" if settings.load_method == "bulk" and settings.nodes == 1 else "cql"
+    return "bulk" if settings.cassandra.load_method == "bulk" and settings.cassandra.nodes == 1 else "cql"
 
 
 def _create_schema(address: str, port: int, fieldcount: int, replication_factor: int = 1,
@@ -120,7 +121,7 @@ def _create_schema(address: str, port: int, fieldcount: int, replication_factor:
 def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, settings: TrialSettings,
                   progress: Progress = quiet) -> Dataset:
     """Boot a fresh node (with the load-affecting knobs), create the schema, load, drain: the dataset. With
-    `settings.nodes` > 1 a local cluster does it, and the dataset holds one folder per node (node1, ...)."""
+    `settings.cassandra.nodes` > 1 a local cluster does it, and the dataset holds one folder per node (node1, ...)."""
 
     method = load_method(settings)
 
@@ -136,12 +137,13 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
 
                 written = write_sstables(workload, home / "bulk", table_statement(KEYSPACE, TABLE, workload.fieldcount,
                                                                                   placed.reload_table_options()),
-                                         version=settings.cassandra_version, yaml_overrides=placed.reload_yaml,
+                                         version=settings.cassandra.cassandra_version,
+                                         yaml_overrides=placed.reload_yaml,
                                          settings=BulkSettings(cpus=settings.client_cpus))
             boot = servers.start(settings.boot_timeout)
             first = servers.first
             _create_schema(first.address, first.ports.native, workload.fieldcount,
-                           settings.loaded_design()["replication_factor"],
+                           settings.cassandra.loaded_design()["replication_factor"],
                            placed.reload_table_statements(KEYSPACE, TABLE))
             if method == "bulk":   # ... and imported into it (nodetool import)
                 bulk = import_written(written, first.ports.jmx)
@@ -163,16 +165,16 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
             drain_s = time.monotonic() - started
         if load["errors"]:
             raise TrialError("workload", f"loading the dataset had {load['errors']} failed inserts")
-        if settings.nodes > 1:   # home/data/node1, home/data/node2, ...: each node's data folder
+        if settings.cassandra.nodes > 1:   # home/data/node1, home/data/node2, ...: each node's data folder
             (home / "data").mkdir()
-            for i in range(1, settings.nodes + 1):
+            for i in range(1, settings.cassandra.nodes + 1):
                 (home / f"node{i}" / "data").rename(home / "data" / f"node{i}")
                 shutil.rmtree(home / f"node{i}")
         for sub in ("commitlog", "saved_caches", "hints", "cdc_raw", "conf", "logs", "load", "tmp"):
             shutil.rmtree(home / sub, ignore_errors=True)
         return {"key": dataset.key, "records": workload.records, "data": workload.dataset_properties(),
-                "reload_knobs": placed.reload, "cassandra_version": settings.cassandra_version,
-                "design": settings.loaded_design(),
+                "reload_knobs": placed.reload, "cassandra_version": settings.cassandra.cassandra_version,
+                "design": settings.cassandra.loaded_design(),
                 "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
                 "load_method": method, **({"bulk": load["bulk"]} if "bulk" in load else {}),
                 "drain_s": drain_s, "settle_s": max(x["settle_s"] for x in settled),
@@ -190,8 +192,9 @@ class _Servers:
         self.settings = settings
         self.volumes = volumes if volumes is not None else {}   # filled by the trial once mounted
         per_node = per_node or {}
-        if settings.nodes == 1:
-            self.members = [CassandraNode(home=home, version=settings.cassandra_version, heap_mb=settings.heap_mb,
+        cassandra = settings.cassandra
+        if cassandra.nodes == 1:
+            self.members = [CassandraNode(home=home, version=cassandra.cassandra_version, heap_mb=cassandra.heap_mb,
                                           yaml_overrides={**yaml_overrides, **per_node.get(1, {})},
                                           jvm_flags=jvm_flags, cpus=settings.server_cpus,
                                           memory_limit_mb=memory_limit_mb, volume=self.volumes.get(1))]
@@ -199,8 +202,8 @@ class _Servers:
         else:
             from .cluster import LocalCluster
 
-            self.cluster = LocalCluster(home=home, nodes=settings.nodes, heap_mb=settings.heap_mb,
-                                        version=settings.cassandra_version, yaml_overrides=yaml_overrides,
+            self.cluster = LocalCluster(home=home, nodes=cassandra.nodes, heap_mb=cassandra.heap_mb,
+                                        version=cassandra.cassandra_version, yaml_overrides=yaml_overrides,
                                         per_node=per_node, jvm_flags=jvm_flags, memory_limit_mb=memory_limit_mb,
                                         volumes=self.volumes)
             self.members = self.cluster.members   # filled by start()
@@ -218,7 +221,7 @@ class _Servers:
         """(home, the dataset's part for it) per node."""
         if self.cluster is None:
             return [(self.first.home, None)]
-        return [(self.cluster.home / f"node{i}", f"node{i}") for i in range(1, self.settings.nodes + 1)]
+        return [(self.cluster.home / f"node{i}", f"node{i}") for i in range(1, self.settings.cassandra.nodes + 1)]
 
     def data_dirs(self) -> list[tuple[Path, str | None]]:
         """(data folder, the dataset's part for it) per node: in its volume, or in its home."""
@@ -275,22 +278,22 @@ def per_node_yaml(settings: TrialSettings) -> dict[int, dict[str, Any]]:
     from ...knobs import load_space
 
     space = load_space("cassandra")
-    return {int(number): place(space, knobs).yaml for number, knobs in settings.per_node.items()
-            if int(number) <= settings.nodes}
+    return {int(number): place(space, knobs).yaml for number, knobs in settings.cassandra.per_node.items()
+            if int(number) <= settings.cassandra.nodes}
 
 
 def _design_statements(settings: TrialSettings) -> list[str]:
     """A replication factor above the node count is set on the restored data (loaded with one replica per
     node: nothing to stream)."""
-    if settings.replication_factor == settings.loaded_design()["replication_factor"]:
+    if settings.cassandra.replication_factor == settings.cassandra.loaded_design()["replication_factor"]:
         return []
     return [f"ALTER KEYSPACE {KEYSPACE} WITH replication = {{'class': 'SimpleStrategy', "
-            f"'replication_factor': {settings.replication_factor}}}"]
+            f"'replication_factor': {settings.cassandra.replication_factor}}}"]
 
 
 def _consistency(settings: TrialSettings) -> dict[str, str]:
-    return {"cassandra.readconsistencylevel": settings.read_consistency,
-            "cassandra.writeconsistencylevel": settings.write_consistency}
+    return {"cassandra.readconsistencylevel": settings.cassandra.read_consistency,
+            "cassandra.writeconsistencylevel": settings.cassandra.write_consistency}
 
 
 def ensure_dataset(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
@@ -301,10 +304,10 @@ def ensure_dataset(space: KnobSpace, overrides: dict[str, Any], workload: Worklo
 
 def _ensure_dataset(placed: PlacedConfig, workload: Workload, settings: TrialSettings,
                     progress: Progress) -> tuple[Dataset, float]:
-    key = cassandra_dataset_key(settings.cassandra_version, workload.dataset_properties(), placed.reload,
-                                settings.heap_mb, load_method(settings))
-    if settings.loaded_design() != {"nodes": 1, "replication_factor": 1}:
-        key = dataset_key({"single": key, "design": settings.loaded_design()})
+    key = cassandra_dataset_key(settings.cassandra.cassandra_version, workload.dataset_properties(), placed.reload,
+                                settings.cassandra.heap_mb, load_method(settings))
+    if settings.cassandra.loaded_design() != {"nodes": 1, "replication_factor": 1}:
+        key = dataset_key({"single": key, "design": settings.cassandra.loaded_design()})
     dataset = dataset_for(key)
     if dataset.hold():   # held: no other process evicts it before this trial has restored it
         return dataset, 0.0
@@ -337,10 +340,10 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                     timings["dataset_build_s"] = built
             volumes: dict[int, NodeVolume] = {}
             servers = _Servers(home, placed.yaml, settings.jvm_flags() + placed.jvm, settings,
-                               per_node=per_node_yaml(settings), memory_limit_mb=settings.memory_limit_mb(),
+                               per_node=per_node_yaml(settings), memory_limit_mb=settings.cassandra.memory_limit_mb(),
                                volumes=volumes)
             mode = "copy" if settings.restore_mode == "copy" else "link"
-            spec = settings.volume_spec()
+            spec = settings.cassandra.volume_spec()
             if spec is not None:
                 progress("mounting each node's volume")
                 timings["restore_s"] = 0.0
@@ -356,7 +359,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 raise TrialError("refused", f"{', '.join(placed.volume)} sets the node's own volume, and this trial "
                                  "has none: give --volume, --disk-iops or --disk-mbps")
             progress("restoring data")
-            cold = settings.memory_limit_mb() is not None and spec is None   # disk-bound: the data starts on disk
+            # disk-bound: the data starts on disk
+            cold = settings.cassandra.memory_limit_mb() is not None and spec is None
             if spec is None:   # a volume is mounted afresh for the trial: nothing of it is in memory yet
                 timings["restore_s"] = sum(dataset.restore_into(data_dir, mode, part=part, warm=not cold)
                                            for data_dir, part in servers.data_dirs())
@@ -370,7 +374,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 evicted = evict_page_cache([data_dir for data_dir, _ in servers.data_dirs()])
                 timings["evict_s"] = time.monotonic() - t0
                 result.internals["page_cache_evicted_bytes"] = evicted
-            progress("booting Cassandra" + (f" ({settings.nodes} nodes)" if settings.nodes > 1 else ""))
+            nodes = settings.cassandra.nodes
+            progress("booting Cassandra" + (f" ({nodes} nodes)" if nodes > 1 else ""))
             timings["boot_s"] = servers.start(settings.boot_timeout, restored=True)
             node = servers.first
             for i, member in enumerate(servers.members, 1):   # the caps as the kernel holds them for each node
@@ -395,9 +400,9 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 wanted = set(placed.yaml).union(*per_node.values())
                 applied["per_node_settings"] = {str(i): _settings_of(member, wanted)
                                                 for i, member in enumerate(servers.members, 1)}
-            applied["design"] = settings.design()
+            applied["design"] = settings.cassandra.design()
             timings["apply_s"] = time.monotonic() - t0
-            if settings.warm_page_cache:
+            if settings.cassandra.warm_page_cache:
                 progress("reading each node's data into its page cache, as a node long in service holds it")
                 t0 = time.monotonic()
                 warmed = {f"node{i}": member.warm_page_cache(data_dir)

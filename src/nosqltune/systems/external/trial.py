@@ -35,9 +35,9 @@ HEALTH_ATTEMPT_S = 5.0
 
 
 def _target(settings: TrialSettings) -> Target:
-    if not settings.target_file:
+    if not settings.external.target_file:
         raise UsageError("--system external needs --target-file YAML")
-    return load_target(settings.target_file)
+    return load_target(settings.external.target_file)
 
 
 def knob_space(settings: TrialSettings) -> KnobSpace:
