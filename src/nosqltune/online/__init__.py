@@ -19,6 +19,11 @@ pure function or a small state machine over numbers the caller measured:
 These modules read no JMX, start no process and talk to no network: the `online` command does, and feeds them.
 The one exception is observe.py, the node side (imported on its own, not from this package): it reads each
 node's ClientRequest counters over JMX into a `Snapshot` and applies a plan's live changes, reading them back.
+
+The loop of `online` is in modules imported on their own too: advisor.py (the fitted model, checked against the
+cluster, asked for the best configuration of an observed mix), controller.py (the loop over a node reader and a
+live applier), settings.py (its typed settings and summary), record.py (the run's study in the trial store) and
+run.py (the JMX reader and applier, and `run_online`).
 """
 
 from .decide import CostSettings, Decision, decide_restart

@@ -1,0 +1,111 @@
+"""`nosqltune online`: re-tune a running Cassandra cluster as its workload mix shifts (online/controller.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from ..errors import UsageError
+from .options import _progress
+
+
+def parse_hosts(text: str):
+    """HOST:JMXPORT[,HOST:JMXPORT...] -> JmxNodes named HOST:PORT; UsageError (one line) for a bad entry."""
+    from ..online.observe import JmxNode
+
+    nodes = []
+    for entry in (e.strip() for e in text.split(",")):
+        host, sep, port = entry.rpartition(":")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host   # [::1]:7199
+        if not entry or not sep or not host or any(c.isspace() for c in host):
+            raise UsageError(f"--hosts: {entry or '(empty)'!r} is not HOST:JMXPORT (e.g. 127.0.0.1:7199)")
+        try:
+            number = int(port)
+        except ValueError:
+            raise UsageError(f"--hosts: the JMX port of {entry!r} is not a number") from None
+        if not 0 < number < 65536:
+            raise UsageError(f"--hosts: the JMX port of {entry!r} must be within 1..65535")
+        nodes.append(JmxNode(name=f"{host}:{number}", jmx_port=number, host=host))
+    names = [n.name for n in nodes]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"--hosts: {', '.join(twice)} given twice")
+    return tuple(nodes)
+
+
+def _seconds(flag: str, value: float | None, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise UsageError(f"{flag} must be a number of seconds > 0, got {value}")
+
+
+def cmd_online(args: argparse.Namespace) -> int:
+    from ..online.run import run_online
+    from ..online.settings import OnlineSettings
+
+    nodes = parse_hosts(args.hosts)
+    _seconds("--window", args.window)
+    _seconds("--horizon", args.horizon)
+    _seconds("--duration", args.duration, optional=True)
+    if args.rf < 1:
+        raise UsageError(f"--rf must be at least 1, got {args.rf}")
+    settings = OnlineSettings(nodes=nodes, model=args.model, study=args.study, window_seconds=args.window,
+                              horizon_seconds=args.horizon, duration_seconds=args.duration, dry_run=args.dry_run,
+                              replication_factor=args.rf, knobs=args.knobs)
+    say = _progress(args)
+    summary = run_online(settings, say=say, progress=say).as_dict()
+    if args.json:
+        print(json.dumps(summary, default=str))
+        return 0
+    print(f"online study '{summary['study']}' in {args.study}: {summary['windows']} window(s), stopped by "
+          f"{summary['stopped']}{' (dry run)' if summary['dry_run'] else ''}")
+    print(f"  {summary['shifts']} shift(s) of the mix, {summary['recommendations']} recommendation(s); live changes: "
+          f"{summary['live_applied']} applied, {summary['live_kept']} kept, {summary['rollbacks']} rollback(s)")
+    for d in summary["restart_decisions"]:
+        print(f"  window {d['window']}: {d['action']} {d['verdict']} (expected gain "
+              f"{d['expected_gain_operations']:.0f} ops, cost {d['cost_operations']:.0f} ops)"
+              + ("; not performed: not yet implemented" if d["verdict"] == "act" else ""))
+    changed = summary["running"]
+    print("  running now: " + (", ".join(f"{k} = {v}" for k, v in changed.items()) or "the model's defaults"))
+    return 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser(
+        "online", help="re-tune a running Cassandra cluster as its workload mix shifts (RAFIKI, SOPHIA)",
+        description="Watch a running Cassandra cluster over JMX, one window at a time: read each node's request "
+                    "counters (reads, writes, scans, p99, failures), detect a shift of the read/write/scan mix with "
+                    "hysteresis (3 agreeing windows beyond max(0.10, 3 sampling sigmas), 180 s after a change), ask "
+                    "the fitted model for the best configuration of the new mix, apply at once what Cassandra "
+                    "changes live (read back, kept only if the next window's throughput and p99 are not worse, "
+                    "rolled back otherwise), and weigh a rolling restart or a rewrite for the other knobs against "
+                    "the gain the model predicts over --horizon (SOPHIA's cost-benefit). Restarts and rewrites are "
+                    "decided and recorded, not performed yet. Every window and decision is stored in a new study "
+                    "of --study. It only observes the traffic there: it never benchmarks the cluster. Ctrl-C stops "
+                    "it, leaving the last kept configuration. Example: nosqltune online --hosts 127.0.0.1:7199 "
+                    "--model runs/study.throughput.rf.model --study runs/online.db --dry-run")
+    where = p.add_mutually_exclusive_group(required=True)   # a later --nodes N starts a local cluster instead
+    where.add_argument("--hosts", metavar="HOST:JMXPORT[,...]",
+                       help="the running cluster's nodes, by host and JMX port (e.g. 127.0.0.1:7199,127.0.0.2:7199)")
+    p.add_argument("--model", required=True, metavar="DIR",
+                   help="a throughput model written by `nosqltune model fit` from a collection on this cluster's "
+                        "setup (workload features: domain TD1 or TD3); a model of another datastore or knob set is "
+                        "refused")
+    p.add_argument("--study", required=True, metavar="FILE",
+                   help="trial store (SQLite path or postgresql:// URL) where the run gets a study of its own, "
+                        "online-DATE, one row per window")
+    p.add_argument("--window", type=float, default=60.0, metavar="S", help="seconds per window (default 60)")
+    p.add_argument("--horizon", type=float, default=1800.0, metavar="S",
+                   help="seconds over which a restart's predicted gain must pay for its cost (default 1800)")
+    p.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="stop after S seconds (default: until Ctrl-C)")
+    p.add_argument("--dry-run", action="store_true", help="decide and record, apply nothing")
+    p.add_argument("--rf", type=int, default=1, metavar="N",
+                   help="the keyspace's replication factor, for the cost of a rolling restart (default 1)")
+    p.add_argument("--knobs", default=None, metavar="SET",
+                   help="the knob set the cluster is tuned over, when known: a model fitted on another is refused "
+                        "(default: the model's)")
+    p.add_argument("--json", action="store_true", help="progress as JSON lines on stderr, the summary as JSON")
+    p.set_defaults(func=cmd_online)

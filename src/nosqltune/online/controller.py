@@ -1,0 +1,331 @@
+"""The loop of `nosqltune online`: watch a running cluster window by window and re-tune it as its mix shifts.
+
+The loop is written against two small protocols, so scripted observations drive it in tests and JMX in real use
+(jmx.py): a `NodeReader` gives a `Snapshot` of the nodes' cumulative request counters, and a `LiveApplier`
+applies live changes and reads them back. Its rules, every window:
+
+1. Read a snapshot and make the window since the previous one (window.py). A node that does not answer is said
+   in one line by the reader and left out of the window, and the loop goes on.
+2. If a live change is waiting for its guard, judge it on this window (guard.py) against the full windows of
+   the same mix before it: keep it, roll it back (the previous values re-applied, read back, and said), or wait
+   for the next full window when this one is partial. A change still unjudged after `guard_max_waits` windows
+   is rolled back: a change is kept only when a window shows it is not worse.
+3. Feed the window to the shift detector (shift.py). The model is asked only when the detector sets its first
+   reference (the start: the first window with traffic) or declares a shift: once per mix, never once per
+   window.
+4. On asking: map the mix to the model's features (advisor.py), take its recommendation for them, and plan the
+   changes against the running configuration (plan.py). Then
+   - live changes: applied at once (not with dry_run), read back, and left to the guard of the next window(s);
+     the running configuration takes the values read back. Table options (ALTER TABLE) are recorded as not
+     applied yet;
+   - restart and rewrite changes: `decide_restart` (decide.py) weighs the gain the model predicts (the running
+     configuration with the live changes against that plus the restart changes) with the throughput measured in
+     this window. The decision is recorded with all its numbers; a rolling restart is not performed yet ("restart
+     not performed: not yet implemented" when the verdict is act). A rewrite is weighed only when the data size
+     per node is known (not yet measured by the loop): otherwise recorded as not weighed.
+5. Store the window with everything decided in it (record.py) and print one progress line.
+
+It stops after `duration_seconds` or on KeyboardInterrupt. A live change still waiting for its guard then is
+rolled back, so the cluster is left on the last kept configuration, and the run's summary is stored and
+returned.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from .advisor import Advisor, MixFeatures
+from .decide import CostSettings, decide_restart
+from .guard import judge_change
+from .observe import LiveOutcome
+from .plan import Change, Plan, plan_changes
+from .record import StudyRecorder
+from .settings import OnlineSettings, OnlineSummary
+from .shift import ShiftDetector, ShiftVerdict
+from .window import KINDS, Snapshot, Window, window_between
+
+MIB = 1024 * 1024
+DEFAULT_REWRITE_MIB_S = 64.0   # Cassandra's compaction_throughput default, the rate `upgradesstables` is held to
+NOT_PERFORMED = "restart not performed: not yet implemented"
+
+Say = Callable[[str], None]
+
+
+class NodeReader(Protocol):
+    def read(self, say: Say) -> Snapshot:
+        """The nodes' counters now; a node that does not answer is said through `say` and left out."""
+
+
+class LiveApplier(Protocol):
+    def apply(self, changes: Sequence[Change], say: Say) -> LiveOutcome:
+        """Apply live changes on every node and read them back (observe.apply_live's outcome)."""
+
+
+@dataclass
+class _Pending:
+    """A live change waiting for its guard: the values before it, the windows it is compared with."""
+
+    changes: tuple[Change, ...]
+    previous: dict[str, Any]
+    before: list[Window]
+    at: float
+    waits: int = 0
+
+
+def _mix_text(window: Window) -> str:
+    mix = window.mix
+    if mix.read is None:
+        return "no traffic"
+    return "r/w/s " + "/".join(f"{mix.get(k):.2f}" for k in KINDS)
+
+
+class Controller:
+    """One online run (module docstring). `clock` and `sleep` pace the windows; `say` takes one-line notes (a
+    silent node, a differing read-back, a rollback) and `progress` the line of each window."""
+
+    def __init__(self, settings: OnlineSettings, advisor: Advisor, reader: NodeReader, applier: LiveApplier,
+                 recorder: StudyRecorder, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep, say: Say = lambda _: None,
+                 progress: Say = lambda _: None) -> None:
+        self.settings, self.advisor, self.reader, self.applier = settings, advisor, reader, applier
+        self.recorder, self.clock, self.sleep = recorder, clock, sleep
+        self._say_out, self.progress = say, progress
+        self.running = advisor.running_config(settings.running)
+        self.detector = ShiftDetector(settings.shift)
+        self.cost = CostSettings(horizon_seconds=settings.horizon_seconds)
+        self.summary = OnlineSummary(recorder.name, dry_run=settings.dry_run)
+        self._recent: list[Window] = []     # full windows with traffic of the current mix, newest last
+        self._pending: _Pending | None = None
+        self._said: list[str] = []
+        self._number = 0
+
+    def say(self, line: str) -> None:
+        self._said.append(line)
+        self._say_out(line)
+
+    # ------------------------------------------------------------------------------------------ the loop
+    def run(self) -> OnlineSummary:
+        s = self.settings
+        started = self.clock()
+        stopped = "duration"
+        try:
+            previous = self.reader.read(self.say)
+            number = 0
+            while s.duration_seconds is None or (number + 1) * s.window_seconds <= s.duration_seconds + 1e-9:
+                wait = started + (number + 1) * s.window_seconds - self.clock()
+                if wait > 0:
+                    self.sleep(wait)
+                current = self.reader.read(self.say)
+                number += 1
+                self._step(number, previous, current)
+                previous = current
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+        self._stop(stopped)
+        return self.summary
+
+    def _stop(self, stopped: str) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self.summary.final_rollback = self._rollback(pending, "stopped before the guard judged it",
+                                                         at=self.clock())
+            self._said = []
+        self.summary.stopped = stopped
+        default = self.advisor.space.default()
+        self.summary.running = {k: v for k, v in self.running.items() if default.get(k) != v}
+        self.recorder.finish(self.summary.as_dict())
+
+    def _step(self, number: int, before: Snapshot, after: Snapshot) -> None:
+        self._number = number
+        record: dict[str, Any] = {"window": number}
+        config = dict(self.running)   # what ran during the window
+        window = window_between(before, after)
+        if self._pending is not None:
+            record["guard"] = self._judge(window)
+        verdict = self.detector.observe(window)
+        record["shift"] = verdict.as_dict()
+        if verdict.state != "idle" and not window.partial:
+            self._recent = (self._recent + [window])[-max(self.settings.guard_windows, self.settings.shift.confirm):]
+        if verdict.state == "shift":   # the windows that confirmed it are the new mix's
+            self.summary.shifts += 1
+            self._recent = self._recent[-self.settings.shift.confirm:]
+        if verdict.state in ("reference", "shift"):
+            record.update(self._advise(window, verdict))
+        record["said"] = list(self._said)
+        self._said = []
+        self.recorder.window(number, window, config, record)
+        self.summary.windows += 1
+        self.progress(self._line(number, window, verdict, record))
+
+    # ------------------------------------------------------------------------------------------ the guard
+    def _judge(self, window: Window) -> dict[str, Any]:
+        pending = self._pending
+        verdict = judge_change(pending.before, window, self.settings.guard)
+        out: dict[str, Any] = {"verdict": verdict.as_dict(), "changes": [c.as_dict() for c in pending.changes]}
+        if verdict.verdict == "wait":
+            pending.waits += 1
+            if pending.waits < self.settings.guard_max_waits:
+                return out
+            why = f"not judged: {pending.waits} partial window(s) after it"
+        elif verdict.keep:
+            self._pending = None
+            self.summary.live_kept += len(pending.changes)
+            self.say(f"guard: live change of {', '.join(c.knob for c in pending.changes)} kept ({verdict.reason})")
+            return out
+        else:
+            why = f"the guard: {verdict.reason}"
+        self._pending = None
+        out["rollback"] = self._rollback(pending, why, at=window.end)
+        return out
+
+    def _rollback(self, pending: _Pending, why: str, at: float) -> dict[str, Any]:
+        """Re-apply the values before a live change; said, and returned for the record."""
+        back = tuple(Change(c.knob, c.applies, self.running.get(c.knob), pending.previous[c.knob], "live", c.how,
+                            "rollback") for c in pending.changes)
+        self.say(f"rollback of {', '.join(f'{c.knob} -> {c.after}' for c in back)}: {why}")
+        self.summary.rollbacks += 1
+        out: dict[str, Any] = {"reason": why, "changes": [c.as_dict() for c in back]}
+        outcome = self.applier.apply(back, self.say)
+        out["applied"] = outcome.as_dict()
+        self._take(back, outcome)
+        self.detector.note_change(at)
+        return out
+
+    # ------------------------------------------------------------------------------------------ asking the model
+    def _advise(self, window: Window, verdict: ShiftVerdict) -> dict[str, Any]:
+        mix = verdict.new_reference if verdict.state == "shift" else verdict.mix
+        features = self.advisor.features_for(mix)
+        for note in features.notes:
+            self.say(note)
+        advice = self.advisor.recommend(features, self.running)
+        self.summary.recommendations += 1
+        plan = plan_changes(self.advisor.space.knob_space, self.running, advice.config)
+        out: dict[str, Any] = {"features": features.as_dict(), "recommendation": advice.as_dict(),
+                               "plan": plan.as_dict()}
+        base = self._with(self.running, plan.live)
+        out["live"] = self._apply_live(window, plan)
+        out["restart"] = self._decide(window, plan, base, features)
+        return out
+
+    def _apply_live(self, window: Window, plan: Plan) -> dict[str, Any]:
+        changes = plan.live
+        if not changes:
+            return {"changes": [], "applied": False, "note": "no live change"}
+        out: dict[str, Any] = {"changes": [c.as_dict() for c in changes]}
+        if self.settings.dry_run:
+            self.say(f"dry run: would apply {', '.join(f'{c.knob} = {c.after}' for c in changes)}")
+            return {**out, "applied": False, "note": "dry run: nothing applied"}
+        if self._pending is not None:   # a shift while the guard still waits for a full window
+            return {**out, "applied": False, "note": "not applied: the previous live change still waits for its "
+                                                     "guard"}
+        before = [w for w in self._recent if not w.partial][-self.settings.guard_windows:]
+        if not before:
+            return {**out, "applied": False,
+                    "note": "not applied: no full window of this mix to judge the change against"}
+        previous = {c.knob: self.running.get(c.knob) for c in changes}
+        outcome = self.applier.apply(changes, self.say)
+        done = self._take(changes, outcome)
+        out.update(applied=bool(done), outcome=outcome.as_dict())
+        if outcome.not_jmx:
+            out["not_applied"] = [c.as_dict() for c in outcome.not_jmx]
+            out["note"] = (f"{', '.join(c.knob for c in outcome.not_jmx)} not applied: no JMX path (a table "
+                           "option changes with ALTER TABLE, not yet implemented)")
+            self.say(out["note"])
+        if done:
+            self.summary.live_applied += len(done)
+            self._pending = _Pending(done, {c.knob: previous[c.knob] for c in done}, before, window.end)
+            self.detector.note_change(window.end)
+        return out
+
+    def _take(self, changes: Sequence[Change], outcome: LiveOutcome) -> tuple[Change, ...]:
+        """Update the running configuration from what the nodes read back; the changes that reached a node."""
+        done = []
+        for change in changes:
+            results = [r for r in outcome.results if r.knob == change.knob and r.applied]
+            if not results:
+                continue
+            done.append(change)
+            backs = {r.read_back for r in results if r.read_back is not None}
+            value = change.after
+            if len(backs) == 1 and any(r.differs for r in results):   # every node runs another value than asked
+                try:
+                    value = self.advisor.space.knob_space[change.knob].coerce(backs.pop(), allow_outside_range=True)
+                except Exception:
+                    value = change.after
+            self.running[change.knob] = value
+        return tuple(done)
+
+    @staticmethod
+    def _with(config: Mapping[str, Any], changes: Sequence[Change]) -> dict[str, Any]:
+        return {**config, **{c.knob: c.after for c in changes}}
+
+    def _decide(self, window: Window, plan: Plan, base: Mapping[str, Any],
+                features: MixFeatures) -> dict[str, Any] | None:
+        """SOPHIA's cost-benefit of the plan's restart and rewrite changes, recorded and never performed here."""
+        s = self.settings
+        if not plan.restart and not plan.rewrite:
+            return None
+        weigh_rewrite = s.data_bytes_per_node is not None
+        restart_only = [c for c in plan.changes if c.route == "restart"]
+        weighed = list(plan.restart) + [c for c in plan.rewrite if c not in plan.restart] if weigh_rewrite \
+            else restart_only
+        not_weighed = [c for c in plan.changes if c in plan.restart + plan.rewrite and c not in weighed]
+        out: dict[str, Any] = {"changes": [c.as_dict() for c in weighed],
+                               "not_weighed": [c.as_dict() for c in not_weighed], "performed": False}
+        if not_weighed:
+            out["not_weighed_reason"] = "a rewrite is weighed only when the data size per node is known, which " \
+                                        "the loop does not measure yet"
+        if not weighed:
+            out.update(verdict="hold", note="nothing weighed: " + out["not_weighed_reason"])
+            self.say(f"restart/rewrite decision: hold ({out['note']})")
+            return out
+        target = self._with(base, weighed)
+        predicted_now, predicted_new = self.advisor.predict([base, target], features)
+        rewrite = weigh_rewrite and any(c.route in ("rewrite", "restart+rewrite") for c in weighed)
+        rate = float(self.running.get("compaction_throughput") or DEFAULT_REWRITE_MIB_S) * MIB
+        decision = decide_restart(predicted_now=predicted_now, predicted_new=predicted_new,
+                                  current_ops_per_second=window.ops_per_second, nodes=len(s.nodes),
+                                  replication_factor=s.replication_factor,
+                                  dwell_seconds=self.detector.mean_dwell_seconds(window.end),
+                                  restart=bool(plan.restart), replicas_needed=s.replicas_needed,
+                                  measured_restart_seconds=s.restart_seconds,
+                                  rewrite_bytes_per_node=float(s.data_bytes_per_node) if rewrite else 0.0,
+                                  rewrite_bytes_per_second=rate if rewrite else None, settings=self.cost)
+        out.update(verdict=decision.verdict, decision=decision.as_dict(),
+                   note=NOT_PERFORMED if decision.act else "held: the cost-benefit does not pay")
+        self.summary.restart_decisions.append({"window": self._number, "verdict": decision.verdict,
+                                               "action": decision.action,
+                                               "expected_gain_operations": decision.expected_gain_operations,
+                                               "cost_operations": decision.cost_operations})
+        self.say(f"{decision.action} decision: {decision.verdict} ({decision.reason})"
+                 + (f"; {NOT_PERFORMED}" if decision.act else ""))
+        return out
+
+    # ------------------------------------------------------------------------------------------ output
+    def _line(self, number: int, window: Window, verdict: ShiftVerdict, record: Mapping[str, Any]) -> str:
+        p99 = ", ".join(f"{k} {window.p99(k) / 1000:.1f} ms" for k in KINDS if window.p99(k) is not None)
+        parts = [f"window {number}: {window.ops_per_second:.0f} ops/s, {_mix_text(window)}"
+                 + (f", p99 {p99}" if p99 else "")]
+        if window.partial:
+            parts.append("partial (" + ", ".join(window.restarted + window.missing + window.unmatched) + ")")
+        state = verdict.state if verdict.state != "beyond" else f"beyond {verdict.streak}/{verdict.confirm}"
+        parts.append(f"mix {state}")
+        guard = record.get("guard")
+        if guard:
+            parts.append(f"guard {guard['verdict']['verdict']}" + (", rolled back" if "rollback" in guard else ""))
+        if "recommendation" in record:
+            rec = record["recommendation"]
+            routes = {}
+            for c in record["plan"]["changes"]:
+                routes[c["route"]] = routes.get(c["route"], 0) + 1
+            parts.append(f"model: {rec['predicted']:.0f} vs {rec['predicted_running']:.0f} ops/s running, changes "
+                         + (", ".join(f"{n} {r}" for r, n in routes.items()) or "none"))
+            live = record.get("live") or {}
+            if live.get("applied"):
+                parts.append("live applied" + ("" if live["outcome"]["ok"] else " (read back differs)"))
+            restart = record.get("restart")
+            if restart:
+                parts.append(f"restart {restart['verdict']}")
+        return "; ".join(parts)

@@ -1,0 +1,409 @@
+"""The loop of `nosqltune online` (online/controller.py) driven by scripted node answers and a scripted applier,
+with a real fitted model (the recorded wide24 surrogate's throughput model): one recommendation per mix, live
+changes applied and read back, the guard's rollback, restart decisions recorded and not performed, dry runs, a
+silent node, the stored study, models refused; and the command line's help and one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nosqltune.cli import main
+from nosqltune.errors import UsageError
+from nosqltune.online.advisor import Advisor
+from nosqltune.online.controller import NOT_PERFORMED
+from nosqltune.online.observe import JmxNode, LiveOutcome, ReadBack, snapshot_of
+from nosqltune.online.record import SETTINGS_KEY, WINDOW_TAG
+from nosqltune.online.run import run_online
+from nosqltune.online.settings import OnlineSettings
+from nosqltune.online.window import PerKind
+from nosqltune.store import open_store
+
+WINDOW = 60.0
+NODES = ("n1", "n2")
+
+
+# ------------------------------------------------------------------------------------------------ the model
+@pytest.fixture(scope="module")
+def model_dir(surrogate_cache, tmp_path_factory) -> Path:
+    """The recorded wide24 dataset's throughput model (random forest), fitted once a session into the shared
+    surrogate cache, written as `nosqltune model fit` writes a model directory."""
+    from nosqltune.surrogate.dataset import SurrogateTarget
+    from nosqltune.surrogate.models import save
+    from nosqltune.surrogate.pipeline import best_measured, noise
+
+    old = os.environ.get("NOSQLTUNE_CACHE")
+    os.environ["NOSQLTUNE_CACHE"] = str(surrogate_cache)
+    try:
+        target = SurrogateTarget("wide24", kind="rf", seed=0)
+        model = target._model("throughput")
+    finally:
+        if old is None:
+            os.environ.pop("NOSQLTUNE_CACHE", None)
+        else:
+            os.environ["NOSQLTUNE_CACHE"] = old
+    table = target.table
+    meta = {"kind": "rf", "metric": "throughput", "maximize": True, "spec": table.spec.to_dict(),
+            "trials": len(table.trial_ids), "seed": 0, "noise": noise(table, "throughput"),
+            "best_measured": best_measured(table, "throughput"), "workloads": sorted(set(table.workloads))}
+    out = tmp_path_factory.mktemp("online-model") / "wide24.throughput.rf.model"
+    save(out, model, meta)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ scripts
+def answers(readings: list[dict]) -> list[dict]:
+    """Cumulative `requests` answers (loadgen's shape, as internals.client_requests returns them) of each node at
+    each reading, from per-window traffic: [{"read": share, "ops": per node, "scan": share, "p99": (r, w)}]; a
+    reading may name a node that does not answer ({"silent": "n2"})."""
+    totals = {n: {"Read": 0, "Write": 0, "RangeSlice": 0} for n in NODES}
+    out = [{n: _answer(totals[n], (2000.0, 800.0)) for n in NODES}]
+    for r in readings:
+        scan = r.get("scan", 0.0)
+        shares = {"Read": r["read"], "Write": 1.0 - r["read"] - scan, "RangeSlice": scan}
+        reading = {}
+        for n in NODES:
+            for scope, share in shares.items():
+                totals[n][scope] += round(r.get("ops", 30_000) * share)
+            reading[n] = _answer(totals[n], r.get("p99", (2000.0, 800.0)))
+        if r.get("silent"):
+            reading[r["silent"]] = TimeoutError("JMX did not answer within 15 s")
+        out.append(reading)
+    return out
+
+
+def _answer(totals: dict, p99: tuple[float, float]) -> dict:
+    def scope(name, p):
+        count = totals[name]
+        return {"count": count, "p50": None if not count else p / 4, "p99": None if not count else p,
+                "unit": "microseconds", "failures": 0, "timeouts": 0, "unavailables": 0}
+    return {"uptime_ms": 86_400_000, "scopes": {"Read": scope("Read", p99[0]), "Write": scope("Write", p99[1]),
+                                                "RangeSlice": scope("RangeSlice", 3000.0)}}
+
+
+class ScriptedReader:
+    """The node side as observe.snapshot_of makes it, from scripted answers, one reading per window."""
+
+    def __init__(self, readings: list[dict]) -> None:
+        self.answers = answers(readings)
+        self.reads = 0
+
+    def read(self, say):
+        if self.reads >= len(self.answers):
+            raise KeyboardInterrupt   # the script is over: as Ctrl-C
+        snapshot = snapshot_of(self.reads * WINDOW, self.answers[self.reads], say)
+        self.reads += 1
+        return snapshot
+
+
+class ScriptedApplier:
+    """Records each call; every node reads back what it was given, or `differ[knob]`."""
+
+    def __init__(self, differ: dict | None = None) -> None:
+        self.calls: list[list] = []
+        self.differ = differ or {}
+
+    def apply(self, changes, say):
+        self.calls.append(list(changes))
+        results, not_jmx = [], []
+        for c in changes:
+            if c.applies in ("table", "keyspace"):
+                not_jmx.append(c)
+                continue
+            for n in NODES:
+                back = self.differ.get(c.knob, c.after)
+                results.append(ReadBack(c.knob, n, c.after, float(back) if not isinstance(back, str) else None))
+        return LiveOutcome(tuple(results), tuple(not_jmx))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def run(model_dir, tmp_path, readings, *, applier=None, lines=None, **options):
+    nodes = tuple(JmxNode(n, 7199, host=f"10.0.0.{i + 1}") for i, n in enumerate(NODES))
+    settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
+                              window_seconds=WINDOW, duration_seconds=options.pop("duration", None), **options)
+    clock = Clock()
+    applier = applier or ScriptedApplier()
+    out = lines if lines is not None else []
+    summary = run_online(settings, reader=ScriptedReader(readings), applier=applier, clock=clock, sleep=clock.sleep,
+                         say=out.append, progress=out.append)
+    return summary, applier, out
+
+
+def stored(tmp_path):
+    store = open_store(str(tmp_path / "online.db"))
+    try:
+        (study,) = list(store.studies())
+        rows = store.trials(study["id"])
+    finally:
+        store.close()
+    return study, rows, [r["meta"][SETTINGS_KEY] for r in rows]
+
+
+SHIFT = [{"read": 0.9}] * 10 + [{"read": 0.5}] * 6
+
+
+# ------------------------------------------------------------------------------------------------ the loop
+def test_a_shift_asks_the_model_once_and_every_window_and_decision_is_stored(model_dir, tmp_path):
+    summary, applier, lines = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW)
+    assert summary.windows == 16 and summary.stopped == "duration"
+    # asked at the start (the first window sets the reference) and once on the shift, not once per window
+    assert summary.recommendations == 2 and summary.shifts == 1
+    study, rows, records = stored(tmp_path)
+    assert [r["window"] for r in records] == list(range(1, 17))
+    asked = [r["window"] for r in records if "recommendation" in r]
+    assert asked == [1, 13]   # windows 11-13 beyond the 90% reference: the third declares the shift
+    assert [r["shift"]["state"] for r in records][10:13] == ["beyond", "beyond", "shift"]
+    first, second = (records[i - 1] for i in asked)
+    assert first["features"]["read_ratio"] == pytest.approx(0.9)
+    assert second["features"]["read_ratio"] == pytest.approx(0.5, abs=0.01)
+    assert first["recommendation"]["predicted"] >= first["recommendation"]["predicted_running"] > 0
+    # the design knob re-tuning cannot change stays as it runs
+    assert "replication_factor" in first["recommendation"]["pinned"]
+    assert all(c["knob"] != "replication_factor" for c in first["plan"]["changes"])
+    # the live changes were applied, read back, and the running configuration took them
+    live = [c for c in first["plan"]["changes"] if c["route"] == "live"]
+    assert live and applier.calls and [c.knob for c in applier.calls[0]] == [c["knob"] for c in live]
+    assert first["live"]["applied"] and first["live"]["outcome"]["ok"]
+    assert records[1]["guard"]["verdict"]["verdict"] == "keep" and "rollback" not in records[1]["guard"]
+    jmx_live = [c for c in live if c["applies"] not in ("table", "keyspace")]
+    later = rows[2]["config"]
+    assert all(later[c["knob"]] == c["after"] for c in jmx_live)
+    assert rows[0]["config"] == Advisor.load(model_dir).space.default()   # window 1 ran the defaults
+    # each row is a window with its figures, tagged apart from tuning trials
+    assert {r["tag"] for r in rows} == {WINDOW_TAG} and all(r["state"] == "COMPLETE" for r in rows)
+    assert rows[0]["metrics"]["summary"]["throughput_ops_s"] == pytest.approx(60_000 / WINDOW)
+    assert rows[0]["metrics"]["summary"]["read_p99_ms"] == pytest.approx(2.0)
+    assert rows[12]["workload"]["observed_mix"]["read"] == pytest.approx(0.5)
+    online = study["settings"][SETTINGS_KEY]
+    assert online["hosts"] == list(NODES) and online["window_seconds"] == WINDOW
+    assert online["horizon_seconds"] == 1800.0 and online["model"] == str(model_dir)
+    assert online["summary"]["recommendations"] == 2 and "tune" not in study["settings"]
+    # one progress line per window
+    assert sum(line.startswith("window ") for line in lines) == 16
+
+
+def test_the_dashboard_and_the_model_fitting_do_not_take_an_online_study_for_a_tuning_study(model_dir, tmp_path):
+    from nosqltune.dashboard.data import tuning_studies
+    from nosqltune.surrogate.features import pick_study
+
+    run(model_dir, tmp_path, SHIFT[:3], duration=3 * WINDOW)
+    store = open_store(str(tmp_path / "online.db"))
+    try:
+        assert tuning_studies(store) == []
+        with pytest.raises(UsageError, match="no collection or tuning study"):
+            pick_study(store, None)
+    finally:
+        store.close()
+
+
+def test_the_guard_rolls_a_live_change_back_when_the_next_window_is_worse(model_dir, tmp_path):
+    readings = [{"read": 0.9}, {"read": 0.9, "ops": 18_000, "p99": (5000.0, 2000.0)}, {"read": 0.9}]
+    summary, applier, lines = run(model_dir, tmp_path, readings, duration=3 * WINDOW)
+    assert summary.rollbacks == 1 and summary.live_kept == 0
+    applied, undone = applier.calls
+    assert [(c.knob, c.after) for c in undone] == [(c.knob, c.before) for c in applied]   # the previous values
+    assert all(c.reason == "rollback" for c in undone)
+    _, rows, records = stored(tmp_path)
+    guard = records[1]["guard"]
+    assert guard["verdict"]["verdict"] == "rollback" and guard["rollback"]["applied"]["ok"]
+    assert "throughput" in guard["rollback"]["reason"]
+    assert rows[2]["config"] == rows[0]["config"]   # the window after the rollback ran the configuration before
+    assert any(line.startswith("rollback of ") for line in lines)
+
+
+def test_the_guard_waits_for_a_full_window_to_judge_a_change(model_dir, tmp_path):
+    readings = [{"read": 0.9}, {"read": 0.9, "silent": "n2"}, {"read": 0.9}, {"read": 0.9}]
+    summary, _, _ = run(model_dir, tmp_path, readings, duration=4 * WINDOW)
+    _, _, records = stored(tmp_path)
+    # window 2 misses n2, window 3 has no reading of n2 to subtract: both partial, judged on window 4
+    assert [r["guard"]["verdict"]["verdict"] for r in records[1:4]] == ["wait", "wait", "keep"]
+    assert summary.rollbacks == 0 and summary.live_kept == summary.live_applied > 0
+
+
+def test_a_value_read_back_other_than_asked_is_recorded_and_the_running_configuration_takes_it(model_dir, tmp_path):
+    summary, applier, lines = run(model_dir, tmp_path, [{"read": 0.9}] * 3, duration=3 * WINDOW,
+                                  applier=ScriptedApplier(differ={"concurrent_reads": 17}))
+    _, rows, records = stored(tmp_path)
+    outcome = records[0]["live"]["outcome"]
+    differing = [r for r in outcome["results"] if r["differs"]]
+    assert outcome["ok"] is False and {r["knob"] for r in differing} == {"concurrent_reads"}
+    assert rows[1]["config"]["concurrent_reads"] == 17
+
+
+def test_a_restart_decision_is_recorded_with_its_numbers_and_not_performed(model_dir, tmp_path):
+    # restarts measured at 5 s a node, 2 nodes with RF 2 at consistency ONE: cheap enough to pay
+    summary, _, lines = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, replication_factor=2,
+                            restart_seconds=(5.0,))
+    _, _, records = stored(tmp_path)
+    decisions = [r["restart"] for r in records if r.get("restart")]
+    assert len(decisions) == 2 and len(summary.restart_decisions) == 2
+    for d in decisions:
+        n = d["decision"]
+        assert d["performed"] is False and d["changes"]
+        assert all(c["route"] == "restart" for c in d["changes"])
+        assert {c["route"] for c in d["not_weighed"]} <= {"rewrite", "restart+rewrite"}
+        assert n["nodes"] == 2 and n["replication_factor"] == 2 and n["restart_seconds_per_node"] == 5.0
+        assert n["cost_operations"] == pytest.approx(2 * 5.0 * 0.5 * 1000.0)   # 2 nodes x 5 s x half of 1000 ops/s
+        assert n["predicted_now"] > 0 and n["predicted_new"] > 0 and n["horizon_seconds"] == 1800.0
+        assert (d["verdict"] == "act") == (n["expected_gain_operations"] > 1.5 * n["cost_operations"])
+        assert d["note"] == (NOT_PERFORMED if d["verdict"] == "act" else "held: the cost-benefit does not pay")
+    assert any(d["verdict"] == "act" for d in decisions)
+    assert any(NOT_PERFORMED in line for line in lines)
+
+
+def test_a_restart_that_does_not_pay_is_held(model_dir, tmp_path):
+    # one node, RF 1: the data is unavailable for the default 120 s restart
+    nodes = (JmxNode("n1", 7199),)
+    settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
+                              duration_seconds=2 * WINDOW)
+    clock = Clock()
+    reader = ScriptedReader([{"read": 0.9}] * 2)
+    reader.answers = [{"n1": a["n1"]} for a in reader.answers]
+    summary = run_online(settings, reader=reader, applier=ScriptedApplier(), clock=clock, sleep=clock.sleep)
+    (decision,) = summary.restart_decisions
+    assert decision["verdict"] == "hold" and decision["cost_operations"] == pytest.approx(120 * 500.0)
+
+
+def test_a_dry_run_applies_nothing_and_records_what_it_would_do(model_dir, tmp_path):
+    summary, applier, lines = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, dry_run=True)
+    assert applier.calls == [] and summary.live_applied == 0 and summary.recommendations == 2
+    _, rows, records = stored(tmp_path)
+    assert all(r["config"] == rows[0]["config"] for r in rows)
+    assert records[0]["live"]["note"] == "dry run: nothing applied" and records[0]["plan"]["changes"]
+    assert any(line.startswith("dry run: would apply") for line in lines)
+
+
+def test_a_silent_node_is_said_in_one_line_and_the_loop_goes_on(model_dir, tmp_path):
+    readings = [{"read": 0.9}] * 4 + [{"read": 0.9, "silent": "n2"}] + [{"read": 0.9}] * 3
+    summary, _, lines = run(model_dir, tmp_path, readings, duration=8 * WINDOW)
+    assert summary.windows == 8
+    said = [line for line in lines if "n2" in line and "not read" in line]
+    assert len(said) == 1 and "\n" not in said[0] and "JMX did not answer" in said[0]
+    _, rows, records = stored(tmp_path)
+    assert said[0] in records[4]["said"]
+    assert rows[4]["metrics"]["window"]["missing"] == ["n2"]
+    assert rows[5]["metrics"]["window"]["unmatched"] == ["n2"]   # no reading to subtract from: left out
+    assert rows[6]["metrics"]["window"]["partial"] is False
+
+
+def test_ctrl_c_stops_cleanly_and_rolls_back_a_change_the_guard_has_not_judged(model_dir, tmp_path):
+    # the script ends (Ctrl-C) right after the first window's live change
+    summary, applier, lines = run(model_dir, tmp_path, [{"read": 0.9}])
+    assert summary.stopped == "interrupted" and summary.windows == 1 and summary.rollbacks == 1
+    applied, undone = applier.calls
+    assert [(c.knob, c.after) for c in undone] == [(c.knob, c.before) for c in applied]
+    study, _, _ = stored(tmp_path)
+    assert study["settings"][SETTINGS_KEY]["summary"]["stopped"] == "interrupted"
+    assert study["settings"][SETTINGS_KEY]["summary"]["running"] == {}
+
+
+def test_a_mix_with_scans_is_said_and_mapped_to_the_nearest_the_model_knows(model_dir):
+    advisor = Advisor.load(model_dir)
+    features = advisor.features_for(PerKind(0.6, 0.1, 0.3))
+    assert features.read_ratio == pytest.approx(0.6)
+    assert any("no scan feature" in note for note in features.notes)
+    high = advisor.features_for(PerKind(0.99, 0.01, 0.0))
+    assert high.read_ratio == pytest.approx(0.9) and "outside the model's training range" in high.notes[0]
+
+
+def test_a_model_of_another_knob_set_or_datastore_is_refused(model_dir, tmp_path):
+    from nosqltune.surrogate.models import load
+
+    with pytest.raises(UsageError, match="knob set wide24, not on the cluster's rafiki5"):
+        Advisor.load(model_dir, knobs="rafiki5")
+    Advisor.load(model_dir, knobs="wide24")
+    model, meta = load(model_dir)
+    with pytest.raises(UsageError, match="fitted on redis, not on the running cluster's datastore cassandra"):
+        Advisor(model, {**meta, "spec": {**meta["spec"], "system": "redis"}}, "m")
+    with pytest.raises(UsageError, match="predicts read-p99"):
+        Advisor(model, {**meta, "metric": "read-p99"}, "m")
+    with pytest.raises(UsageError, match="cannot follow a changing mix"):
+        Advisor(model, {**meta, "spec": {**meta["spec"], "domain": "TD2"}}, "m")
+    with pytest.raises(UsageError, match="does not have: a model of another knob set"):
+        Advisor.load(model_dir).running_config({"concurrent_counter_writes": 32})
+    # through the command line: one line, exit 2, and no study made
+    study = tmp_path / "online.db"
+    code, err = _cli(["online", "--hosts", "127.0.0.1:7199", "--model", str(model_dir), "--study", str(study),
+                      "--knobs", "rafiki5"])
+    assert code == 2 and "knob set" in err and len(err.strip().splitlines()) == 1 and not study.exists()
+
+
+# ------------------------------------------------------------------------------------------------ the command line
+def _cli(argv, capsys=None):
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    return code, err.getvalue()
+
+
+def test_online_help_explains(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["online", "--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    for words in ("--hosts", "--model", "--study", "--window", "--horizon", "--duration", "--dry-run", "--json",
+                  "hysteresis", "rolled back", "not performed yet"):
+        assert words in " ".join(out.split()), words
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--hosts", "localhost"], "is not HOST:JMXPORT"),
+    (["--hosts", "localhost:jmx"], "is not a number"),
+    (["--hosts", "localhost:70000"], "within 1..65535"),
+    (["--hosts", "a:7199,a:7199"], "given twice"),
+    (["--hosts", "a:7199", "--window", "0"], "--window must be a number of seconds > 0"),
+    (["--hosts", "a:7199", "--window", "-5"], "--window must be"),
+    (["--hosts", "a:7199", "--horizon", "nan"], "--horizon must be"),
+    (["--hosts", "a:7199", "--duration", "0"], "--duration must be"),
+    (["--hosts", "a:7199", "--rf", "0"], "--rf must be at least 1"),
+    (["--hosts", "a:7199", "--model", "MISSING"], "no fitted model in"),
+    (["--model", "m"], "one of the arguments --hosts"),
+])
+def test_bad_input_is_one_line_and_exit_2_before_anything_starts(tmp_path, flags, message):
+    study = tmp_path / "online.db"
+    argv = ["online", "--model", str(tmp_path / "no-model"), "--study", str(study), *flags]
+    if "--model" in flags:
+        argv = ["online", "--study", str(study), *flags]
+        argv = [a if a != "MISSING" else str(tmp_path / "missing") for a in argv]
+    code, err = _cli(argv)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("nosqltune: error: ")
+    assert not study.exists()
+
+
+def test_the_command_runs_the_loop_and_prints_a_line_per_window(model_dir, tmp_path, monkeypatch):
+    import nosqltune.online.run as online_run
+
+    monkeypatch.setattr(online_run, "JmxReader", lambda nodes: ScriptedReader([{"read": 0.9}] * 3))
+    monkeypatch.setattr(online_run, "JmxApplier", lambda nodes: ScriptedApplier())
+    import io
+    import contextlib
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code, err = _cli(["online", "--hosts", "127.0.0.1:7199", "--model", str(model_dir), "--study",
+                          str(tmp_path / "online.db"), "--window", "0.01", "--duration", "0.03", "--json"])
+    assert code == 0, err
+    summary = json.loads(out.getvalue())
+    assert summary["windows"] == 3 and summary["recommendations"] == 1 and summary["stopped"] == "duration"
+    progress = [json.loads(line)["progress"] for line in err.splitlines()]
+    assert sum(p.startswith("window ") for p in progress) == 3
