@@ -225,9 +225,14 @@ def write(results: dict) -> None:
                   f"{'yes' if ready['max'] < results['goal_s'] else 'no'} |",
                   f"| every plot drawn (scrolled to the end once ready) | {drawn['median']:.2f} s "
                   f"[{drawn['min']:.2f}, {drawn['max']:.2f}] | - |", "",
-                  "Milliseconds per part in the page, median over the runs (fetch: the study's answer; the rest: "
-                  "drawing it): " + ", ".join(f"{k} {statistics.median(m['timings'].get(k, 0) for m in r['marks']):.0f}"
-                                              for k in parts) + "."]
+                  "In the page, median over the runs, milliseconds since the page was asked for: "
+                  + ", ".join(f"{k[:-3]} {statistics.median(m['timings'].get(k, 0) for m in r['marks']):.0f}"
+                              for k in parts if k.endswith("_at"))
+                  + f", ready {statistics.median(m['ready'] for m in r['marks']):.0f} (start: the page's script runs; "
+                  "studies: the list answered; answer: the study's answer in hand; plotly: Plotly.js evaluated). "
+                  "Milliseconds each part took (fetch: from asking for the study to its answer in hand; the rest: "
+                  "drawing): " + ", ".join(f"{k} {statistics.median(m['timings'].get(k, 0) for m in r['marks']):.0f}"
+                                          for k in parts if not k.endswith("_at")) + "."]
     if results.get("first_answer_speedup"):
         s = results["first_answer_speedup"]
         lines += ["", f"The first answer, base over this tree, run by run: x{s['median']:.2f} "

@@ -57,7 +57,7 @@ function loadPlotly() {
     plotlyReady = new Promise((resolve, reject) => {
       const script = document.createElement("script");
       script.src = "/static/plotly.min.js";
-      script.onload = () => resolve(window.Plotly);
+      script.onload = () => { state.timings.plotly_at = Math.round(performance.now()); resolve(window.Plotly); };
       script.onerror = () => reject(new Error("could not load /static/plotly.min.js"));
       document.head.appendChild(script);
     });
@@ -66,7 +66,9 @@ function loadPlotly() {
 }
 
 async function start() {
+  state.timings.start_at = Math.round(performance.now());
   const info = await getJSON("/api/studies");
+  state.timings.studies_at = Math.round(performance.now());
   state.pollMs = info.poll_ms || 2000;
   $("source").textContent = info.source;
   const wanted = new URLSearchParams(location.search).get("study") || info.preselect;
@@ -122,6 +124,7 @@ async function poll() {
       loadPlotly().catch(() => {});   // the first time: evaluated while the server reads the study
       const data = await answer;
       state.timings.fetch = Math.round(performance.now() - asked);
+      if (state.timings.answer_at == null) state.timings.answer_at = Math.round(performance.now());
       if (data.study === state.study) await merge(data);
     }
     state.lastOk = Date.now();
