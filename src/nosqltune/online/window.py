@@ -215,7 +215,8 @@ def window_between(before: Snapshot, after: Snapshot, settings: WindowSettings =
     """The window from `before` to `after`: each node's deltas of requests, failures and timeouts, and its
     percentiles at `after`.
 
-    A node restarted within the window shows counters smaller than before, or an uptime shorter than the window.
+    A node restarted within the window shows counters smaller than before, or an uptime smaller than at `before`
+    (when only `after` has one: shorter than the window).
     Its counters then hold what it served since the restart, and those become its deltas: the operations served
     before the restart inside this window are lost to the reading, so the window is partial (a lower bound),
     never negative. A node in `before` that is absent from `after` did not answer and is named in `missing`. A
@@ -228,8 +229,11 @@ def window_between(before: Snapshot, after: Snapshot, settings: WindowSettings =
     for name in sorted(after.nodes):
         now = after.nodes[name]
         now.check(name)
-        fresh = now.uptime_seconds is not None and now.uptime_seconds < seconds
         old = before.nodes.get(name)
+        if old is not None and old.uptime_seconds is not None and now.uptime_seconds is not None:
+            fresh = now.uptime_seconds < old.uptime_seconds   # both read from the node: no clock of ours between
+        else:
+            fresh = now.uptime_seconds is not None and now.uptime_seconds < seconds
         if old is None and not fresh:
             unmatched.append(name)
             continue
