@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import json
 import math
 import pickle
@@ -118,9 +119,10 @@ class SurrogateTarget:
                 model, _ = fit(self.table, self.kind, metric, seed=self.seed)
                 cv = noise(self.table, metric)["cv"] or 0.0
                 cache.parent.mkdir(parents=True, exist_ok=True)
-                with open(cache.with_suffix(".tmp"), "wb") as fh:
+                scratch = cache.with_suffix(f".{os.getpid()}.tmp")   # two processes fitting at once: each its own
+                with open(scratch, "wb") as fh:
                     pickle.dump((model, cv), fh)
-                cache.with_suffix(".tmp").replace(cache)
+                scratch.replace(cache)
                 self._models[metric], self._noise[metric] = model, cv
         return self._models[metric]
 
