@@ -3,6 +3,7 @@ refused and left as they were, bad paths refused leaving nothing. What every bac
 suite (tests/integration/test_store_conformance.py, run on SQLite and PostgreSQL)."""
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,20 @@ def test_reading_commands_never_create_a_store(tmp_path):
     with pytest.raises(UsageError, match="no study store at"):
         open_existing_store(str(tmp_path / "missing.db"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_reader_of_an_older_store_without_a_column_reads_it_as_none(tmp_path):
+    """bench/results/calibrate.db predates the trials' meta column; a read-only reader does not migrate a store, so
+    the column it lacks reads as None instead of failing."""
+    import shutil
+
+    from nosqltune.store import open_reader
+
+    path = tmp_path / "old.db"
+    shutil.copy(Path(__file__).resolve().parents[2] / "bench" / "results" / "calibrate.db", path)
+    with sqlite3.connect(path) as db:
+        assert "meta" not in [c[1] for c in db.execute("PRAGMA table_info(trials)")]
+    with open_reader(str(path)) as reader:
+        study = next(iter(reader.studies()))
+        trials = reader.trials(study["id"])
+    assert trials and all(t["meta"] is None for t in trials) and trials[0]["config"] is not None

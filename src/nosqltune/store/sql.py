@@ -249,10 +249,11 @@ class SqlStore(Store):
 
     @staticmethod
     def _row(row: dict) -> dict[str, Any]:
-        """A trial row of _read (a dict of its own) with its JSON columns decoded, in place."""
+        """A trial row of _read (a dict of its own) with its JSON columns decoded, in place; a column an older store
+        does not have (read-only readers do not migrate it) reads as None."""
         for key in JSON_COLUMNS:
-            if row[key] is not None:
-                row[key] = _loads(row[key])
+            value = row.get(key)
+            row[key] = _loads(value) if value is not None else None
         return row
 
     # ------------------------------------------------------------------ the queue
