@@ -148,6 +148,41 @@ def test_a_second_process_is_refused_while_the_lease_is_held(store_url):
     again.release()
 
 
+def test_a_running_trials_phase_never_waits_for_a_busy_store(store_url):
+    """Another writer holds the store's write lock: the phase of a running trial is dropped after PHASE_WAIT_S,
+    not waited for (the store's full wait is for the trial's result); once the lock is let go, phases and the
+    usual writes go through."""
+    import threading
+
+    from nosqltune.store.base import PHASE_WAIT_S
+
+    store = open_store(store_url)
+    trial = store.start_trial(store.study("tune"), {}, {"name": "w"})
+    holder, held, release = open_store(store_url), threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder._write() as db:   # another writer, as a transaction of another program would
+            db.execute("SELECT 1")
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert held.wait(30)
+        started = time.monotonic()
+        store.phase_recorder(trial)("measuring 60 s")
+        waited = time.monotonic() - started
+    finally:
+        release.set()
+        thread.join()
+    assert PHASE_WAIT_S * 0.8 <= waited < PHASE_WAIT_S + 2, waited
+    assert "phase" not in (store.trial(trial)["meta"] or {})
+    store.phase_recorder(trial)("stopping")
+    store.update_meta(trial, {"after": 1})
+    assert store.trial(trial)["meta"]["phase"] == "stopping" and store.trial(trial)["meta"]["after"] == 1
+
+
 def _plant_lease(store, study: int, pid: int, host: str) -> None:
     with store._write() as db:
         db.execute("INSERT INTO leases (study_id, owner, pid, host, acquired_at, heartbeat_at) "

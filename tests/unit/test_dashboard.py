@@ -288,7 +288,7 @@ def test_a_running_trial_stores_its_phase_as_it_changes(tmp_path):
         trial = store.start_trial(study_id, {}, {"name": "read90"}, meta={"instance": "read90"})
         writes, shown = [], []
         real = store.update_meta
-        store.update_meta = lambda *a: (writes.append(a), real(*a))
+        store.update_meta = lambda *a, **k: (writes.append(a), real(*a, **k))
         phase = store.phase_recorder(trial, shown.append)
         for message in ("booting the node", "booting the node", "  warm-up 30 s\n", "measuring 60 s"):
             phase(message)
@@ -296,8 +296,35 @@ def test_a_running_trial_stores_its_phase_as_it_changes(tmp_path):
         assert store.trial(trial)["meta"] == {"instance": "read90", "phase": "measuring 60 s",
                                               "phase_at": pytest.approx(time.time(), abs=60)}
         store.finish_trial(trial, TrialState.COMPLETE)
-        store.update_meta = lambda *a: (_ for _ in ()).throw(RuntimeError("store busy"))
+        store.update_meta = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("store busy"))
         phase("after the end")                                      # a store busy for a moment: the trial goes on
+
+
+def test_a_store_locked_by_another_program_drops_the_phase_without_holding_up_the_trial(tmp_path):
+    """The phase waits PHASE_WAIT_S for another program's lock, not the store's full wait (a trial whose every
+    phase waited 30 s would stall the datastore, and a lock held for longer than that would be waited out
+    phase by phase instead of stopping the study when the trial's result cannot be written)."""
+    import sqlite3
+
+    from nosqltune.store import open_store
+    from nosqltune.store.base import PHASE_WAIT_S
+    from nosqltune.store.sqlite import BUSY_WAIT_S
+
+    path = tmp_path / "p.db"
+    with open_store(str(path)) as store:
+        trial = store.start_trial(store.study("s"), {}, {"name": "read90"}, meta={"instance": "read90"})
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")
+        started = time.monotonic()
+        store.phase_recorder(trial)("measuring 60 s")
+        waited = time.monotonic() - started
+        other.execute("ROLLBACK")
+        other.close()
+        assert PHASE_WAIT_S * 0.8 <= waited < PHASE_WAIT_S + 2, waited
+        assert "phase" not in store.trial(trial)["meta"]          # dropped, not queued
+        store.phase_recorder(trial)("stopping")                   # the store's usual wait is back for what follows
+        assert store.trial(trial)["meta"]["phase"] == "stopping"
+        assert store._db.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_WAIT_S * 1000
 
 
 def test_tune_stores_the_phase_its_target_reports(study, tmp_path, cache, monkeypatch):

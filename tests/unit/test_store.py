@@ -100,3 +100,46 @@ def test_a_reader_of_an_older_store_without_a_column_reads_it_as_none(tmp_path):
         study = next(iter(reader.studies()))
         trials = reader.trials(study["id"])
     assert trials and all(t["meta"] is None for t in trials) and trials[0]["config"] is not None
+
+
+def test_a_write_waits_the_store_wait_in_all_even_behind_another_thread_of_ours(tmp_path, monkeypatch):
+    """Another program holds the store's lock; a thread of ours (a lease's heartbeat) is already waiting for it,
+    holding the connection. A write of the main thread gives up when the store's wait, counted from its request,
+    runs out: not after the heartbeat's wait and then a whole wait of its own, which let a lock held for 45 s
+    (the fault campaign's) be waited out instead of stopping the study."""
+    import contextlib
+    import threading
+    import time
+
+    from nosqltune.store import sqlite as backend
+
+    monkeypatch.setattr(backend, "BUSY_WAIT_S", 2)
+    path = tmp_path / "s.db"
+    with open_store(str(path)) as store:
+        trial = store.start_trial(store.study("s"), {}, {"name": "a"})
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")
+        beat = []
+
+        def heartbeat_write() -> None:
+            beat.append(time.monotonic())
+            with contextlib.suppress(backend.StoreUnavailable):
+                store.update_meta(trial, {"beat": 1})
+            beat.append(time.monotonic())
+
+        heartbeat = threading.Thread(target=heartbeat_write)
+        try:
+            heartbeat.start()
+            time.sleep(0.7)
+            started = time.monotonic()
+            with pytest.raises(backend.StoreUnavailable, match="locked by another program for more than 2 s"):
+                store.update_meta(trial, {"result": 1})
+            waited = time.monotonic() - started
+        finally:
+            heartbeat.join()
+            other.execute("ROLLBACK")
+            other.close()
+        assert beat[1] - beat[0] >= 1.8           # the heartbeat waited its own 2 s, holding the connection
+        assert 1.8 <= waited < 2.8, waited        # before: the heartbeat's remaining 1.3 s, then 2 s of its own
+        store.update_meta(trial, {"result": 1})   # the lock let go: writes go through again
+        assert store.trial(trial)["meta"]["result"] == 1

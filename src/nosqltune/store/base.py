@@ -18,6 +18,7 @@ from ..errors import UsageError
 
 LEASE_TTL_S = 20.0
 PHASE_CHARS = 200   # a stored phase is one line of the trial's progress, cut to this length
+PHASE_WAIT_S = 0.5  # how long a phase's write waits for a busy store before the phase is dropped
 
 
 class TrialState(str, enum.Enum):
@@ -145,8 +146,9 @@ class Store(abc.ABC):
         """Store a trial's end; with `worker`, only while that worker still holds it (False: nothing written)."""
 
     @abc.abstractmethod
-    def update_meta(self, trial_id: int, meta: dict) -> None:
-        """Merge entries into a trial's meta."""
+    def update_meta(self, trial_id: int, meta: dict, wait_s: float | None = None) -> None:
+        """Merge entries into a trial's meta; `wait_s` bounds the wait for another program's lock on the store
+        (the store's usual wait when None)."""
 
     @abc.abstractmethod
     def retag(self, trial_id: int, tag: str) -> None:
@@ -175,8 +177,9 @@ class Store(abc.ABC):
                        passes_to: Callable[[str], None] | None = None) -> Callable[[str], None]:
         """A progress callback for a running trial: each message goes on to `passes_to` (the terminal), and each
         change of phase is stored in the trial's meta ("phase", "phase_at"), one write per change, so that a
-        reader of the store (the dashboard) sees where the trial is. A store busy for a moment loses a phase,
-        never the trial."""
+        reader of the store (the dashboard) sees where the trial is. A busy store loses a phase, never the trial,
+        and never holds it up: a phase waits at most PHASE_WAIT_S for another program's lock (the trial's own
+        result waits the store's full wait, and stops the study when that runs out)."""
         last: list[str | None] = [None]
 
         def record(message: str) -> None:
@@ -186,7 +189,7 @@ class Store(abc.ABC):
             if phase and phase != last[0]:
                 last[0] = phase
                 try:
-                    self.update_meta(trial_id, {"phase": phase, "phase_at": time.time()})
+                    self.update_meta(trial_id, {"phase": phase, "phase_at": time.time()}, wait_s=PHASE_WAIT_S)
                 except Exception:
                     pass
         return record

@@ -95,9 +95,11 @@ class PostgresStore(SqlStore):
                 db.execute("UPDATE nosqltune_store SET version = ?", (SCHEMA_VERSION,))
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator["_Cursor"]:
+    def _write(self, wait_s: float | None = None) -> Iterator["_Cursor"]:
         with self._lock, self._db.transaction():
             cursor = _Cursor(self._db)
+            if wait_s is not None:   # the advisory lock's wait, for this transaction only
+                cursor.execute(f"SET LOCAL lock_timeout = '{int(wait_s * 1000)}ms'")
             cursor.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
             yield cursor
 

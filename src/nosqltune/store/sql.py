@@ -105,9 +105,10 @@ class SqlStore(Store):
 
     # ------------------------------------------------------------------ what a backend supplies
     @abc.abstractmethod
-    def _write(self) -> contextlib.AbstractContextManager[Any]:
+    def _write(self, wait_s: float | None = None) -> contextlib.AbstractContextManager[Any]:
         """One write transaction holding the store's write lock from its start; yields an object whose
-        `execute(sql, args)` returns a cursor (fetchone, fetchall, rowcount)."""
+        `execute(sql, args)` returns a cursor (fetchone, fetchall, rowcount). `wait_s`: how long to wait for
+        another program's lock before giving up (the backend's usual wait when None)."""
 
     @abc.abstractmethod
     def _read(self, query: str, args: tuple | list = ()) -> list[dict[str, Any]]:
@@ -202,8 +203,8 @@ class SqlStore(Store):
         with self._write() as db:
             return db.execute(query, args).rowcount == 1
 
-    def update_meta(self, trial_id: int, meta: dict) -> None:
-        with self._write() as db:
+    def update_meta(self, trial_id: int, meta: dict, wait_s: float | None = None) -> None:
+        with self._write(wait_s) as db:
             old = self._dict(db.execute("SELECT meta FROM trials WHERE id = ?", (trial_id,)).fetchone())
             merged = {**(json.loads(old["meta"]) if old and old["meta"] else {}), **meta}
             db.execute("UPDATE trials SET meta = ? WHERE id = ?", (dump(merged), trial_id))

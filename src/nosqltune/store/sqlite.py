@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -109,25 +110,40 @@ class SqliteStore(SqlStore):
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken before its first read (BEGIN IMMEDIATE): no other writer in between."""
-        with self._lock, self._unavailable_as_error():
-            self._db.execute("BEGIN IMMEDIATE")
+    def _write(self, wait_s: float | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken before its first read (BEGIN IMMEDIATE): no other writer in between.
+        The wait for the lock (`wait_s`, BUSY_WAIT_S when None) counts from the request, whichever lock it
+        waits for: this connection's, held by another thread of ours (a lease's heartbeat waiting for the same
+        busy store), then SQLite's. Two waits in a row would let a lock held for longer than the wait go
+        unnoticed."""
+        wait = BUSY_WAIT_S if wait_s is None else wait_s
+        deadline = time.monotonic() + wait
+        with self._unavailable_as_error(wait):
+            if not self._lock.acquire(timeout=wait):
+                raise sqlite3.OperationalError("database is locked (by another thread of this process)")
             try:
-                yield self._db
-            except BaseException:
-                if self._db.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                self._db.execute(f"PRAGMA busy_timeout = {int(max(0.0, deadline - time.monotonic()) * 1000)}")
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                finally:
+                    self._db.execute(f"PRAGMA busy_timeout = {BUSY_WAIT_S * 1000}")
+                try:
+                    yield self._db
+                except BaseException:
+                    if self._db.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            finally:
+                self._lock.release()
 
     def _read(self, query: str, args: tuple | list = ()) -> list[dict[str, Any]]:
         with self._lock, self._unavailable_as_error():
             return [dict(r) for r in self._db.execute(query, args).fetchall()]
 
     @contextlib.contextmanager
-    def _unavailable_as_error(self) -> Iterator[None]:
+    def _unavailable_as_error(self, wait_s: float = BUSY_WAIT_S) -> Iterator[None]:
         """A store that another program holds locked past the wait, or whose disk is full or read-only, is the
         user's to fix: one line saying so (what was stored stays; `tune --resume` goes on from there)."""
         try:
@@ -136,7 +152,7 @@ class SqliteStore(SqlStore):
             text = str(exc)
             if "locked" in text or "busy" in text:
                 raise StoreUnavailable(f"the study store {self.path} stayed locked by another program for more "
-                                       f"than {BUSY_WAIT_S} s: stop it (e.g. an open sqlite3 shell), then run again "
+                                       f"than {wait_s:g} s: stop it (e.g. an open sqlite3 shell), then run again "
                                        "(tune --resume to go on)") from None
             if "full" in text or "disk I/O" in text or "readonly" in text or "read-only" in text:
                 raise StoreUnavailable(f"cannot write the study store {self.path} ({text}): free space or make it "
