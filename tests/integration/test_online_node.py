@@ -101,3 +101,34 @@ def test_a_node_that_does_not_answer_is_left_out_in_one_line(node):
     snapshot = read_snapshot([JmxNode("n1", node.ports.jmx), JmxNode("gone", silent)], timeout=60, say=said.append)
     assert set(snapshot.nodes) == {"n1"}
     assert len(said) == 1 and "gone" in said[0] and "left out" in said[0] and "\n" not in said[0]
+
+
+@pytest.mark.slow
+def test_each_phase_of_a_trace_shows_the_node_the_mix_it_declares(node, traffic, tmp_path):
+    """A trace driven by the YCSB client (workloads/trace.py) against the node: the ClientRequest counters read
+    around each phase give the read, write and scan shares the phase declares (Phase.node_mix), so `online`'s
+    windows see the trace's shifts as the trace says they happen."""
+    from nosqltune.workloads.trace import drive, parse_trace, ycsb_phase_runner
+
+    trace = parse_trace({"name": "three", "phases": [
+        {"name": "reads", "workload": "ycsb-c", "seconds": 6, "rate": 400, "threads": 2},
+        {"name": "writes", "workload": "write90", "seconds": 6, "rate": 400, "threads": 2},
+        {"name": "scans", "workload": "ycsb-e", "seconds": 6, "rate": 100, "threads": 2}]})
+    client = ycsb_phase_runner(node.address, node.ports.native)
+    seen = {}
+
+    def run_phase(phase, workload, folder):
+        before = client_requests(node.ports.jmx)
+        metrics = client(phase, workload, folder)
+        after = client_requests(node.ports.jmx)
+        seen[phase.name] = window_between(snapshot_of(0.0, {"n1": before}), snapshot_of(6.0, {"n1": after}))
+        return metrics
+
+    rows = drive(trace, run_phase, records=1000, folder=tmp_path)
+    assert [r["phase"] for r in rows] == ["reads", "writes", "scans"]
+    for phase, row in zip(trace.phases, rows):
+        window = seen[phase.name]
+        assert row["errors"] == 0 and row["throughput_ops_s"] > 0.5 * (phase.rate or 0), row
+        assert window.operations > 0.5 * phase.rate * phase.seconds, (phase.name, window.operations)
+        for kind, share in phase.node_mix().items():
+            assert getattr(window.mix, kind) == pytest.approx(share, abs=0.05), (phase.name, kind, window.mix)

@@ -377,6 +377,11 @@ def test_online_help_explains(capsys):
     (["--hosts", "a:7199", "--rf", "0"], "--rf must be at least 1"),
     (["--hosts", "a:7199", "--model", "MISSING"], "no fitted model in"),
     (["--model", "m"], "one of the arguments --hosts"),
+    (["--hosts", "a:7199", "--cql", "a:9042"], "--cql and --records are for the trace's client: give --trace"),
+    (["--hosts", "a:7199", "--trace", "no-such-trace"], "neither a trace that ships"),
+    (["--hosts", "a:7199", "--trace", "shifting", "--cql", "a:b"], "is not HOST:PORT"),
+    (["--hosts", "a:7199", "--trace", "shifting", "--duration", "60"], "shorter than the trace (540 s)"),
+    (["--hosts", "a:7199", "--trace", "shifting", "--records", "0"], "records the cluster holds must be"),
 ])
 def test_bad_input_is_one_line_and_exit_2_before_anything_starts(tmp_path, flags, message):
     study = tmp_path / "online.db"
@@ -388,6 +393,56 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_starts(tmp_path, flags
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert err.startswith("nosqltune: error: ")
     assert not study.exists()
+
+
+def test_a_trace_is_driven_while_watched_and_its_phases_are_stored_with_the_run(model_dir, tmp_path):
+    """--trace: the phases run one after the other in a thread of their own (here a scripted client), the run
+    lasts the trace, and what each phase did is stored in the study beside the windows."""
+    from nosqltune.workloads.trace import parse_trace
+
+    trace = parse_trace({"name": "two", "phases": [{"name": "reads", "workload": "ycsb-c", "seconds": 180},
+                                                   {"name": "writes", "workload": "write90", "seconds": 180,
+                                                    "rate": 900}]})
+    ran = []
+
+    def run_phase(phase, workload, folder):
+        ran.append((phase.name, workload.target, workload.records, workload.max_seconds))
+        return {"throughput_ops_s": 1000.0, "errors": 0, "operations": {"READ": {"p99_us": 1800}}}
+
+    nodes = tuple(JmxNode(n, 7199, host=f"10.0.0.{i + 1}") for i, n in enumerate(NODES))
+    settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
+                              window_seconds=WINDOW, trace=trace, trace_target=("10.0.0.1", 9042),
+                              trace_records=5000)
+    assert settings.watch_seconds == 360
+    clock = Clock()
+    summary = run_online(settings, reader=ScriptedReader([{"read": 1.0}] * 3 + [{"read": 0.1}] * 3 + [{"read": 0.5}]),
+                         applier=ScriptedApplier(), clock=clock, sleep=clock.sleep, run_phase=run_phase)
+    assert summary.windows == 6 and summary.stopped == "duration"            # the trace's 360 s, not the script's
+    assert ran == [("reads", None, 5000, 180), ("writes", 900, 5000, 180)]
+    assert [r["phase"] for r in summary.trace] == ["reads", "writes"] and summary.trace_error is None
+    study, _, _ = stored(tmp_path)
+    kept = study["settings"][SETTINGS_KEY]
+    assert kept["trace"]["name"] == "two" and kept["trace"]["target"] == "10.0.0.1:9042"
+    assert [p["node_mix"]["write"] for p in kept["trace"]["phases"]] == pytest.approx([0.0, 0.9])
+    assert [r["read_p99_ms"] for r in kept["summary"]["trace"]] == [1.8, 1.8]
+
+
+def test_a_trace_whose_client_fails_is_said_and_the_loop_goes_on(model_dir, tmp_path):
+    from nosqltune.workloads.trace import parse_trace
+
+    def run_phase(phase, workload, folder):
+        raise RuntimeError("YCSB run failed (exit 1): no host\nwas reachable")
+
+    nodes = (JmxNode("n1", 7199, host="10.0.0.1"), JmxNode("n2", 7199, host="10.0.0.2"))
+    trace = parse_trace({"phases": [{"workload": "ycsb-a", "seconds": 120}]})
+    settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
+                              window_seconds=WINDOW, trace=trace, trace_target=("10.0.0.1", 9042))
+    clock, lines = Clock(), []
+    summary = run_online(settings, reader=ScriptedReader([{"read": 0.5}] * 3), applier=ScriptedApplier(),
+                         clock=clock, sleep=clock.sleep, run_phase=run_phase, say=lines.append)
+    assert summary.windows == 2 and summary.trace == []
+    assert summary.trace_error == "YCSB run failed (exit 1): no host was reachable"
+    assert "the trace's client stopped early: YCSB run failed (exit 1): no host was reachable" in lines
 
 
 def test_the_command_runs_the_loop_and_prints_a_line_per_window(model_dir, tmp_path, monkeypatch):

@@ -34,6 +34,17 @@ def parse_hosts(text: str):
     return tuple(nodes)
 
 
+def parse_cql(text: str | None, nodes) -> tuple[str, int]:
+    """--cql HOST:PORT (default: the first watched node's host, port 9042); UsageError for a bad one."""
+    if text is None:
+        return nodes[0].host, 9042
+    host, sep, port = text.strip().rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--cql: {text!r} is not HOST:PORT with a port within 1..65535 (e.g. 127.0.0.1:9042)")
+    return host, int(port)
+
+
 def _seconds(flag: str, value: float | None, *, optional: bool = False) -> None:
     if value is None and optional:
         return
@@ -51,9 +62,18 @@ def cmd_online(args: argparse.Namespace) -> int:
     _seconds("--duration", args.duration, optional=True)
     if args.rf < 1:
         raise UsageError(f"--rf must be at least 1, got {args.rf}")
+    trace = None
+    if args.trace is not None:
+        from ..workloads.trace import load_trace
+
+        trace = load_trace(args.trace)
+    elif args.cql is not None or args.records is not None:
+        raise UsageError("--cql and --records are for the trace's client: give --trace too")
     settings = OnlineSettings(nodes=nodes, model=args.model, study=args.study, window_seconds=args.window,
                               horizon_seconds=args.horizon, duration_seconds=args.duration, dry_run=args.dry_run,
-                              replication_factor=args.rf, knobs=args.knobs)
+                              replication_factor=args.rf, knobs=args.knobs, trace=trace,
+                              trace_target=parse_cql(args.cql, nodes) if trace else None,
+                              trace_records=100_000 if args.records is None else args.records)
     say = _progress(args)
     summary = run_online(settings, say=say, progress=say).as_dict()
     if args.json:
@@ -67,6 +87,12 @@ def cmd_online(args: argparse.Namespace) -> int:
         print(f"  window {d['window']}: {d['action']} {d['verdict']} (expected gain "
               f"{d['expected_gain_operations']:.0f} ops, cost {d['cost_operations']:.0f} ops)"
               + ("; not performed: not yet implemented" if d["verdict"] == "act" else ""))
+    for row in summary.get("trace") or []:
+        print(f"  trace phase {row['phase']} ({row['workload']}): {row['throughput_ops_s'] or 0:,.0f} ops/s"
+              + (f", read p99 {row['read_p99_ms']:.1f} ms" if row.get("read_p99_ms") is not None else "")
+              + (f", {row['errors']} failed operations" if row.get("errors") else ""))
+    if summary.get("trace_error"):
+        print(f"  the trace's client stopped early: {summary['trace_error']}")
     changed = summary["running"]
     print("  running now: " + (", ".join(f"{k} = {v}" for k, v in changed.items()) or "the model's defaults"))
     return 0
@@ -107,5 +133,15 @@ def add_parsers(sub) -> None:
     p.add_argument("--knobs", default=None, metavar="SET",
                    help="the knob set the cluster is tuned over, when known: a model fitted on another is refused "
                         "(default: the model's)")
+    p.add_argument("--trace", metavar="NAME|FILE",
+                   help="also drive this phase-changing workload against the cluster with the YCSB client while "
+                        "watching it, for measuring online (a trace that ships, e.g. 'shifting': read-heavy, "
+                        "write-heavy and scan-heavy phases of 3 minutes; or a YAML file of phases, each a workload, "
+                        "seconds, and a rate or threads); the run then lasts the trace unless --duration says more")
+    p.add_argument("--cql", metavar="HOST:PORT",
+                   help="with --trace: where its client connects (default: the first --hosts host, port 9042)")
+    p.add_argument("--records", type=int, default=None, metavar="N",
+                   help="with --trace: the records the cluster's table holds, the keys its client picks "
+                        "(default 100000)")
     p.add_argument("--json", action="store_true", help="progress as JSON lines on stderr, the summary as JSON")
     p.set_defaults(func=cmd_online)

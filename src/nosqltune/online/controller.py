@@ -113,7 +113,7 @@ class Controller:
         try:
             previous = self.reader.read(self.say)
             number = 0
-            while s.duration_seconds is None or (number + 1) * s.window_seconds <= s.duration_seconds + 1e-9:
+            while s.watch_seconds is None or (number + 1) * s.window_seconds <= s.watch_seconds + 1e-9:
                 wait = started + (number + 1) * s.window_seconds - self.clock()
                 if wait > 0:
                     self.sleep(wait)

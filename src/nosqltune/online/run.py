@@ -8,8 +8,11 @@ workload features) and the running configuration against the model's knobs.
 
 from __future__ import annotations
 
+import tempfile
+import threading
 import time
-from typing import Callable, Sequence
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from ..errors import UsageError
 from .advisor import Advisor
@@ -65,11 +68,12 @@ def prepare(settings: OnlineSettings) -> Advisor:
 
 
 def run_online(settings: OnlineSettings, *, say: Say = lambda _: None, progress: Say = lambda _: None,
-               reader=None, applier=None, advisor: Advisor | None = None,
+               reader=None, applier=None, advisor: Advisor | None = None, run_phase=None,
                clock: Callable[[], float] = time.monotonic,
                sleep: Callable[[float], None] = time.sleep) -> OnlineSummary:
-    """Check everything, open the run's study and run the loop until `duration_seconds` or Ctrl-C. `reader` and
-    `applier` default to JMX on `settings.nodes`; `advisor` to the model in `settings.model`."""
+    """Check everything, open the run's study and run the loop until `duration_seconds` (the trace's length when a
+    trace is driven) or Ctrl-C. `reader` and `applier` default to JMX on `settings.nodes`; `advisor` to the model in
+    `settings.model`; `run_phase` (a trace's phases) to the YCSB client against `settings.trace_target`."""
     advisor = advisor or prepare(settings)
     recorder = StudyRecorder.open(settings.study, {**settings.record(), "model_meta": advisor.describe(),
                                                    "started_at": time.time()},
@@ -77,10 +81,66 @@ def run_online(settings: OnlineSettings, *, say: Say = lambda _: None, progress:
     say(f"online study '{recorder.name}' in {settings.study}: {len(settings.nodes)} node(s), "
         f"{settings.window_seconds:g} s windows, horizon {settings.horizon_seconds:g} s"
         + (", dry run" if settings.dry_run else ""))
+    driver = TraceDriver(settings, progress, run_phase) if settings.trace is not None else None
     try:
         controller = Controller(settings, advisor, reader or JmxReader(settings.nodes),
                                 applier or JmxApplier(settings.nodes), recorder, clock=clock, sleep=sleep, say=say,
                                 progress=progress)
-        return controller.run()
+        if driver is not None:
+            driver.start()
+        interrupted = True
+        try:
+            summary = controller.run()
+            interrupted = summary.stopped == "interrupted"
+        finally:
+            if driver is not None:
+                driver.stop(interrupted)
+        if driver is not None:   # what the trace's client did, beside the windows
+            summary.trace, summary.trace_error = driver.rows, driver.error
+            if driver.error:
+                say(f"the trace's client stopped early: {driver.error}")
+            recorder.finish(summary.as_dict())
+        return summary
     finally:
         recorder.close()
+
+
+class TraceDriver:
+    """The trace of `settings.trace` driven by the YCSB client in a thread of its own while the loop watches
+    (workloads/trace.py); its client folders live in a temporary folder, removed at the end. `stop` waits for
+    the trace's end (the watch lasts at least the trace), or, when the run was interrupted, lets no further phase
+    start and waits for the running one (each ends by its own length)."""
+
+    def __init__(self, settings: OnlineSettings, progress: Say, run_phase=None) -> None:
+        from ..workloads.trace import ycsb_phase_runner
+
+        self.settings = settings
+        self.progress = progress
+        host, port = settings.trace_target
+        self.run_phase = run_phase or ycsb_phase_runner(host, port)
+        self.rows: list[dict[str, Any]] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._folder = tempfile.TemporaryDirectory(prefix="nosqltune-trace-")
+        self._thread = threading.Thread(target=self._drive, name="trace", daemon=True)
+
+    def _drive(self) -> None:
+        from ..workloads.trace import drive
+
+        try:
+            self.rows = drive(self.settings.trace, self.run_phase, records=self.settings.trace_records,
+                              folder=Path(self._folder.name), stop=self._stop, progress=self.progress,
+                              rows=self.rows)
+        except Exception as exc:   # the client failed (TrialError) or could not start: said, the loop goes on
+            self.error = " ".join(str(exc).split())[:300] or type(exc).__name__
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, interrupted: bool) -> None:
+        if interrupted:
+            self._stop.set()
+            self._thread.join(timeout=max(p.seconds for p in self.settings.trace.phases) + 120)
+        else:
+            self._thread.join(timeout=self.settings.trace.seconds + 120)
+        self._folder.cleanup()

@@ -38,6 +38,9 @@ class OnlineSettings:
     guard: GuardSettings = GuardSettings()
     guard_windows: int = 3                    # full windows of the mix before a change that the guard compares
     guard_max_waits: int = 3                  # partial windows a pending change may wait before it is rolled back
+    trace: Any = None                         # a workloads.trace.Trace driven against trace_target while watched
+    trace_target: tuple[str, int] | None = None   # the CQL host and port the trace's client sends to
+    trace_records: int = 100_000              # the records the cluster holds (the keys the trace's client picks)
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -67,6 +70,23 @@ class OnlineSettings:
         for name in ("guard_windows", "guard_max_waits"):
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
                 raise UsageError(f"{name} must be a whole number >= 1, got {getattr(self, name)!r}")
+        if self.trace is not None:
+            if self.trace_target is None:
+                raise UsageError("a trace needs the CQL address its client sends to (--cql HOST:PORT)")
+            if isinstance(self.trace_records, bool) or not isinstance(self.trace_records, int) \
+                    or self.trace_records < 1:
+                raise UsageError(f"the records the cluster holds must be a whole number >= 1, got "
+                                 f"{self.trace_records!r}")
+            if self.duration_seconds is not None and self.duration_seconds < self.trace.seconds:
+                raise UsageError(f"duration {self.duration_seconds:g} s is shorter than the trace "
+                                 f"({self.trace.seconds:g} s): leave --duration out to watch the whole trace")
+
+    @property
+    def watch_seconds(self) -> float | None:
+        """How long the run watches: the duration given, else the trace's length, else until stopped (None)."""
+        if self.duration_seconds is not None or self.trace is None:
+            return self.duration_seconds
+        return float(self.trace.seconds)
 
     def record(self) -> dict[str, Any]:
         """The settings as stored in the study."""
@@ -77,7 +97,14 @@ class OnlineSettings:
                 "replication_factor": self.replication_factor, "replicas_needed": self.replicas_needed,
                 "system": self.system, "knobs": self.knobs, "running_given": dict(self.running),
                 "restart_seconds": list(self.restart_seconds), "data_bytes_per_node": self.data_bytes_per_node,
-                "search": self.search, "seed": self.seed}
+                "search": self.search, "seed": self.seed} | ({"trace": self.trace_record()} if self.trace else {})
+
+    def trace_record(self) -> dict[str, Any]:
+        t = self.trace
+        return {"name": t.name, "seconds": t.seconds, "records": self.trace_records,
+                "target": f"{self.trace_target[0]}:{self.trace_target[1]}",
+                "phases": [{"name": p.name, "workload": p.workload, "seconds": p.seconds, "rate": p.rate,
+                            "threads": p.threads, "node_mix": p.node_mix()} for p in t.phases]}
 
 
 @dataclass
@@ -96,10 +123,14 @@ class OnlineSummary:
     dry_run: bool = False
     running: dict[str, Any] = field(default_factory=dict)   # knobs off the model's defaults at the end
     final_rollback: dict[str, Any] | None = None   # a live change unjudged at the stop, rolled back
+    trace: list[dict[str, Any]] = field(default_factory=list)   # the phases driven (workloads.trace.drive's rows)
+    trace_error: str | None = None                  # why the trace's client stopped early, if it did
 
     def as_dict(self) -> dict[str, Any]:
         return {"study": self.study, "windows": self.windows, "shifts": self.shifts,
                 "recommendations": self.recommendations, "live_applied": self.live_applied,
                 "live_kept": self.live_kept, "rollbacks": self.rollbacks,
                 "restart_decisions": list(self.restart_decisions), "stopped": self.stopped, "dry_run": self.dry_run,
-                "running": dict(self.running), "final_rollback": self.final_rollback}
+                "running": dict(self.running), "final_rollback": self.final_rollback,
+                **({"trace": list(self.trace), "trace_error": self.trace_error} if self.trace or self.trace_error
+                   else {})}
