@@ -445,6 +445,48 @@ def test_a_trace_whose_client_fails_is_said_and_the_loop_goes_on(model_dir, tmp_
     assert "the trace's client stopped early: YCSB run failed (exit 1): no host was reachable" in lines
 
 
+def test_the_report_shows_an_online_runs_timeline_and_decisions_and_renders_in_chromium(model_dir, tmp_path,
+                                                                                        capsys):
+    """`report` on a store holding an online run (and no tuning study): the run's timeline figure (throughput,
+    p99 and mix per window, the decisions and the trace's phases marked) and its decisions as a table; the page
+    opens in chromium with every figure decoded and no script error."""
+    from nosqltune.report.online import load_report
+    from nosqltune.workloads.trace import parse_trace
+    from tests.unit.test_report import chromium, not_blank, open_report
+
+    trace = parse_trace({"name": "two", "phases": [{"name": "reads", "workload": "read90", "seconds": 600},
+                                                   {"name": "mixed", "workload": "ycsb-a", "seconds": 360}]})
+    nodes = tuple(JmxNode(n, 7199, host=f"10.0.0.{i + 1}") for i, n in enumerate(NODES))
+    settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
+                              window_seconds=WINDOW, trace=trace, trace_target=("10.0.0.1", 9042))
+    clock = Clock()
+    run_online(settings, reader=ScriptedReader(SHIFT), applier=ScriptedApplier(), clock=clock, sleep=clock.sleep,
+               run_phase=lambda phase, workload, folder: {"throughput_ops_s": 900.0, "errors": 0})
+    (run,) = load_report(str(tmp_path / "online.db"))[1]
+    kinds = [kind for _, kind, _ in run.events()]
+    assert kinds[:3] == ["live", "restart-hold", "kept"]   # window 1: the live change and a restart held; kept
+    assert "shift" in kinds and kinds.index("shift") > 2
+    assert [name for _, _, name in run.phases()] == ["reads", "mixed"]
+    assert run.minutes()[0] == pytest.approx(0.5) and len(run.minutes()) == 16
+
+    capsys.readouterr()
+    out = tmp_path / "report"
+    assert main(["report", "--study", str(tmp_path / "online.db"), "--out", str(out), "--json"]) == 0
+    written = json.loads(capsys.readouterr().out)
+    assert written["studies"] == [] and written["online"] == [run.name]
+    figure = out / f"{run.name}-timeline.png"
+    assert [Path(f) for f in written["figures"]] == [figure] and not_blank(figure)
+    page = Path(written["report"]).read_text()
+    for text in ("Online runs", "1 online run", "16 window(s)", "the mix shifted", "live change", "kept",
+                 "restart hold (expected gain", "reads", "mixed"):
+        assert text in page, text
+    if chromium() is None:
+        pytest.fail("chromium is not installed: scripts/setup.sh installs it (apt-get install chromium)")
+    status = open_report(Path(written["report"]), tmp_path / "shot.png")
+    assert status.get("data-loaded") == "yes" and status["data-errors"] == "0" and status["data-broken"] == "0"
+    assert status["data-images"] == "1"
+
+
 def test_the_command_runs_the_loop_and_prints_a_line_per_window(model_dir, tmp_path, monkeypatch):
     import nosqltune.online.run as online_run
 

@@ -44,38 +44,48 @@ class TuningView:
 
 
 def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
-    from ..evaluation.study import study_of
+    """The tuning studies of the store at `path` (`study_name` only); UsageError when there is none."""
     from ..surrogate.features import existing_store
-    from ..tuning.results import best_configuration, configurations, confirmed_best, default_entry
 
     store = existing_store(path)
     try:
-        studies = [s for s in store.studies() if s["settings"].get("tune")]
-        if study_name:
-            studies = [s for s in studies if s["name"] == study_name]
-        if not studies:
-            raise UsageError(f"no tuning study{' named ' + repr(study_name) if study_name else ''} in {path} "
-                             "(a report needs a study made by `nosqltune tune`)")
-        fingerprints = store.environments()
-        views = []
-        for study in studies:
-            opened = study_of(store, study)
-            tune, objective, space = opened.tune, opened.objective, opened.space
-            rows = opened.trials(tag=None)
-            tuned = [r for r in rows if r["tag"] == "tune"]
-            workloads = tune["spec"]["workloads"]
-            entries = sorted(configurations(tuned, objective, workloads, space), key=lambda e: min(e["trial_ids"]))
-            env_ids = sorted({r["environment_id"] for r in rows if r["environment_id"] is not None})
-            views.append(TuningView(
-                name=study["name"], settings=study["settings"], objective=objective, space=space,
-                fixed=tune["fixed"], rows=tuned, entries=entries,
-                best=confirmed_best(best_configuration(tuned, objective, workloads, space), study["settings"], space),
-                default=default_entry(tuned, objective, workloads, space),
-                compare_rows=[r for r in rows if r["tag"] == "compare"],
-                environments=[fingerprints[i] for i in env_ids if i in fingerprints], all_rows=rows))
-        return views
+        views = tuning_views(store, study_name)
     finally:
         store.close()
+    if not views:
+        raise UsageError(f"no tuning study{' named ' + repr(study_name) if study_name else ''} in {path} "
+                         "(a report needs a study made by `nosqltune tune`)")
+    return views
+
+
+def tuning_views(store, study_name: str | None = None) -> list[TuningView]:
+    """The tuning studies of an open store (`study_name` only), none when it holds none."""
+    from ..evaluation.study import study_of
+    from ..tuning.results import best_configuration, configurations, confirmed_best, default_entry
+
+    studies = [s for s in store.studies() if s["settings"].get("tune")]
+    if study_name:
+        studies = [s for s in studies if s["name"] == study_name]
+    if not studies:
+        return []
+    fingerprints = store.environments()
+    views = []
+    for study in studies:
+        opened = study_of(store, study)
+        tune, objective, space = opened.tune, opened.objective, opened.space
+        rows = opened.trials(tag=None)
+        tuned = [r for r in rows if r["tag"] == "tune"]
+        workloads = tune["spec"]["workloads"]
+        entries = sorted(configurations(tuned, objective, workloads, space), key=lambda e: min(e["trial_ids"]))
+        env_ids = sorted({r["environment_id"] for r in rows if r["environment_id"] is not None})
+        views.append(TuningView(
+            name=study["name"], settings=study["settings"], objective=objective, space=space,
+            fixed=tune["fixed"], rows=tuned, entries=entries,
+            best=confirmed_best(best_configuration(tuned, objective, workloads, space), study["settings"], space),
+            default=default_entry(tuned, objective, workloads, space),
+            compare_rows=[r for r in rows if r["tag"] == "compare"],
+            environments=[fingerprints[i] for i in env_ids if i in fingerprints], all_rows=rows))
+    return views
 
 
 def best_so_far(values: list[float | None], maximize: bool) -> list[float | None]:

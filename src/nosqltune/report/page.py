@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from . import plots
+from . import online, plots
 from .data import TuningView
+from .online import OnlineView
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1180px; padding: 0 18px 40px; color: #222; }
@@ -182,13 +183,32 @@ def environment_section(views: list[TuningView]) -> str:
     return "\n".join(parts) or "<p class='muted'>No environment recorded.</p>"
 
 
-def build(views: list[TuningView], out: Path, source: str) -> tuple[Path, list[Path]]:
+def build(views: list[TuningView], out: Path, source: str, runs: list[OnlineView] = ()) -> tuple[Path, list[Path]]:
+    """The page of `views` (tuning studies) and `runs` (online runs)."""
     out.mkdir(parents=True, exist_ok=True)
     figures = Figures(out)
+    counts = [f"{len(views)} tuning stud{'y' if len(views) == 1 else 'ies'}"] + \
+        ([f"{len(runs)} online run{'' if len(runs) == 1 else 's'}"] if runs else [])
     body = [f"<h1>nosqltune report</h1><p class='muted'>{esc(source)} &middot; generated "
-            f"{time.strftime('%Y-%m-%d %H:%M:%S')} &middot; {len(views)} tuning stud{'y' if len(views) == 1 else 'ies'}"
-            "</p>",
-            "<h2>Summary</h2>",
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')} &middot; {' &middot; '.join(counts)}</p>"]
+    if views:
+        body += _tuning_overview(views, figures)
+    for view in views:
+        body += _tuning_study(view, figures)
+    if runs:
+        body.append("<h2>Online runs</h2>")
+        for run in runs:
+            body += [f"<h3>{esc(run.name)}</h3>", online_section(run, figures)]
+    body.append("<div id='report-status' data-loaded='no'>page check did not run (scripts off?)</div>")
+    page = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>nosqltune report</title>"
+            f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    index = out / "index.html"
+    index.write_text(page, encoding="utf-8")
+    return index, figures.files
+
+
+def _tuning_overview(views: list[TuningView], figures: Figures) -> list[str]:
+    return ["<h2>Summary</h2>",
             table(["study", "system", "optimizer", "knobs", "workloads", "objective", "trials ok / failed",
                    "default", "best (one run, or confirmed mean)", "best / default"], summary_rows(views), numeric={7, 8, 9}),
             "<p class='muted'>Best and default here are single cold runs as measured during tuning; the "
@@ -197,9 +217,11 @@ def build(views: list[TuningView], out: Path, source: str) -> tuple[Path, list[P
             "<h2>Convergence</h2>",
             figures.add("convergence", lambda: plots.convergence(views),
                         "objective per configuration in the order measured, and the best so far", "no trials")]
-    for view in views:
-        slug = view.name
-        body += [f"<h2>Study {esc(view.name)}: {esc(view.label)}</h2>",
+
+
+def _tuning_study(view: TuningView, figures: Figures) -> list[str]:
+    slug = view.name
+    return [f"<h2>Study {esc(view.name)}: {esc(view.label)}</h2>",
                  "<h3>Tuned vs default: repeated interleaved cold runs</h3>", comparison_section(view, figures),
                  "<h3>Knob values per iteration</h3>",
                  figures.add(f"{slug}-knobs", lambda v=view: plots.knob_values(v),
@@ -241,9 +263,29 @@ def build(views: list[TuningView], out: Path, source: str) -> tuple[Path, list[P
                              f"fewer than {plots.MIN_FOR_MODEL} complete configurations and no recorded "
                              "predictions"),
                  "<h3>Best configuration</h3>", best_section(view)]
-    body.append("<div id='report-status' data-loaded='no'>page check did not run (scripts off?)</div>")
-    page = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>nosqltune report</title>"
-            f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
-    index = out / "index.html"
-    index.write_text(page, encoding="utf-8")
-    return index, figures.files
+
+
+def online_section(view: OnlineView, figures: Figures) -> str:
+    """One online run: its summary line, the timeline and the decisions, as HTML."""
+    s = view.summary
+    head = (f"<p>{len(view.windows)} window(s) of {fmt(view.settings.get('window_seconds'))} s on "
+            f"{esc(', '.join(view.settings.get('hosts') or []))}, model {esc(view.settings.get('model'))}"
+            + (", dry run" if view.settings.get("dry_run") else "")
+            + (f"; stopped by {esc(s.get('stopped'))}: {s.get('shifts', 0)} shift(s), {s.get('recommendations', 0)} "
+               f"recommendation(s), {s.get('live_applied', 0)} live change(s) applied, {s.get('live_kept', 0)} "
+               f"kept, {s.get('rollbacks', 0)} rolled back, {len(s.get('restart_decisions') or [])} restart "
+               "decision(s)" if s else "; still running or stopped without a summary") + "</p>")
+    body = [head, figures.add(f"{view.name}-timeline", lambda: online.timeline(view),
+                              "throughput, p99 and the observed mix per window; vertical lines: shifts declared "
+                              "(dashed), live changes applied (solid green) and kept (dotted), rollbacks (red), "
+                              "restart decisions (dash-dot: orange act, grey hold); bands: the trace's phases",
+                              "no window stored")]
+    if view.summary.get("trace"):
+        body.append(table(["phase", "workload", "seconds", "throughput (ops/s)", "read p99 (ms)", "failed"],
+                          [[esc(r["phase"]), esc(r["workload"]), fmt(r["seconds"]), fmt(r["throughput_ops_s"]),
+                            fmt(r["read_p99_ms"]), fmt(r["errors"])] for r in view.summary["trace"]],
+                          numeric={2, 3, 4, 5}))
+    events = view.events()
+    body.append(table(["minute", "decision"], [[f"{at:.1f}", esc(text)] for at, _, text in events], numeric={0})
+                if events else "<p class='muted'>no decision: the mix never shifted from the first one seen</p>")
+    return "\n".join(body)
