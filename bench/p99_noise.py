@@ -7,7 +7,8 @@ confirmation and comparison runs alike), and per configuration the spread of its
 correlation of its p99 with what each run measured beside it: the volume device's milliseconds per read I/O (the
 host disk's service time under the loop device: the blkio caps delay I/Os before they reach it, so this is the
 machine's own disk speed, not the cap), the node's and the client's CPU per operation, the node's GC time, its
-I/Os per operation and the CPU probe taken before the trial (internals.machine_probe). Then the pooled within-configuration elasticity of the p99 on the device's time per I/O (a
+I/Os per operation and the CPU and disk probes taken before the trial (internals.machine_probe; the disk's since
+2026-11-26). Then the pooled within-configuration elasticity of the p99 on the device's time per I/O (a
 regression of log p99 on log ms per I/O, each configuration centred on its own means) and each configuration's
 p99 spread once that part is taken out: how much of the noise a measure of the disk's speed taken in the same
 trial could remove (the --denoise of issue 38). Writes bench/results/p99_noise.{md,json}.
@@ -30,7 +31,7 @@ from common import RESULTS, kept_notes, log  # bench/common.py
 STORES = {"cloud-slo": RESULTS / "impact" / "cloud-slo.db", "latency-slo": RESULTS / "impact" / "latency-slo.db"}
 BESIDE = {"node_dev_read_ms_per_io": "device ms per read I/O", "node_cpu_us_per_op": "node CPU us/op",
           "client_cpu_us_per_op": "client CPU us/op", "node_gc_ms": "node GC ms", "node_io_per_op": "I/Os per op",
-          "probe_cpu_mb_s": "machine probe MB/s"}
+          "probe_cpu_mb_s": "machine probe MB/s", "probe_disk_read_ms": "disk probe ms"}
 
 
 def runs_by_configuration(path) -> dict[str, list[dict]]:
@@ -45,6 +46,7 @@ def runs_by_configuration(path) -> dict[str, list[dict]]:
         summary = dict((json.loads(metrics) if metrics else {}).get("summary") or {})
         probe = (json.loads(internals) if internals else {}).get("machine_probe") or {}
         summary["probe_cpu_mb_s"] = probe.get("cpu_mb_s")   # the CPU probe every trial stores (issue 38)
+        summary["probe_disk_read_ms"] = probe.get("disk_read_ms")   # the disk probe, in trials after 2026-11-26
         if summary.get("read_p99_ms"):
             out.setdefault(config, []).append(summary)
     return out

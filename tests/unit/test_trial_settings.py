@@ -211,6 +211,7 @@ def verdict_of(settings: TrialSettings, monkeypatch) -> dict:
                "node_group_read_iops": 950.0, "node_group_write_iops": 10.0,
                "node_group_read_mib_s": 5.0, "node_group_write_mib_s": 1.0}
     monkeypatch.setattr(probe, "machine_probe", lambda: {"seconds": 1.0})
+    monkeypatch.setattr(probe, "disk_probe", lambda folder: {})
     monkeypatch.setattr(datastore.module, "run_trial",
                         lambda *a: TrialResult(state="COMPLETE", summary=dict(summary)))
     monkeypatch.setattr("nosqltune.bottleneck._usable_cores", lambda: 2)
