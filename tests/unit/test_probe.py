@@ -1,5 +1,7 @@
 """The machine's speed probe taken before every trial (runtime/probe.py) and stored with it."""
 
+import resource
+import signal
 from types import SimpleNamespace
 
 from nosqltune.runtime.probe import DISK_FILE, disk_probe, machine_probe
@@ -25,6 +27,16 @@ def test_the_disk_probe_reads_past_the_page_cache_and_keeps_its_file(tmp_path):
     again = disk_probe(tmp_path / "home", reads=50, size=4 << 20)
     assert (tmp_path / "home" / DISK_FILE).stat().st_mtime_ns == written.st_mtime_ns and again["disk_read_ms"] > 0
     assert [p.name for p in (tmp_path / "home").iterdir()] == [DISK_FILE]   # no scratch file left
+    small = tmp_path / "small"   # a disk that fills while the file is written: no part of it is left
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, hard))
+    try:
+        full = disk_probe(small, reads=5, size=4 << 20)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old)
+    assert set(full) == {"disk_error"} and list(small.iterdir()) == []
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     refused = disk_probe(blocked / "home", reads=5, size=1 << 20)   # a folder that cannot be made

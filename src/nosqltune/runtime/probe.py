@@ -56,12 +56,15 @@ def disk_probe(folder: Path, reads: int = DISK_READS, size: int = DISK_FILE_BYTE
         if not path.exists() or path.stat().st_size != size:
             folder.mkdir(parents=True, exist_ok=True)
             scratch = path.with_name(f"{DISK_FILE}.{os.getpid()}")
-            with open(scratch, "wb") as out:
-                for _ in range(size // (1 << 20)):
-                    out.write(os.urandom(1 << 20))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(scratch, path)
+            try:
+                with open(scratch, "wb") as out:
+                    for _ in range(size // (1 << 20)):
+                        out.write(os.urandom(1 << 20))
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(scratch, path)
+            finally:   # a full disk leaves no part of it behind
+                scratch.unlink(missing_ok=True)
         offsets = random.Random(0).sample(range(size // BLOCK), min(reads, size // BLOCK))
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
         buffer = mmap.mmap(-1, BLOCK)   # page-aligned, as O_DIRECT wants
