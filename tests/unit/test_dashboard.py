@@ -124,6 +124,21 @@ def test_endpoints_give_the_study_then_only_what_changed(study, tmp_path):
         reader.close()
 
 
+def test_the_shipped_plotly_bundle_holds_every_trace_type_the_page_draws():
+    """static/plotly.min.js is a partial bundle (scripts/plotly/): a trace type the page draws but the bundle lacks
+    would draw nothing, with only a console warning. The types are read from the page's script and the bundle."""
+    from nosqltune.dashboard import server
+
+    static = Path(server.__file__).parent / "static"
+    script = (static / "dashboard.js").read_text()
+    drawn = set(re.findall(r'type: *"([a-z0-9]+)"', script))
+    for choice in re.findall(r'\? *"([a-z0-9]+)" *: *"([a-z0-9]+)"', script):   # type: many ? "scattergl" : "scatter"
+        drawn.update(choice)
+    bundled = set(re.findall(r'moduleType:"trace",name:"([a-z0-9]+)"', (static / "plotly.min.js").read_text()))
+    assert {"scatter", "scattergl", "bar", "parcoords"} <= drawn    # the reading of the script still finds them
+    assert drawn <= bundled, f"the page draws {sorted(drawn - bundled)}: add them to scripts/plotly/entry.js"
+
+
 def test_the_study_read_ahead_and_kept_views_answer_as_a_fresh_read(study, tmp_path):
     """The server reads the study the page opens on as it starts; the trials' views it keeps are made again for a
     trial that changed (a running one that finishes), so every full answer is what a fresh reader gives."""
