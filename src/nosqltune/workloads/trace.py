@@ -15,6 +15,7 @@ in its windows (ClientRequest Read, Write and RangeSlice), so a test can hold th
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -28,6 +29,13 @@ from .spec import Workload, WorkloadError, make_workload
 
 MAX_THREADS = 256            # client threads per phase: more would starve the node of the machine's cores
 MAX_PHASE_S = 24 * 3600.0
+# A phase ends by its time, so its operation count only has to be out of reach; but not far out of it: YCSB sizes
+# the key space its inserts may reach as twice the expected new keys (operationcount x insertproportion), and a read
+# of a scrambled-zipfian workload draws keys until one exists, so a count of 2e9 over 1,000 records made each read
+# draw about a million keys (write90 ran at 6 ops/s against 400 asked). The count is the phase's rate (or
+# FULL_SPEED_OPS_S at full speed) over its length, with a margin.
+FULL_SPEED_OPS_S = 50_000
+MAX_OPERATIONS = 2**31 - 1   # YCSB reads operationcount as a Java int
 PHASE_KEYS = {"name", "workload", "seconds", "rate", "threads"}
 TRACE_KEYS = {"name", "summary", "phases", "sources"}
 # what a YCSB operation is to the node's ClientRequest scopes (a read-modify-write is a read and a write)
@@ -58,9 +66,10 @@ class Phase:
         return {kind: value / total for kind, value in counts.items()}
 
     def client_workload(self, records: int, **sizes: Any) -> Workload:
-        """The YCSB client's workload for this phase: no warm-up, stopped after `seconds` (operations without a
-        practical end), at `rate` when one is set. `records`: the loaded dataset's size (the keys to choose)."""
-        return make_workload(self.workload, records=records, operations=10**12, threads=self.threads,
+        """The YCSB client's workload for this phase: no warm-up, stopped after `seconds` (the operation count out
+        of reach, see FULL_SPEED_OPS_S), at `rate` when one is set. `records`: the loaded dataset's size."""
+        operations = min(MAX_OPERATIONS, math.ceil((self.rate * 1.5 if self.rate else FULL_SPEED_OPS_S) * self.seconds))
+        return make_workload(self.workload, records=records, operations=operations, threads=self.threads,
                              warmup_operations=0, max_seconds=max(1, round(self.seconds)),
                              target=round(self.rate) if self.rate else None, **sizes)
 
