@@ -12,7 +12,8 @@ is drawn (the plots further down are drawn as they near the screen).
 
 With --page-plotly FILE (and --browser) the page is also timed with that Plotly.js bundle in place of the shipped
 one (a copy of this tree's source with the file swapped), the two interleaved run by run: the shipped partial
-bundle against the full one, for example.
+bundle against the full one, for example. With --page-base REV instead, the page is also timed with the code of
+that git revision (page and server, from a worktree under /tmp), interleaved the same way.
 
 With --base REV the same store is read by the code of a git revision too (a worktree under /tmp), the two
 interleaved run by run, so the ratio is measured side by side on the same machine state. The store: an 8-trial
@@ -135,10 +136,11 @@ def page_once(store: Path, scratch: Path, src: Path = ROOT / "src") -> dict:
             ready = time.perf_counter() - began
             status = "document.getElementById('status').dataset"
             assert page.evaluate(f"Number({status}.trials)") == TRIALS + 8
-            assert page.locator("#history-plot .main-svg").count() > 0
+            assert page.locator("#history-plot canvas, #history-plot .main-svg").count() > 0
             page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
             page.wait_for_function(f"{status}.drawn", timeout=120_000)
             drawn = time.perf_counter() - began
+            assert page.locator("#history-plot .main-svg").count() > 0   # Plotly's plot in place of the picture
             marks = page.evaluate(f"({{timings: JSON.parse({status}.timings), ready: Number({status}.ready), "
                                   f"drawn: Number({status}.drawn)}})")
             browser.close()
@@ -161,18 +163,23 @@ def main() -> int:
     p.add_argument("--page-plotly", metavar="FILE", type=Path,
                    help="with --browser: also time the page with this Plotly.js bundle instead of the shipped one, "
                         "interleaved")
+    p.add_argument("--page-base", metavar="REV",
+                   help="with --browser: also time the page with the code of this git revision, interleaved")
     a = p.parse_args()
     if a.page_plotly and not (a.browser and a.page_plotly.is_file()):
         p.error("--page-plotly needs --browser and an existing file")
+    if a.page_base and (not a.browser or a.page_plotly):
+        p.error("--page-base needs --browser, and not --page-plotly")
     with tempfile.TemporaryDirectory(prefix="nosqltune-dashboard-") as tmp:
         scratch = Path(tmp)
         store = make_store(scratch)
         versions = {"this tree": ROOT / "src"}
-        worktree = None
+        worktrees = []
         if a.base:
             worktree = scratch / "base"
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(worktree), a.base],
                            check=True)
+            worktrees.append(worktree)
             versions[f"base {a.base}"] = worktree / "src"
         try:
             runs: dict[str, list[dict]] = {name: [] for name in versions}
@@ -180,21 +187,28 @@ def main() -> int:
                 for name, src in versions.items():
                     runs[name].append(read_once(src, store, scratch))
                     log(f"run {i + 1}/{a.runs} {name}: first answer {runs[name][-1]['first_s']:.2f} s")
-            pages, other_pages, other_src = [], [], None
+            pages, other_pages, other_src, other_name = [], [], None, None
             if a.page_plotly:   # this tree's source with the other bundle in place of the shipped one
-                other_src = scratch / "other-plotly-src"
+                other_src, other_name = scratch / "other-plotly-src", a.page_plotly.name
                 shutil.copytree(ROOT / "src", other_src, ignore=shutil.ignore_patterns("__pycache__"))
                 shutil.copy(a.page_plotly, other_src / "nosqltune" / "dashboard" / "static" / "plotly.min.js")
+            if a.page_base:     # the code of another revision
+                page_tree, other_name = scratch / "page-base", f"base {a.page_base}"
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(page_tree),
+                                a.page_base], check=True)
+                worktrees.append(page_tree)
+                other_src = page_tree / "src"
             for i in range(a.runs if a.browser else 0):
                 pages.append(page_once(store, scratch))
                 log(f"run {i + 1}/{a.runs}: the page ready in {pages[-1]['ready_s']:.2f} s, every plot drawn in "
                     f"{pages[-1]['drawn_s']:.2f} s ({pages[-1]['marks']['timings']} ms)")
                 if other_src is not None:
+                    other_bytes = (other_src / "nosqltune/dashboard/static/plotly.min.js").stat().st_size
                     other_pages.append(page_once(store, scratch, other_src))
-                    log(f"run {i + 1}/{a.runs} with {a.page_plotly.name}: the page ready in "
+                    log(f"run {i + 1}/{a.runs} with {other_name}: the page ready in "
                         f"{other_pages[-1]['ready_s']:.2f} s, every plot drawn in {other_pages[-1]['drawn_s']:.2f} s")
         finally:
-            if worktree is not None:
+            for worktree in worktrees:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False)
     results = {"trials": TRIALS + 8, "goal_s": GOAL_S, "runs": a.runs, "base": a.base,
                "at": time.strftime("%Y-%m-%d %H:%M"),
@@ -207,7 +221,7 @@ def main() -> int:
         results["page"]["plotly_bytes"] = (ROOT / "src/nosqltune/dashboard/static/plotly.min.js").stat().st_size
     if other_pages:
         results["page_other_plotly"] = {k: describe(other_pages, k) for k in ("ready_s", "drawn_s")}
-        results["page_other_plotly"] |= {"file": str(a.page_plotly), "plotly_bytes": a.page_plotly.stat().st_size,
+        results["page_other_plotly"] |= {"file": other_name, "plotly_bytes": other_bytes,
                                          "marks": [r["marks"] for r in other_pages]}
         ratios = [o["ready_s"] / t["ready_s"] for t, o in zip(pages, other_pages)]
         results["page_other_plotly"]["ready_ratio"] = {"median": statistics.median(ratios), "min": min(ratios),
@@ -273,19 +287,19 @@ def write(results: dict) -> None:
 
         def plotly_at(page: dict) -> float:
             return statistics.median(m["timings"].get("plotly_at", 0) for m in page["marks"])
-        lines += ["", f"The same page with another Plotly.js bundle ({Path(o['file']).name}, "
-                      f"{o['plotly_bytes'] / 1e6:.1f} MB, against the shipped {r['plotly_bytes'] / 1e6:.1f} MB), "
+        lines += ["", f"The same page with {Path(o['file']).name} (its Plotly.js "
+                      f"{o['plotly_bytes'] / 1e6:.1f} MB, against this tree's {r['plotly_bytes'] / 1e6:.1f} MB), "
                       "interleaved run by run:", "",
-                  "| Plotly.js | ready, median [min, max] | ready by the page's mark | every plot drawn | "
+                  "| page | ready, median [min, max] | ready by the page's mark | every plot drawn | "
                   "Plotly evaluated at (median) |",
                   "|---|---|---|---|---|",
-                  f"| shipped ({r['plotly_bytes'] / 1e6:.1f} MB) | {r['ready_s']['median']:.2f} s "
+                  f"| this tree ({r['plotly_bytes'] / 1e6:.1f} MB) | {r['ready_s']['median']:.2f} s "
                   f"[{r['ready_s']['min']:.2f}, {r['ready_s']['max']:.2f}] | {_marks(r, 'ready')} | "
                   f"{r['drawn_s']['median']:.2f} s | {plotly_at(r):.0f} ms |",
                   f"| {Path(o['file']).name} ({o['plotly_bytes'] / 1e6:.1f} MB) | {o['ready_s']['median']:.2f} s "
                   f"[{o['ready_s']['min']:.2f}, {o['ready_s']['max']:.2f}] | {_marks(o, 'ready')} | "
                   f"{o['drawn_s']['median']:.2f} s | {plotly_at(o):.0f} ms |", "",
-                  f"Ready, the other bundle over the shipped one, run by run: x{ratio['median']:.2f} "
+                  f"Ready, the other over this tree, run by run: x{ratio['median']:.2f} "
                   f"[{ratio['min']:.2f}, {ratio['max']:.2f}]."]
     if results.get("first_answer_speedup"):
         s = results["first_answer_speedup"]

@@ -175,7 +175,8 @@ function timed(name, work) {
 // The text first (best, running, time, comparisons, table), then the history; the plots further down are drawn when
 // they come near the screen (each is WebGL in Plotly: a second or more in a browser without a GPU), each in a task
 // of its own so the page answers meanwhile. Kept on the status element, in milliseconds since the page was asked
-// for: `ready` once the first study's text and history are drawn and painted, `drawn` once every plot is.
+// for: `ready` once the first study's text and history are drawn and painted (the history as a still picture when
+// Plotly.js is not evaluated yet), `drawn` once every plot is, the history as Plotly's interactive plot included.
 const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 const LAZY = ["parcoords-plot", "importance-plot", "node-plot"];
 const near = new Set();      // the lazy plots within reach of the screen
@@ -202,7 +203,7 @@ async function drawPending() {
     }
   } finally { drawing = false; }
   const status = $("status");
-  if (!pending.size && status.dataset.ready && !status.dataset.drawn) {
+  if (!pending.size && status.dataset.ready && !status.dataset.drawn && !$("history-plot").querySelector("canvas.sketch")) {
     await nextFrame();
     status.dataset.drawn = String(Math.round(performance.now()));
   }
@@ -223,16 +224,21 @@ async function drawAll() {
   pending.set("parcoords-plot", ["parcoords", () => drawParcoords(trials, s)]);
   pending.set("importance-plot", ["importance", () => drawImportance(s)]);
   pending.set("node-plot", ["node", () => drawNode(trials, s)]);
+  const status = $("status");
+  if (!state.plotly && !status.dataset.ready) {   // the first answer, before Plotly is there: the history as a picture
+    timed("history_sketch", () => drawHistorySketch(trials, s));
+    await nextFrame();
+    status.dataset.ready = String(Math.round(performance.now()));
+  }
   try {
     state.plotly = await loadPlotly();
   } catch (err) {
-    $("status").dataset.error = String(err.message || err);
+    status.dataset.error = String(err.message || err);
     return;
   }
   await nextFrame();
   if (state.summary !== s) return;   // a newer answer came meanwhile: it draws
   timed("history", () => drawHistory(trials, s));
-  const status = $("status");
   if (!status.dataset.ready) {
     await nextFrame();
     status.dataset.ready = String(Math.round(performance.now()));
@@ -296,7 +302,8 @@ function drawTime(s) {
     `<table>${rows.join("")}</table>`;
 }
 
-function drawHistory(trials, s) {
+// What the history shows: every tuning trial's value, the best so far, the failed ones (at the lowest value), the default
+function historySeries(trials, s) {
   const tuned = trials.filter((t) => t.tag === "tune").sort((a, b) => a.number - b.number);
   const done = tuned.filter((t) => t.value != null);
   const failed = tuned.filter((t) => t.state === "FAIL");
@@ -308,7 +315,68 @@ function drawHistory(trials, s) {
     bestX.push(t.number); bestY.push(best);
   }
   const values = done.map((t) => t.value);
-  const floor = values.length ? Math.min(...values) : 0;
+  let floor = 0;
+  for (let i = 0; i < values.length; i++) if (i === 0 || values[i] < floor) floor = values[i];
+  return { tuned, done, failed, bestX, bestY, values, floor };
+}
+
+// The history as a still picture on a canvas while Plotly.js is still being evaluated: a few milliseconds for 10,000
+// trials, where Plotly's first WebGL drawing takes about 0.6 s without a GPU. Plotly's interactive plot replaces it.
+function drawHistorySketch(trials, s) {
+  const { tuned, done, failed, bestX, bestY, values, floor } = historySeries(trials, s);
+  const box = $("history-plot");
+  box.replaceChildren();
+  if (!tuned.length) return;
+  const width = box.clientWidth || 800, height = box.clientHeight || 300, ratio = window.devicePixelRatio || 1;
+  const canvas = document.createElement("canvas");
+  canvas.className = "sketch";
+  canvas.width = width * ratio; canvas.height = height * ratio;
+  canvas.style.width = `${width}px`; canvas.style.height = `${height}px`;
+  box.appendChild(canvas);
+  const g = canvas.getContext("2d");
+  g.scale(ratio, ratio);
+  const m = { l: 70, r: 10, t: 10, b: 40 };
+  const xs = tuned.map((t) => t.number);
+  const ys = values.concat(s.default && s.default.value != null ? [s.default.value] : []);
+  let x0 = xs[0], x1 = xs[xs.length - 1], y0 = floor, y1 = floor;
+  for (const y of ys) { if (y < y0) y0 = y; if (y > y1) y1 = y; }
+  if (x1 === x0) x1 = x0 + 1;
+  if (y1 === y0) { y0 -= 1; y1 += 1; }
+  const pad = (y1 - y0) * 0.05; y0 -= pad; y1 += pad;
+  const X = (v) => m.l + (v - x0) / (x1 - x0) * (width - m.l - m.r);
+  const Y = (v) => height - m.b - (v - y0) / (y1 - y0) * (height - m.t - m.b);
+  g.font = "12px system-ui, sans-serif"; g.fillStyle = "#444"; g.strokeStyle = "#e5e5e5"; g.lineWidth = 1;
+  g.textAlign = "right"; g.textBaseline = "middle";
+  for (let i = 0; i <= 4; i++) {
+    const v = y0 + (y1 - y0) * i / 4;
+    g.beginPath(); g.moveTo(m.l, Y(v)); g.lineTo(width - m.r, Y(v)); g.stroke();
+    g.fillText(fmt(v), m.l - 6, Y(v));
+  }
+  g.textAlign = "center"; g.textBaseline = "top";
+  for (let i = 0; i <= 4; i++) g.fillText(String(Math.round(x0 + (x1 - x0) * i / 4)), X(x0 + (x1 - x0) * i / 4), height - m.b + 6);
+  g.fillText("trial (drawing the interactive plot…)", m.l + (width - m.l - m.r) / 2, height - 16);
+  g.fillStyle = "#4c78a8";
+  for (let i = 0; i < done.length; i++) g.fillRect(X(done[i].number) - 1.5, Y(values[i]) - 1.5, 3, 3);
+  g.strokeStyle = "#1a7f37"; g.lineWidth = 2; g.beginPath();
+  for (let i = 0; i < bestX.length; i++) {
+    if (i === 0) g.moveTo(X(bestX[i]), Y(bestY[i])); else { g.lineTo(X(bestX[i]), Y(bestY[i - 1])); g.lineTo(X(bestX[i]), Y(bestY[i])); }
+  }
+  g.stroke();
+  if (s.default && s.default.value != null) {
+    g.strokeStyle = "#888"; g.lineWidth = 1; g.setLineDash([2, 3]); g.beginPath();
+    g.moveTo(X(x0), Y(s.default.value)); g.lineTo(X(x1), Y(s.default.value)); g.stroke(); g.setLineDash([]);
+  }
+  g.strokeStyle = "#cf222e"; g.lineWidth = 1.5;
+  for (const t of failed) {
+    const x = X(t.number), y = Y(floor);
+    g.beginPath(); g.moveTo(x - 4, y - 4); g.lineTo(x + 4, y + 4); g.moveTo(x + 4, y - 4); g.lineTo(x - 4, y + 4); g.stroke();
+  }
+}
+
+function drawHistory(trials, s) {
+  const { tuned, done, failed, bestX, bestY, values, floor } = historySeries(trials, s);
+  const sketch = $("history-plot").querySelector("canvas.sketch");
+  if (sketch) sketch.remove();
   const traces = [
     { x: done.map((t) => t.number), y: values, mode: "markers", type: done.length > GL_POINTS ? "scattergl" : "scatter", name: "trial",
       marker: { size: 6, color: "#4c78a8" }, text: done.map((t) => `trial ${t.number} ${t.workload || ""}`),
