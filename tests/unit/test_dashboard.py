@@ -132,7 +132,7 @@ def test_the_shipped_plotly_bundle_holds_every_trace_type_the_page_draws():
     static = Path(server.__file__).parent / "static"
     script = (static / "dashboard.js").read_text()
     drawn = set(re.findall(r'type: *"([a-z0-9]+)"', script))
-    for choice in re.findall(r'\? *"([a-z0-9]+)" *: *"([a-z0-9]+)"', script):   # type: many ? "scattergl" : "scatter"
+    for choice in re.findall(r'type *[:=] *[^,";]*\? *"([a-z0-9]+)" *: *"([a-z0-9]+)"', script):   # many ? "scattergl" : ...
         drawn.update(choice)
     bundled = set(re.findall(r'moduleType:"trace",name:"([a-z0-9]+)"', (static / "plotly.min.js").read_text()))
     assert {"scatter", "scattergl", "bar", "parcoords"} <= drawn    # the reading of the script still finds them
@@ -461,6 +461,16 @@ def test_the_page_follows_a_running_study_in_chromium(study, tmp_path, cache):
                 assert page.locator(f"#{plot} .main-svg").count() > 0, f"{plot} was not drawn"
             assert page.evaluate("document.getElementById('status').dataset.error") == ""
             page.screenshot(path=str(artifacts / "dashboard.png"), full_page=True)
+
+            # before Plotly.js is there (here: never), the history is a still picture and the page is ready
+            still = browser.new_page(viewport={"width": 1400, "height": 1000})
+            still.route("**/plotly.min.js", lambda route: route.abort())
+            still.goto(url)
+            still.wait_for_function("document.getElementById('status').dataset.error", timeout=30_000)
+            assert "plotly.min.js" in still.evaluate("document.getElementById('status').dataset.error")
+            assert still.evaluate("Number(document.getElementById('status').dataset.ready)") > 0
+            assert still.locator("#history-plot canvas.sketch").count() == 1
+            assert not still.evaluate("document.getElementById('status').dataset.drawn")   # Plotly's plots never came
             browser.close()
     finally:
         if tune.poll() is None:

@@ -4,7 +4,7 @@
 
 const state = {
   study: null, cursor: null, trials: new Map(), summary: null, pollMs: 2000, polls: 0, timer: null,
-  sort: { key: "number", dir: -1 }, page: 0, pageSize: 100, lastOk: 0, drawnAt: null, timings: {}, plotly: null,
+  sort: { key: "number", dir: -1 }, page: 0, pageSize: 100, lastOk: 0, drawnAt: null, timings: {}, plotly: null, pollError: "", pageError: "",
 };
 const $ = (id) => document.getElementById(id);
 const PLOT_CONFIG = { displaylogo: false, responsive: true };
@@ -128,22 +128,31 @@ async function poll() {
       if (data.study === state.study) await merge(data);
     }
     state.lastOk = Date.now();
-    $("status").dataset.error = "";
+    state.pollError = "";
   } catch (err) {
-    $("status").dataset.error = String(err.message || err);
+    state.pollError = String(err.message || err);
   }
+  $("status").dataset.error = state.pollError || state.pageError || "";
   state.polls += 1;
   $("status").dataset.polls = String(state.polls);
   showLive();
   schedule();
 }
 
+// The poll's own error (the page is not updated) and the page's (a plot library that did not load, a script error)
+// are kept apart: a poll that works again must not hide that the plots are missing.
+function pageFailed(err) {
+  state.pageError = String(err.message || err);
+  $("status").dataset.error = state.pollError || state.pageError;
+  showLive();
+}
+
 function showLive() {
   const live = $("live");
-  const error = $("status").dataset.error;
-  if (error) { live.className = "live stale"; live.textContent = `not updated: ${error}`; return; }
-  live.className = "live ok";
-  live.textContent = `live · every ${state.pollMs / 1000} s · ${state.trials.size} trials`;
+  if (state.pollError) { live.className = "live stale"; live.textContent = `not updated: ${state.pollError}`; return; }
+  live.className = state.pageError ? "live stale" : "live ok";
+  live.textContent = `live · every ${state.pollMs / 1000} s · ${state.trials.size} trials` +
+    (state.pageError ? ` · plots: ${state.pageError}` : "");
 }
 
 async function merge(data) {
@@ -233,7 +242,7 @@ async function drawAll() {
   try {
     state.plotly = await loadPlotly();
   } catch (err) {
-    status.dataset.error = String(err.message || err);
+    pageFailed(err);
     return;
   }
   await nextFrame();
@@ -353,7 +362,11 @@ function drawHistorySketch(trials, s) {
     g.fillText(fmt(v), m.l - 6, Y(v));
   }
   g.textAlign = "center"; g.textBaseline = "top";
-  for (let i = 0; i <= 4; i++) g.fillText(String(Math.round(x0 + (x1 - x0) * i / 4)), X(x0 + (x1 - x0) * i / 4), height - m.b + 6);
+  for (let i = 0; i <= 4; i++) {
+    g.textAlign = i === 0 ? "left" : i === 4 ? "right" : "center";   // the ends inside the canvas
+    g.fillText(String(Math.round(x0 + (x1 - x0) * i / 4)), X(x0 + (x1 - x0) * i / 4), height - m.b + 6);
+  }
+  g.textAlign = "center";
   g.fillText("trial (drawing the interactive plot…)", m.l + (width - m.l - m.r) / 2, height - 16);
   g.fillStyle = "#4c78a8";
   for (let i = 0; i < done.length; i++) g.fillRect(X(done[i].number) - 1.5, Y(values[i]) - 1.5, 3, 3);
@@ -564,5 +577,5 @@ function drawTable() {
   }).join("") + "</tr>").join("");
 }
 
-window.addEventListener("error", (event) => { $("status").dataset.error = String(event.message); });
-start().catch((err) => { $("status").dataset.error = String(err.message || err); showLive(); schedule(); });
+window.addEventListener("error", (event) => pageFailed(event.message));
+start().catch((err) => { state.pollError = String(err.message || err); $("status").dataset.error = state.pollError; showLive(); schedule(); });
