@@ -26,7 +26,7 @@ from ...errors import TrialError
 from ...runtime.java import require_java
 from ...workloads.loadgen import loadgen_classpath, loadgen_java_command
 from ...workloads.spec import Workload
-from ...workloads.ycsb import (CLIENT_CLASS, client_timeout, parse_output, run_client_process,
+from ...workloads.ycsb import (CLIENT_CLASS, _last_line, client_timeout, parse_output, run_client_process,
                                write_properties)
 from .node import NodePorts, render_yaml
 from .provision import cassandra_classpath, jar_named
@@ -174,7 +174,8 @@ def write_sstables(workload: Workload, out_dir: Path, schema: str, *, version: s
     timeout = client_timeout(workload, "load")
     proc, wall = run_client_process(cmd, out_path, err_path, timeout, "writing SSTables")
     if proc.returncode != 0:
-        raise TrialError("workload", f"writing SSTables failed (exit {proc.returncode})", _tail(err_path))
+        raise TrialError("workload", f"writing SSTables failed (exit {proc.returncode}): {_last_line(err_path)}",
+                         _tail(err_path))
     try:
         client = parse_output(out_path.read_text(errors="replace"))
     except ValueError as exc:
