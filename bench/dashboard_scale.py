@@ -198,12 +198,13 @@ def main() -> int:
                                 a.page_base], check=True)
                 worktrees.append(page_tree)
                 other_src = page_tree / "src"
+            if other_src is not None:
+                other_bytes = (other_src / "nosqltune/dashboard/static/plotly.min.js").stat().st_size
             for i in range(a.runs if a.browser else 0):
                 pages.append(page_once(store, scratch))
                 log(f"run {i + 1}/{a.runs}: the page ready in {pages[-1]['ready_s']:.2f} s, every plot drawn in "
                     f"{pages[-1]['drawn_s']:.2f} s ({pages[-1]['marks']['timings']} ms)")
                 if other_src is not None:
-                    other_bytes = (other_src / "nosqltune/dashboard/static/plotly.min.js").stat().st_size
                     other_pages.append(page_once(store, scratch, other_src))
                     log(f"run {i + 1}/{a.runs} with {other_name}: the page ready in "
                         f"{other_pages[-1]['ready_s']:.2f} s, every plot drawn in {other_pages[-1]['drawn_s']:.2f} s")

@@ -128,9 +128,8 @@ class TraceDriver:
         from ..workloads.trace import drive
 
         try:
-            self.rows = drive(self.settings.trace, self.run_phase, records=self.settings.trace_records,
-                              folder=Path(self._folder.name), stop=self._stop, progress=self.progress,
-                              rows=self.rows)
+            drive(self.settings.trace, self.run_phase, records=self.settings.trace_records,
+                  folder=Path(self._folder.name), stop=self._stop, progress=self.progress, rows=self.rows)
         except Exception as exc:   # the client failed (TrialError) or could not start: said, the loop goes on
             self.error = " ".join(str(exc).split())[:300] or type(exc).__name__
 
@@ -138,9 +137,8 @@ class TraceDriver:
         self._thread.start()
 
     def stop(self, interrupted: bool) -> None:
+        trace = self.settings.trace
         if interrupted:
             self._stop.set()
-            self._thread.join(timeout=max(p.seconds for p in self.settings.trace.phases) + 120)
-        else:
-            self._thread.join(timeout=self.settings.trace.seconds + 120)
+        self._thread.join(timeout=(max(p.seconds for p in trace.phases) if interrupted else trace.seconds) + 120)
         self._folder.cleanup()

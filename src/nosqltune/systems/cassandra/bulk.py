@@ -26,7 +26,7 @@ from ...errors import TrialError
 from ...runtime.java import require_java
 from ...workloads.loadgen import loadgen_classpath, loadgen_java_command
 from ...workloads.spec import Workload
-from ...workloads.ycsb import (CLIENT_CLASS, _last_line, client_timeout, parse_output, run_client_process,
+from ...workloads.ycsb import (CLIENT_CLASS, _last_line, _tail, client_timeout, parse_output, run_client_process,
                                write_properties)
 from .node import NodePorts, render_yaml
 from .provision import cassandra_classpath, jar_named
@@ -258,9 +258,3 @@ def bulk_load(workload: Workload, out_dir: Path, schema: str, jmx_port: int, *, 
 
 def _memory_mb() -> float:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 20)
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    if not path.exists():
-        return ""
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
