@@ -18,12 +18,12 @@ MAVEN_REPO ?= $(or $(NOSQLTUNE_CACHE),$(HOME)/.cache/nosqltune)/maven
 # SMAC's suggestions follow Python's string hashing: tests see the same hashing as `nosqltune tune` does
 PYTEST = PYTHONHASHSEED=0 $(PYTHON) -m pytest -q -rs -p no:cacheprovider
 
-# The import check (layers import only downward, no circles), the docs site's build (a few seconds; warnings
-# fail it), loadgen's JUnit tests, then pytest: the unit tests on both cores (pytest-xdist, a test file to a worker:
-# a file's module fixtures are made once), then the integration tests on real Cassandra and Redis one at a time
-# (they time real runs). `make test` leaves out the tests marked slow (benchmark quality claims, a 3-node cluster,
-# the slowest single runs); `make test-all` runs them too. pytest exits 5 when it collected no tests: that is not a
-# failure of the suite, anything else is; both parts run, and either failing fails the target.
+# The import check (layers import only downward, no circles), the duplicate-code check, the docs site's build (a
+# few seconds; warnings fail it), loadgen's JUnit tests, then pytest: the unit tests on both cores (pytest-xdist, a
+# test file to a worker: a file's module fixtures are made once), then the integration tests on real Cassandra and
+# Redis one at a time (they time real runs). `make test` leaves out the tests marked slow (benchmark quality claims,
+# a 3-node cluster, the slowest single runs); `make test-all` runs them too. pytest exits 5 when it collected no
+# tests: that is not a failure of the suite, anything else is; both parts run, and either failing fails the target.
 UNIT = $(PYTEST) -n 2 --dist loadfile tests/unit
 INTEGRATION = $(PYTEST) tests/integration
 PASSED = rc=$$?; if [ $$rc -eq 5 ]; then rc=0; fi
@@ -31,6 +31,7 @@ PASSED_TOO = rc2=$$?; if [ $$rc2 -ne 0 ] && [ $$rc2 -ne 5 ]; then rc=$$rc2; fi
 
 test: setup
 	lint-imports
+	$(DUPLICATES)
 	$(DOCS_BUILD)
 	mvn -B -q -Dmaven.repo.local=$(MAVEN_REPO) -f loadgen/pom.xml test
 	$(UNIT) --durations=10; $(PASSED); \
@@ -38,10 +39,16 @@ test: setup
 
 test-all: setup
 	lint-imports
+	$(DUPLICATES)
 	$(DOCS_BUILD)
 	mvn -B -q -Dmaven.repo.local=$(MAVEN_REPO) -f loadgen/pom.xml test
 	NOSQLTUNE_SLOW=1 $(UNIT) --durations=10; $(PASSED); \
 	NOSQLTUNE_SLOW=1 $(INTEGRATION) --durations=25; $(PASSED_TOO); exit $$rc
+
+# pylint's duplicate-code check only (R0801): no block of 6 or more lines written twice in src/, imports, docstrings
+# and comments ignored (about 10 s)
+DUPLICATES = $(PYTHON) -m pylint --disable=all --enable=R0801 --min-similarity-lines=6 --ignore-imports=y \
+	--ignore-docstrings=y --ignore-comments=y --score=n src/nosqltune
 
 # The documentation site. `make docs` first writes docs/reference.md from the command line's parsers, then builds
 # the site with warnings as errors (a broken link or anchor fails it) into build/site/. `make test` builds the
