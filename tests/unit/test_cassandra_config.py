@@ -152,6 +152,23 @@ def test_settings_that_shape_sstables_are_set_before_the_load_and_none_means_unc
     assert place(space, {"memtable": "trie"}).reload_table == {}
 
 
+def test_a_restaged_knob_does_not_shape_the_dataset_where_the_node_rebuilds_what_it_shapes(space):
+    """Issue 42: the bloom filter's chance on big SSTables is set after the boot (the restored SSTables are imported
+    again without their Filter.db), so it leaves the dataset's key; on bti, or where the trial cannot restage (a
+    cluster, data loaded per trial), it is loaded with the data as before."""
+    config = {"bloom_filter_fp_chance": 0.05, "compression": "ZstdCompressor"}
+    restaged = place(space, config, restage=True)
+    assert restaged.restaged == {"bloom_filter_fp_chance": "Filter.db"}
+    assert restaged.reload == {"compression": "ZstdCompressor"}
+    assert "bloom_filter_fp_chance" not in restaged.reload_table
+    assert "bloom_filter_fp_chance = 0.05" in restaged.table_statements("ycsb", "usertable")[0]
+    assert place(space, config).reload == {**config}                 # the trial cannot restage
+    bti = place(space, {**config, "sstable_format": "bti"}, restage=True)
+    assert not bti.restaged and bti.reload["bloom_filter_fp_chance"] == 0.05
+    assert bti.reload_table["bloom_filter_fp_chance"] == 0.05
+    assert not place(space, {"compression": "ZstdCompressor"}, restage=True).restaged
+
+
 def test_the_memtable_implementations_a_table_may_name_are_defined(tmp_path):
     settings = render_yaml(tmp_path, NodePorts(native=19042, storage=17000, jmx=17199), {})
     assert set(settings["memtable"]["configurations"]) == {"skiplist", "trie", "default"}

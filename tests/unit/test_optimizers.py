@@ -311,3 +311,17 @@ def test_cost_aware_is_gps_and_refused_elsewhere(tmp_path, capsys):
         code = main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",
                      "--budget", "6", "--study", str(tmp_path / "s.db"), "--cost-aware", *extra])
         assert code == 2 and "--cost-aware is gp's" in capsys.readouterr().err
+
+
+def test_cost_aware_gp_knows_a_restaged_knob_needs_no_build_on_big_sstables(tmp_path):
+    """Issue 42: the bloom filter's chance keys no dataset where restored big SSTables are brought to it, so the
+    GP prices a change of it as a plain trial there, and as a build on bti (whose data is loaded with it)."""
+    from nosqltune.knobs import load_space
+    from nosqltune.optimizers import make_optimizer
+
+    space = TuningSpace(load_space("cassandra").subset(["bloom_filter_fp_chance", "sstable_format"]))
+    gp = make_optimizer("gp", space, seed=1, budget=10, workloads=["w"], workdir=tmp_path,
+                        options={"cost_aware": True})
+    big, bti = space.default(), {**space.default(), "sstable_format": "bti"}
+    assert gp._dataset(big) == gp._dataset({**big, "bloom_filter_fp_chance": 0.05})
+    assert gp._dataset(bti) != gp._dataset({**bti, "bloom_filter_fp_chance": 0.05})

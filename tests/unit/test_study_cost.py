@@ -55,3 +55,93 @@ def test_the_best_against_machine_hours_counts_failed_and_confirmation_trials_ti
     assert [v for _, v in curve] == [5.0, 7.0, 7.0, 7.0, 7.0]
     low = best_by_machine_time(ROWS, lambda r: r.get("value"), maximize=False)
     assert [v for _, v in low] == [5.0, 5.0, 5.0, 5.0, 5.0]
+
+
+# ------------------------------------------------------------------------------------------------ build pacing
+def _shaped_space():
+    from nosqltune.knobs import load_space
+    from nosqltune.knobs.space import TuningSpace
+
+    return TuningSpace(load_space("cassandra").subset(["compression", "compression_chunk_length", "sstable_format",
+                                                       "bloom_filter_fp_chance", "concurrent_reads"]))
+
+
+def _shaped_runner(space, build_s=150.0, run_s=50.0):
+    """A trial's time as the harness spends it: a build the first time a dataset shape is asked for; the value
+    from the shape and the threads (analytic, for the optimizer's sake)."""
+    from nosqltune.tuning.loop import Outcome
+
+    built = set()
+
+    def run(config, workload):
+        shape = space.dataset_shape(config)
+        timings = {"total_s": run_s}
+        if shape not in built:
+            built.add(shape)
+            timings = {"total_s": run_s + build_s, "dataset_build_s": build_s}
+        value = 1000.0 * (1.2 if config["compression"] == "none" else 1.0) * (1.0 - abs(config["concurrent_reads"]
+                                                                                       - 40) / 200)
+        return Outcome("COMPLETE", summary={"throughput_ops_s": value}, timings=timings)
+    return run
+
+
+def test_the_pacer_builds_while_the_share_allows_and_otherwise_runs_the_nearest_built_data():
+    from nosqltune.tuning.cost import BuildPacer
+
+    space = _shaped_space()
+    pacer = BuildPacer(space, 0.2, start=10)
+    default = space.default()
+    pacer.seen(default, [{"total_s": 200.0, "dataset_build_s": 150.0}])
+    zstd = {**default, "compression": "ZstdCompressor", "compression_chunk_length": 64, "concurrent_reads": 64}
+    # one build of 150 s against 50 s of other time counted over 10 trials: 300 s would pass 0.25 x 500 s
+    assert not pacer.allows_build()
+    placed, replaced = pacer.place(zstd)
+    assert placed == {**zstd, "compression": default["compression"],
+                      "compression_chunk_length": default["compression_chunk_length"]}
+    assert replaced == {"compression": "ZstdCompressor", "compression_chunk_length": 64}
+    # a bloom filter chance is brought to the restored big SSTables: it needs no build, nothing is replaced
+    assert pacer.place({**default, "bloom_filter_fp_chance": 0.05}) == ({**default, "bloom_filter_fp_chance": 0.05},
+                                                                        {})
+    # on bti it shapes the data, and bti was never built: big it is, where the chance is brought to the data
+    bti = {**default, "sstable_format": "bti", "bloom_filter_fp_chance": 0.05}
+    assert pacer.place(bti) == ({**default, "bloom_filter_fp_chance": 0.05}, {"sstable_format": "bti"})
+    for _ in range(30):   # trials that built nothing earn the next build: 150 + 150 <= 0.25 x (50 x 31 + 50)
+        pacer.seen(default, [{"total_s": 50.0}])
+    assert pacer.allows_build() and pacer.place(zstd) == (zstd, {})
+    pacer.seen(zstd, [{"total_s": 200.0, "dataset_build_s": 150.0}])
+    lz4_16 = {**default, "compression_chunk_length": 16}
+    assert pacer.place(lz4_16)[0]["compression_chunk_length"] == default["compression_chunk_length"]   # nearest
+    with pytest.raises(ValueError):
+        BuildPacer(space, 1.0)
+
+
+def test_a_paced_study_keeps_its_build_share_and_resumes_to_the_same_trials(tmp_path):
+    from nosqltune.store import open_store
+    from nosqltune.tuning.loop import TuneSpec, TuningLoop
+
+    space = _shaped_space()
+
+    def study(store, budget, share, runner=None):
+        spec = TuneSpec(optimizer="random", workloads=["w"], budget=budget, seed=5,
+                        objective={"metric": "throughput", "constraints": []}, build_share=share)
+        loop = TuningLoop(store, store.study("paced" if share else "plain"), spec, space,
+                          runner or _shaped_runner(space), workdir=tmp_path)
+        loop.run()
+        return store.trials(store.study("paced" if share else "plain"))
+
+    store = open_store(str(tmp_path / "s.db"))
+    plain = study(store, 40, None)
+    paced = study(store, 40, 0.2)
+    share = lambda rows: time_split(rows)["shares"]["build"]  # noqa: E731
+    assert share(plain) > 0.5 and share(paced) < 0.3, (share(plain), share(paced))
+    replaced = [r for r in paced if r["meta"].get("replaced")]
+    assert time_split(paced)["replaced"] == len(replaced) and f"{len(replaced)} suggestions run on data built " \
+        "before" in format_split(time_split(paced))
+    assert replaced and all(space.dataset_shape(r["config"]) in {space.dataset_shape(o["config"]) for o in paced
+                                                                 if o["number"] < r["number"]} for r in replaced)
+    # the same study stopped after 20 trials and resumed: the same configurations, replaced the same way
+    resumed_store, datasets = open_store(str(tmp_path / "r.db")), _shaped_runner(space)   # datasets kept between
+    study(resumed_store, 20, 0.2, datasets)
+    again = study(resumed_store, 40, 0.2, datasets)
+    assert [(r["config"], r["meta"].get("replaced")) for r in again] == \
+        [(r["config"], r["meta"].get("replaced")) for r in paced]

@@ -314,20 +314,22 @@ def _new_run(args: argparse.Namespace, full_space, settings):
 
         irace_executable()
         try:  # stored with the study, so a resume races with the same settings
-            race = race_settings(searched, budget)
+            options.update(race_settings(searched, budget))
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    if args.optimizer == "irace":
-        options.update(race)
     if args.cost_aware:
         if args.optimizer != "gp" or args.space_adapter == "llamatune":
             raise UsageError("--cost-aware is gp's (expected improvement per second of machine time), on the "
                              f"knobs themselves: not {args.optimizer}"
                              + (" with --space-adapter llamatune" if args.space_adapter == "llamatune" else ""))
         options["cost_aware"] = True
+    if args.build_share is not None and (not 0 < args.build_share < 1 or "parallel" in options):
+        raise UsageError(f"--build-share is a share of the machine time between 0 and 1, got {args.build_share}, "
+                         "for a study that runs one trial at a time (its pacing follows the trials in order)")
     spec = TuneSpec(optimizer=args.optimizer, workloads=[w.name for w in workloads], budget=budget,
                     objective=objective.to_dict(), seed=args.seed, include_default=args.include_default,
-                    max_seconds=parse_duration(args.max_time), patience=args.patience, options=options)
+                    max_seconds=parse_duration(args.max_time), patience=args.patience, options=options,
+                    build_share=args.build_share)
     return spec, workloads, fixed, subset, settings, system
 
 
@@ -440,6 +442,10 @@ def add_parsers(sub) -> None:
                    help="gp: weigh expected improvement by the machine time a suggestion is expected to take (a "
                         "trial, plus a dataset build when its dataset-shaping knobs ask for data the study has not "
                         "built; Snoek et al. 2012's EI per second): fewer builds for small expected gains")
+    t.add_argument("--build-share", type=float, metavar="S",
+                   help="keep dataset builds to this share of the study's machine time (e.g. 0.2): past it, a "
+                        "suggestion that asks for data not built yet runs on the nearest dataset built (fewest "
+                        "dataset-shaping knobs changed), and the next build waits until enough trials earned it")
     t.add_argument("--space-adapter", choices=["none", "llamatune"], default="none",
                    help="llamatune: the optimizer searches a small synthetic space (random projection, special-value "
                         "biasing, bucketization) mapped onto all the knobs (default none)")

@@ -148,6 +148,18 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
             raise fail(f"field condition: {exc}") from None
         if name in refs:
             raise fail("field condition refers to the knob itself")
+    restaged = spec.get("restaged")
+    if restaged is not None:
+        if not spec.get("reload") or not isinstance(restaged, Mapping) or set(restaged) != {"when", "component"} \
+                or not all(isinstance(v, str) and v.strip() and "\n" not in v for v in restaged.values()):
+            raise fail("field restaged is {when: CONDITION, component: FILE SUFFIX}, for a knob with reload true")
+        try:
+            refs = _condition_refs(restaged["when"])
+        except KnobError as exc:
+            raise fail(f"field restaged: {exc}") from None
+        if name in refs:
+            raise fail("field restaged refers to the knob itself")
+        restaged = {"when": restaged["when"].strip(), "component": restaged["component"].strip()}
     sources = spec.get("sources", [])
     if not isinstance(sources, list) or not all(isinstance(s, str) and s for s in sources):
         raise fail("field sources must be a list of strings")
@@ -173,7 +185,8 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
                 key=key, range=rng, choices=choices, unit=unit, log=log, value_map=value_map,
                 reload=spec.get("reload", False), live=spec.get("live"), condition=spec.get("condition"),
                 special=(), sources=tuple(sources), notes=spec.get("notes"),
-                default_rule=spec.get("default_rule"), bounds=bounds, best_practice=best, implies=implies)
+                default_rule=spec.get("default_rule"), bounds=bounds, best_practice=best, implies=implies,
+                restaged=restaged)
     try:
         default = knob.coerce(spec["default"])
     except KnobError as exc:
@@ -215,20 +228,21 @@ def _build_space(data: Any, origin: str, system: str | None = None) -> KnobSpace
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise KnobError(f"{origin}: knob name {name!r} must be lower_case_with_underscores")
         knobs[name] = _build_knob(name, spec, origin)
-    # conditions refer to existing knobs, with values those knobs can take
+    # conditions (and the conditions of `restaged`) refer to existing knobs, with values those knobs can take
     for knob in knobs.values():
-        for ref, op, literal in _parse_condition(knob.condition) if knob.condition else ():
-            if ref not in knobs:
-                raise KnobError(f"{origin}: knob {knob.name}: field condition refers to unknown knob {ref}")
-            target = knobs[ref]
-            if op in (">", ">=", "<", "<=") and target.type not in ("int", "float"):
-                raise KnobError(f"{origin}: knob {knob.name}: field condition compares {ref} ({target.type}) "
-                                f"with '{op}'")
-            for value in literal if isinstance(literal, tuple) else (literal,):
-                try:
-                    target.coerce(value, allow_outside_range=True)
-                except KnobError as exc:
-                    raise KnobError(f"{origin}: knob {knob.name}: field condition: {exc}") from None
+        for where, condition in (("condition", knob.condition), ("restaged", (knob.restaged or {}).get("when"))):
+            for ref, op, literal in _parse_condition(condition) if condition else ():
+                if ref not in knobs:
+                    raise KnobError(f"{origin}: knob {knob.name}: field {where} refers to unknown knob {ref}")
+                target = knobs[ref]
+                if op in (">", ">=", "<", "<=") and target.type not in ("int", "float"):
+                    raise KnobError(f"{origin}: knob {knob.name}: field {where} compares {ref} ({target.type}) "
+                                    f"with '{op}'")
+                for value in literal if isinstance(literal, tuple) else (literal,):
+                    try:
+                        target.coerce(value, allow_outside_range=True)
+                    except KnobError as exc:
+                        raise KnobError(f"{origin}: knob {knob.name}: field {where}: {exc}") from None
 
     raw_sets = data.get("knob_sets") or {}
     if not isinstance(raw_sets, Mapping):

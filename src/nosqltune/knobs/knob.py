@@ -30,7 +30,7 @@ _LEGACY_SUFFIXES = ("_in_mb", "_in_kb", "_mb_per_sec", "_megabits_per_sec", "_in
 _KNOB_FIELDS = frozenset({
     "type", "range", "bounds", "choices", "default", "default_rule", "unit", "log", "applies", "key",
     "value_map", "reload", "live", "condition", "special", "description", "sources", "notes", "best_practice",
-    "implies"})
+    "implies", "restaged"})
 _REQUIRED_FIELDS = ("type", "default", "applies", "key", "description")
 _TOP_FIELDS = frozenset({"system", "version", "reference_setup", "knobs", "knob_sets", "rules"})
 _SET_FIELDS = frozenset({"description", "source", "knobs", "ranges", "choices"})
@@ -143,6 +143,10 @@ class Knob:
     bounds: tuple | None = None    # what the datastore accepts (None side: unbounded)
     best_practice: dict | None = field(default=None, hash=False)  # {rule, source}: a documented rule of thumb
     implies: dict | None = field(default=None, hash=False)  # enum choice -> {yaml key: value} it needs beside it
+    # a reload knob that restored data can be brought to: {"when": condition, "component": file suffix}. Where
+    # `when` holds, the dataset is not keyed by it; a trial imports the restored SSTables again without the
+    # component, which the datastore rebuilds with the knob's value as each one opens (bloom filters: Filter.db)
+    restaged: dict | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         for name in ("range", "choices", "bounds"):
@@ -256,9 +260,17 @@ class Knob:
 
     def is_active(self, config: Mapping[str, Any]) -> bool:
         """Whether the knob has an effect under `config` (a full config: defaults filled in)."""
-        if not self.condition:
+        return self._holds(self.condition, config)
+
+    def is_restaged(self, config: Mapping[str, Any]) -> bool:
+        """Whether restored data is brought to this knob's value under `config` (a full config) rather than
+        loaded with it (see `restaged`)."""
+        return bool(self.restaged) and self._holds(self.restaged["when"], config)
+
+    def _holds(self, condition: str | None, config: Mapping[str, Any]) -> bool:
+        if not condition:
             return True
-        for name, op, literal in _parse_condition(self.condition):
+        for name, op, literal in _parse_condition(condition):
             if name not in config:
                 raise KnobError(f"cannot evaluate the condition of knob {self.name}: {name} is not in the config")
             value = config[name]

@@ -115,9 +115,11 @@ class KnobSpace:
     def with_defaults(self, overrides: Mapping[str, Any] | None = None, *,
                       allow_outside_range: bool = False) -> dict[str, Any]:
         """Full config: every knob's default, updated by the validated overrides. A subset also carries the
-        defaults of the knobs its conditions refer to, so `Knob.is_active` can be evaluated on it."""
+        defaults of the knobs its conditions refer to, so `Knob.is_active` (and `is_restaged`) can be evaluated
+        on it."""
         full = self.defaults()
         refs = [ref for knob in self for ref in _condition_refs(knob.condition)]
+        refs += [ref for knob in self if knob.restaged for ref in _condition_refs(knob.restaged["when"])]
         refs += [ref for rule in self.rules for ref in rule.knobs]
         for ref in refs:
             if ref not in full and ref in self._context:

@@ -112,6 +112,18 @@ class TuningSpace:
     def allowed(self, config: Mapping[str, Any]) -> bool:
         return not self.broken(config)
 
+    # -- datasets
+    def shaping(self) -> list[Knob]:
+        """The searched knobs that shape the loaded data (`reload: true`)."""
+        return [k for k in self.knobs if k.reload]
+
+    def dataset_shape(self, config: Mapping[str, Any]) -> tuple:
+        """What keys the configuration's dataset, as far as the knobs tell: the values of its dataset-shaping
+        knobs, less those a single node brings restored data to (`restaged`, e.g. the bloom filter's chance on big
+        SSTables; a cluster builds for them too, which this does not know)."""
+        full = self.full(config)
+        return tuple((k.name, full[k.name]) for k in self.shaping() if not k.is_restaged(full))
+
     def allowed_columns(self, columns: Mapping[str, Any], n: int) -> Any:
         """Which of `n` configurations keep the rules, given as columns (knob -> numpy array of its values:
         choices for enums and booleans, numbers otherwise); knobs without a column hold their fixed value or

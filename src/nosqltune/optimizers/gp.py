@@ -13,9 +13,9 @@ With `cost_aware` (tune --cost-aware), expected improvement is divided by the ma
 expected to take, as Snoek, Larochelle and Adams proposed ("Practical Bayesian optimization of machine learning
 algorithms", NIPS 2012: EI per second). Where their model of the time is a second GP, ours has two levels, because
 a cold trial's time here is set by one thing: a configuration whose dataset-shaping knobs (`reload: true`:
-compression, chunk length, SSTable format, compaction, bloom filter chance) match a dataset the study already built
-costs a trial (the mean of the trials that built nothing); one that needs a new dataset costs a trial and a build
-(the mean of the builds so far). Until a build and a plain trial have both been seen, plain EI decides. A
+compression, chunk length, SSTable format, compaction, bloom filter chance where it is not `restaged`) match a
+dataset the study already built costs a trial (the mean of the trials that built nothing); one that needs a new
+dataset costs a trial and a build (the mean of the builds so far). Until a build and a plain trial have both been seen, plain EI decides. A
 configuration that needs a build is still chosen when its EI is worth the build: the search gives up no region,
 it only stops paying a build for a small expected gain.
 
@@ -50,7 +50,6 @@ class GaussianProcessBO(Optimizer):
         self._pending: dict[int, dict[str, Any]] = {}   # asked, not told yet: id(suggestion) -> config
         self._asked = 0
         self.cost_aware = bool(self.options.get("cost_aware", False))
-        self._shaping = [k.name for k in self.space.knobs if k.reload]   # the knobs that key a dataset
         self._datasets: set[tuple] = set()       # the dataset keys the study has (built or restored)
         self._run_s: list[float] = []            # trials that built nothing
         self._build_s: list[float] = []          # trials that built their dataset
@@ -86,8 +85,7 @@ class GaussianProcessBO(Optimizer):
         (self._build_s if built else self._run_s).append(float(seconds))
 
     def _dataset(self, config: dict[str, Any]) -> tuple:
-        canonical = self.space.canonical(config)
-        return tuple(canonical[name] for name in self._shaping)
+        return self.space.dataset_shape(config)
 
     def expected_seconds(self, configs: list[dict[str, Any]]) -> list[float] | None:
         """The machine time each configuration's trial is expected to take: a plain trial, plus a build when its

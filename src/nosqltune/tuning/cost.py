@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("build", ("dataset_build_s", "load_s")),            # a dataset built for the trial (or reloaded per trial)
-    ("restore", ("restore_s", "volume_s", "evict_s")),   # the stored data put in place, a volume mounted
+    ("restore", ("restore_s", "volume_s", "evict_s", "restage_s")),   # the stored data put in place (and brought to
+    # a restaged knob's value), a volume mounted
     ("boot", ("boot_s", "apply_s")),                     # the node started and its table settings applied
     ("warm-up", ("warm_cache_s", "warmup_s")),           # the page cache filled, the client's warm-up phase
     ("measure", ("measure_s",)),                         # the measured phase: what the trial is for
@@ -54,7 +55,8 @@ def time_split(rows: list[dict[str, Any]]) -> dict[str, Any]:
     wall = (max(ends) - min(starts)) if starts and ends else None
     return {"trials": counted, "machine_s": machine, "seconds": seconds,
             "shares": {k: (v / machine if machine else None) for k, v in seconds.items()},
-            "wall_s": wall, "builds": sum(1 for r in rows if (r.get("timings") or {}).get("dataset_build_s"))}
+            "wall_s": wall, "builds": sum(1 for r in rows if (r.get("timings") or {}).get("dataset_build_s")),
+            "replaced": sum(1 for r in rows if (r.get("meta") or {}).get("replaced"))}   # tune --build-share
 
 
 def best_by_machine_time(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], float | None],
@@ -79,5 +81,68 @@ def format_split(split: dict[str, Any]) -> str:
         return "machine time: no trial with timings"
     shares = ", ".join(f"{name} {share * 100:.0f}%" for name, share in split["shares"].items() if share is not None)
     wall = f"; wall {split['wall_s'] / 3600:.2f} h" if split.get("wall_s") else ""
+    paced = f"; {split['replaced']} suggestions run on data built before" if split.get("replaced") else ""
     return (f"machine time {split['machine_s'] / 3600:.2f} h over {split['trials']} trials "
-            f"({split['builds']} dataset builds): {shares}{wall}")
+            f"({split['builds']} dataset builds): {shares}{wall}{paced}")
+
+
+class BuildPacer:
+    """Keeps a study's dataset builds to a share of its machine time (tune --build-share, issue 42).
+
+    A suggestion whose dataset-shaping knobs (TuningSpace.dataset_shape) ask for data the study has not built
+    is run as suggested while the study's build seconds, with one more build at the mean build time so far,
+    stay within `share / (1 - share)` of the seconds its trials spent on everything else, counted over at least
+    `start` trials of the mean trial time (so a study may build a first few datasets before it has run many
+    trials). Otherwise the suggestion's shaping knobs are replaced by those of the nearest dataset the study has
+    (fewest shaping knobs that differ; the first built wins a tie): the trial runs what was built, and the
+    optimizer is told that trial's cost for its suggestion, as a projection of its point onto the built data
+    (LlamaTune's bucketing does the same to the values it rounds). The builds are thus paced through the study:
+    a later, model-guided suggestion still gets a build once the trials since the last one earned it.
+
+    Deterministic: it decides from the trials' stored timings, so a resumed study replays the same choices."""
+
+    def __init__(self, space, share: float, start: int = 10) -> None:
+        if not 0.0 < share < 1.0:
+            raise ValueError(f"a build share is between 0 and 1, got {share}")
+        self.space = space
+        self.share = share
+        self.start = start
+        self.shapes: dict[tuple, dict[str, Any]] = {}   # dataset shape -> the first configuration that had it
+        self.build_s: list[float] = []    # seconds of each build
+        self.other_s = 0.0                # the trials' seconds besides their builds
+        self.trials = 0
+
+    def seen(self, config: dict[str, Any], timings: list[dict[str, Any]]) -> None:
+        """A configuration ran (its trials' stored timings)."""
+        self.shapes.setdefault(self.space.dataset_shape(config), self.space.canonical(config))
+        for t in timings:
+            if t.get("total_s") is None:
+                continue
+            built = float(t.get("dataset_build_s") or 0.0)
+            if built:
+                self.build_s.append(built)
+            self.other_s += float(t["total_s"]) - built
+            self.trials += 1
+
+    def allows_build(self) -> bool:
+        if not self.build_s or not self.trials:   # nothing known of a build's or a trial's time yet
+            return True
+        build = sum(self.build_s) / len(self.build_s)
+        other = self.other_s / self.trials * max(self.trials, self.start)
+        return sum(self.build_s) + build <= self.share / (1.0 - self.share) * other
+
+    def place(self, config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The configuration to run for a suggestion, and the shaping values it replaced ({} when none)."""
+        if not self.shapes or self.space.dataset_shape(config) in self.shapes or self.allows_build():
+            return config, {}
+        wanted = dict(self.space.dataset_shape(config))
+
+        def differing(shape: tuple) -> int:
+            return sum(1 for name, value in shape if wanted.get(name) != value)
+
+        nearest = min(self.shapes, key=differing)   # min keeps the first of equals: the order they were built
+        placed = self.space.canonical({**config, **dict(nearest)})
+        if not self.space.allowed(placed):   # the built data does not go with the rest (a knob rule): build
+            return config, {}
+        replaced = {k: config[k] for k, _ in nearest if config.get(k) != placed.get(k)}
+        return placed, replaced

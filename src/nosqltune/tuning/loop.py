@@ -27,6 +27,7 @@ from ..knobs.space import TuningSpace
 from ..store import TrialState
 from ..systems.base import TrialResult
 from ..objective import Evaluation, Objective
+from .cost import BuildPacer
 
 TAG = "tune"
 
@@ -47,6 +48,7 @@ class TuneSpec:
     include_default: bool = True
     max_seconds: float | None = None     # wall-time budget over all sessions of the study
     patience: int | None = None          # stop when the best configuration is unchanged for this many suggestions
+    build_share: float | None = None     # dataset builds kept to this share of the machine time (cost.BuildPacer)
     options: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,14 +82,17 @@ class Point:
     evaluation: Evaluation | None = None
     cost: float | None = None
     ran: bool = False                       # trials were run now (not only read back from the store)
+    replaced: dict[str, Any] = field(default_factory=dict)   # the suggestion's shaping values the pacer replaced
 
 
-def spent(optimizer, point: Point) -> None:
-    """Tell the optimizer what the point's trials cost in machine time and whether one built a dataset (their
-    stored timings: total_s, dataset_build_s), after its cost was told."""
+def spent(optimizer, point: Point, pacer: BuildPacer | None = None) -> None:
+    """Tell the optimizer (and the build pacer) what the point's trials cost in machine time and whether one built
+    a dataset (their stored timings: total_s, dataset_build_s), after its cost was told."""
     timings = [r.get("timings") or {} for r in point.rows]
     optimizer.spent(point.config, float(sum(t.get("total_s") or 0.0 for t in timings)),
                     any(t.get("dataset_build_s") for t in timings))
+    if pacer is not None:
+        pacer.seen(point.config, timings)
 
 
 class TuningLoop:
@@ -140,7 +145,8 @@ class TuningLoop:
 
     def _run(self, point: Point, suggestion: Suggestion, workload: str) -> dict:
         meta = {"suggestion": point.number, "kind": point.kind, "optimizer": self.spec.optimizer,
-                "instance": workload, **({"opt": suggestion.meta} if suggestion.meta else {})}
+                "instance": workload, **({"opt": suggestion.meta} if suggestion.meta else {}),
+                **({"replaced": point.replaced} if point.replaced else {})}
         trial_id = self.store.start_trial(self.study_id, point.config, self.workload_info(workload), tag=TAG,
                                           environment_id=self.environment_id, meta=meta)
         self._phase = self.store.phase_recorder(trial_id, self.display.trial_phase)
@@ -206,6 +212,7 @@ class TuningLoop:
         optimizer = make_optimizer(self.spec.optimizer, self.space, seed=self.spec.seed, budget=self.spec.budget,
                                    workloads=self.spec.workloads, workdir=self.workdir,
                                    include_default=self.spec.include_default, options=self.spec.options)
+        pacer = BuildPacer(self.space, self.spec.build_share) if self.spec.build_share else None
         self.display.start(self)
         reason = "optimizer finished"
         try:
@@ -218,7 +225,7 @@ class TuningLoop:
                     return self._finish("budget")
                 self._evaluate(point, self.spec.workloads)
                 optimizer.observe(point.config, point.cost)
-                spent(optimizer, point)
+                spent(optimizer, point, pacer)
                 number = 1
             while True:
                 why = self._budget_left(1)
@@ -231,26 +238,30 @@ class TuningLoop:
                 if suggestion is None:
                     break
                 workloads = [suggestion.instance] if suggestion.instance else list(self.spec.workloads)
+                config, replaced = pacer.place(suggestion.config) if pacer else (suggestion.config, {})
                 rows = list(stored.get(number, []))
                 if rows:
                     replayed += 1
-                    if self.space.key(rows[0]["config"]) != self.space.key(suggestion.config) or (
+                    if self.space.key(rows[0]["config"]) != self.space.key(config) or (
                             suggestion.instance and rows[0]["meta"]["instance"] != suggestion.instance):
-                        self._diverged(optimizer, number, rows)
+                        self._diverged(optimizer, number, rows, pacer)
                         number += 1
                         continue
                 else:
                     self.ask_seconds.append(ask_s)
                     suggestion.meta = {**suggestion.meta, "ask_s": round(ask_s, 4)}
-                kind = "default" if self.space.key(suggestion.config) == self.space.key(self.space.default()) \
-                    else "suggested"
-                point = Point(number, suggestion.config, kind, rows=rows)
+                    if replaced:
+                        asked = ", ".join(f"{k}={v}" for k, v in replaced.items())
+                        self.display.note(f"suggestion {number} asks for data not built ({asked}) and the build "
+                                          "share is spent: it runs on the nearest dataset built")
+                kind = "default" if self.space.key(config) == self.space.key(self.space.default()) else "suggested"
+                point = Point(number, config, kind, rows=rows, replaced=replaced)
                 if not self._complete(point, suggestion, workloads):
                     reason = "budget"
                     break
                 self._evaluate(point, workloads)
-                optimizer.tell(suggestion, point.cost)
-                spent(optimizer, point)
+                optimizer.tell(suggestion, point.cost)   # a replaced point's cost is its suggestion's (a projection)
+                spent(optimizer, point, pacer)
                 number += 1
                 if replayed and not rows:
                     self.display.replayed(self, replayed)
@@ -270,7 +281,7 @@ class TuningLoop:
         point.ran = bool(missing)
         return True
 
-    def _diverged(self, optimizer: Optimizer, number: int, rows: list[dict]) -> None:
+    def _diverged(self, optimizer: Optimizer, number: int, rows: list[dict], pacer: BuildPacer | None) -> None:
         if optimizer.picks_instances:
             raise NosqltuneError(f"cannot resume: {self.spec.optimizer} now suggests a different configuration "
                                  f"at step {number} than the stored one (was the library upgraded?); start a "
@@ -278,7 +289,7 @@ class TuningLoop:
         point = Point(number, rows[0]["config"], rows[0]["meta"].get("kind", "suggested"), rows=rows)
         self._evaluate(point, list(self.spec.workloads))
         optimizer.observe(point.config, point.cost)
-        spent(optimizer, point)
+        spent(optimizer, point, pacer)
         self.display.note(f"step {number}: the optimizer's replayed suggestion differs from the stored one; "
                           "the stored result was given to it as an observation")
 

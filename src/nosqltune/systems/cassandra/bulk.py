@@ -208,15 +208,18 @@ def written_sstables(out_dir: Path, keyspace: str = "ycsb", table: str = "userta
 
 
 def import_sstables(jmx_port: int, directories: list[str], keyspace: str = "ycsb", table: str = "usertable",
-                    verify: bool = False, timeout: float = 600.0) -> float:
+                    verify: bool = False, timeout: float = 600.0, keep_level: bool = False) -> float:
     """`nodetool import` of `directories` into the node's table over JMX (loadgen's NodeInternals); seconds
-    taken. TrialError('internals') when the node refused any of them."""
+    taken. `keep_level`: the SSTables keep their compaction levels and repair state (restored data), else they
+    are reset as for new data. TrialError('internals') when the node refused any of them."""
     args = ["--jmx-port", str(jmx_port), "import", "--keyspace", keyspace, "--table", table,
             "--timeout-seconds", str(int(timeout))]
     for directory in directories:
         args += ["--directory", directory]
     if verify:
         args.append("--verify")
+    if keep_level:
+        args.append("--keep-level")
     started = time.monotonic()
     try:
         proc = subprocess.run(loadgen_java_command("nosqltune.loadgen.NodeInternals", args), capture_output=True,

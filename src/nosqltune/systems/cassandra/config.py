@@ -26,6 +26,8 @@ class PlacedConfig:
     reload_yaml: dict[str, Any] = field(default_factory=dict)     # their yaml part, set when loading
     reload_table: dict[str, dict[str, Any]] = field(default_factory=dict)   # their table part, set before loading
     volume: dict[str, Any] = field(default_factory=dict)          # settings of the node's own volume (read-ahead)
+    restaged: dict[str, str] = field(default_factory=dict)        # reload knobs brought on restored data -> the
+    # SSTable component the node rebuilds with their value (Knob.restaged): set after the boot, not when loading
 
     def table_statements(self, keyspace: str, table: str) -> list[str]:
         return [f"ALTER TABLE {keyspace}.{table} WITH {_cql_options(self.table)}"] if self.table else []
@@ -61,8 +63,10 @@ def _cql_options(options: dict[str, Any]) -> str:
     return " AND ".join(parts)
 
 
-def place(space: KnobSpace, overrides: dict[str, Any]) -> PlacedConfig:
+def place(space: KnobSpace, overrides: dict[str, Any], restage: bool = False) -> PlacedConfig:
     """Put each overridden knob (validated) where it applies; knobs whose condition is off are left out.
+    `restage`: the trial can bring restored data to a reload knob's value where the knob says so (`restaged`),
+    so such a knob does not shape the dataset (it is set after the boot like any table option).
 
     `overrides` were validated by the caller, who decided whether values outside the tuning range are
     allowed; Cassandra's own bounds still hold here."""
@@ -73,13 +77,15 @@ def place(space: KnobSpace, overrides: dict[str, Any]) -> PlacedConfig:
         if not knob.is_active(full) or knob.applies == "design":   # the design is the trial's (trial.with_design)
             continue
         rendered = knob.rendered(value)
-        if knob.reload:
+        if restage and knob.reload and knob.is_restaged(full):
+            placed.restaged[name] = knob.restaged["component"]
+        elif knob.reload:
             placed.reload[name] = value
         if knob.applies == "yaml":
             # with the settings the value needs beside it (e.g. bti: storage_compatibility_mode NONE)
             for key, written in {knob.key: rendered, **(knob.implies or {}).get(value, {})}.items():
                 placed.yaml[key] = written
-                if knob.reload:
+                if name in placed.reload:
                     placed.reload_yaml[key] = written
         elif knob.applies == "jvm":   # a template may hold several flags (the heap: -Xms and -Xmx)
             placed.jvm.extend(knob.key.format(value=rendered).split())

@@ -22,6 +22,7 @@ from ..dataset_cache import create_dataset
 from . import cql, internals
 from .config import PlacedConfig, place
 from .node import CassandraNode
+from .restage import import_staged, restages, stage
 from ..volume import NodeVolume
 
 KEYSPACE = "ycsb"
@@ -299,7 +300,7 @@ def _consistency(settings: TrialSettings) -> dict[str, str]:
 def ensure_dataset(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
                    progress: Progress = quiet) -> tuple[Dataset, float]:
     """The dataset this trial restores, built first if missing; returns it and the seconds spent building."""
-    return _ensure_dataset(place(space, overrides), workload, settings, progress)
+    return _ensure_dataset(place(space, overrides, restages(settings)), workload, settings, progress)
 
 
 def _ensure_dataset(placed: PlacedConfig, workload: Workload, settings: TrialSettings,
@@ -328,7 +329,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
         with failures_recorded(result, lambda: servers.log_excerpt() if servers else ""):
             claim_trial_dir(home)   # marked as ours: removed by a later trial if we are killed
             preflight(workload, settings)   # a design searched by tune may not fit: a refused trial
-            placed = place(space, overrides)
+            placed = place(space, overrides, restages(settings))
             if settings.restore_mode == "reload":
                 dataset = dataset_for("reload-" + home.name)
                 t0 = time.monotonic()
@@ -364,6 +365,11 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             if spec is None:   # a volume is mounted afresh for the trial: nothing of it is in memory yet
                 timings["restore_s"] = sum(dataset.restore_into(data_dir, mode, part=part, warm=not cold)
                                            for data_dir, part in servers.data_dirs())
+            staged = None
+            if placed.restaged:   # its SSTables wait beside the data until the table has the trial's options
+                t0 = time.monotonic()
+                staged = stage(servers.data_dirs()[0][0], sorted(set(placed.restaged.values())), KEYSPACE, TABLE)
+                timings["restage_s"] = time.monotonic() - t0
             ahead = read_ahead_kb(servers.data_dirs()[0][0])
             if ahead is not None:   # what a page fault of mmap reads around the page it needs
                 result.internals["read_ahead_kb"] = ahead
@@ -393,6 +399,16 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                     except Exception as exc:
                         raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
                 applied = _read_back(sess, placed)
+            if staged is not None:
+                progress(f"importing the restored SSTables with {', '.join(placed.restaged)} rebuilt")
+                t0 = time.monotonic()
+                staged["import_s"] = import_staged(staged, node.ports.jmx, KEYSPACE, TABLE)
+                if cold or spec is not None:   # the rebuild read the index through the page cache
+                    from ...runtime.page_cache import evict_page_cache
+
+                    staged["evicted_bytes"] = evict_page_cache([d for d, _ in servers.data_dirs()])
+                timings["restage_s"] += time.monotonic() - t0
+                result.internals["restaged"] = {"knobs": sorted(placed.restaged), **staged}
             if placed.jvm:   # the JVM options the node runs with (its command line), and the collector in use
                 applied["jvm_options"] = _jvm_read_back(node)
             per_node = per_node_yaml(settings)

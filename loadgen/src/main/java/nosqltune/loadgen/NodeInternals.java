@@ -35,7 +35,7 @@ import javax.management.remote.JMXServiceURL;
  * NodeInternals --jmx-port N drain [--timeout-seconds 60]
  * NodeInternals --jmx-port N flush --keyspace K [--table T ...] [--timeout-seconds 60]
  * NodeInternals --jmx-port N import --keyspace K --table T --directory D [--directory D2 ...] [--verify]
- *     [--timeout-seconds 60]
+ *     [--keep-level] [--timeout-seconds 60]
  * NodeInternals --jmx-port N requests
  * NodeInternals --jmx-port N set --name KNOB --value V [--timeout-seconds 60]
  * </pre>
@@ -45,7 +45,8 @@ import javax.management.remote.JMXServiceURL;
  *
  * <p>{@code import} is {@code nodetool import}: the table's {@code importNewSSTables} moves the SSTables
  * of each directory into the table's data directory and makes them live (without {@code --verify}
- * their checksums and tokens are not checked first). It fails if any directory could not be imported.
+ * their checksums and tokens are not checked first; without {@code --keep-level} their compaction levels and
+ * repair state are reset, as for freshly written data). It fails if any directory could not be imported.
  *
  * <p>{@code stats} prints one JSON object on stdout; a metric that cannot be read (e.g. the
  * table does not exist yet) is null. Exit codes: 0 ok, 2 bad usage, 3 cannot connect,
@@ -87,6 +88,7 @@ public final class NodeInternals {
     List<String> tables = new ArrayList<>();
     List<String> directories = new ArrayList<>();
     boolean verify;
+    boolean keepLevel;
     String knobName;
     String knobValue;
     long timeoutSeconds = 60;
@@ -98,7 +100,8 @@ public final class NodeInternals {
     err.println("  stats [--keyspace ycsb] [--table usertable]   one JSON object with node internals");
     err.println("  drain [--timeout-seconds 60]                   nodetool drain; returns when done");
     err.println("  flush --keyspace K [--table T]... [--timeout-seconds 60]");
-    err.println("  import --keyspace K --table T --directory D [--directory D]... [--verify] [--timeout-seconds 60]");
+    err.println("  import --keyspace K --table T --directory D [--directory D]... [--verify] [--keep-level]"
+        + " [--timeout-seconds 60]");
     err.println("                                                 nodetool import: SSTables of D become live");
     err.println("  requests                                       ClientRequest counts and percentiles, JVM uptime");
     err.println("  set --name KNOB --value V [--timeout-seconds 60]  one live knob over JMX, read back");
@@ -129,6 +132,9 @@ public final class NodeInternals {
           break;
         case "--directory":
           a.directories.add(value(argv, ++i, s));
+          break;
+        case "--keep-level":
+          a.keepLevel = true;
           break;
         case "--verify":
           a.verify = true;
@@ -315,7 +321,8 @@ public final class NodeInternals {
   }
 
   /**
-   * The table's importNewSSTables (Cassandra 4.0+): level and repair state reset, row cache entries invalidated,
+   * The table's importNewSSTables (Cassandra 4.0+): level and repair state reset (kept with --keep-level: restored
+   * data keeps its layout), row cache entries invalidated,
    * files moved rather than copied; checksums and tokens verified only with --verify. Returns the directories that
    * failed (the node logs why and leaves their SSTables where they were).
    */
@@ -326,7 +333,7 @@ public final class NodeInternals {
     Set<String> directories = new java.util.LinkedHashSet<>(a.directories);
     String b = boolean.class.getName();
     Object failed = call(ex, a.timeoutSeconds, "import", () -> mbs.invoke(new ObjectName(table), "importNewSSTables",
-        new Object[] {directories, true, true, a.verify, a.verify, true, false, false},
+        new Object[] {directories, !a.keepLevel, !a.keepLevel, a.verify, a.verify, true, false, false},
         new String[] {Set.class.getName(), b, b, b, b, b, b, b}));
     return failed == null ? List.of() : (List<String>) failed;
   }
@@ -457,6 +464,8 @@ public final class NodeInternals {
     o.put("table_write_latency_us", latency(mbs, t + "WriteLatency"));
     o.put("estimated_partition_count", attr(mbs, t + "EstimatedPartitionCount", "Value"));
     o.put("bloom_filter_false_ratio", attr(mbs, t + "BloomFilterFalseRatio", "Value"));
+    o.put("bloom_filter_disk_bytes", attr(mbs, t + "BloomFilterDiskSpaceUsed", "Value"));
+    o.put("bloom_filter_off_heap_bytes", attr(mbs, t + "BloomFilterOffHeapMemoryUsed", "Value"));
     o.put("compression_ratio", attr(mbs, t + "CompressionRatio", "Value"));
 
     String c = METRICS + ":type=Compaction,name=";

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Where a study's machine time goes, and what bringing restored data to a knob's value saves (issue 42).
+
+Two parts, each written to bench/results/study_cost.{md,json}:
+
+  replay   (no trial is run) every committed study of bench/results/impact/*.db: its machine time per phase
+           (tuning/cost.py), its dataset builds, and the same trials replayed under today's dataset key, where
+           the bloom filter's chance no longer keys a dataset of big SSTables (knobs/cassandra.yaml `restaged`):
+           a trial that built its dataset would not have, when an earlier trial of the study had the same key.
+           The builds so saved, their recorded seconds, and the build share that would remain (the imports that
+           replace them counted at the restage time measured below).
+  restage  interleaved cold runs on the disk-bound scenario of one configuration (irace's disk-bound best: no
+           compression, big SSTables, a bloom filter chance of 0.004) run two ways per round: `restaged` (the
+           dataset built without the chance, brought to it by a re-import that rebuilds the filters) and `built`
+           (--restore reload: the data loaded by a node with the chance set, as every trial did before). Per
+           arm: throughput, read p99, the node's filter size and false-positive ratio read back, the disk's
+           bytes read per operation, and the seconds the restage or the load took; the Wilcoxon test on the paired rounds.
+
+  python3 bench/study_cost.py replay
+  python3 bench/study_cost.py restage [--rounds 6]      # resumable: finished rounds are kept
+  python3 bench/study_cost.py write                     # the results files from what is stored
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import sys
+from pathlib import Path
+
+from common import RESULTS, ROOT, kept_notes, log, nosqltune, paired, study_rows  # bench/common.py
+
+sys.path.insert(0, str(ROOT / "src"))
+
+STORES = sorted((RESULTS / "impact").glob("*.db"))
+FOLDER = RESULTS / "study_cost"
+DB = FOLDER / "restage.db"
+CONFIG = RESULTS / "impact" / "disk-bound-irace-best.yaml"
+ARMS = {"restaged": [], "built": ["--restore", "reload"]}
+
+
+# ------------------------------------------------------------------------------------------------ replay
+def _trials(path: Path) -> dict[str, list[dict]]:
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        found = db.execute("SELECT s.name, t.config, t.timings, t.state, t.started_at, t.finished_at FROM trials t "
+                           "JOIN studies s ON s.id = t.study_id ORDER BY t.study_id, t.started_at, t.id").fetchall()
+    finally:
+        db.close()
+    out: dict[str, list[dict]] = {}
+    for name, config, timings, state, started, finished in found:
+        out.setdefault(name, []).append({"config": json.loads(config or "{}"), "timings": json.loads(timings or "{}"),
+                                         "state": state, "started_at": started, "finished_at": finished})
+    return out
+
+
+def replay(rows: list[dict], restage_s: float | None) -> dict:
+    """The study's recorded builds, and those it would have made with the restaged knobs out of the key."""
+    from nosqltune.knobs import load_space
+    from nosqltune.systems.cassandra.config import place
+    from nosqltune.tuning.cost import time_split
+
+    space = load_space("cassandra")
+    seen: set[str] = set()
+    seen_before: set[str] = set()   # the keys as they were when the study ran
+    saved = saved_s = restaged = 0
+    for row in rows:
+        placed = place(space, row["config"], restage=True)
+        key = json.dumps(placed.reload, sort_keys=True, default=str)
+        key_before = json.dumps(place(space, row["config"]).reload, sort_keys=True, default=str)
+        built_s = row["timings"].get("dataset_build_s") or 0.0
+        # saved: a build the old key made the study pay; a build for another reason (an evicted dataset) stays
+        if built_s and key in seen and key_before not in seen_before:
+            saved += 1
+            saved_s += built_s
+        restaged += bool(placed.restaged)
+        seen.add(key)
+        seen_before.add(key_before)
+    split = time_split(rows)
+    build_s = split["seconds"]["build"]
+    extra = restaged * restage_s if restage_s is not None else 0.0
+    after = split["machine_s"] - saved_s + extra
+    return {"trials": split["trials"], "machine_s": split["machine_s"], "build_s": build_s,
+            "build_share": build_s / split["machine_s"] if split["machine_s"] else None, "builds": split["builds"],
+            "builds_saved": saved, "build_s_saved": saved_s, "restaged_trials": restaged,
+            "restage_s_added": extra if restage_s is not None else None,
+            "build_share_after": (build_s - saved_s) / after if after else None,
+            "machine_s_after": after}
+
+
+# ------------------------------------------------------------------------------------------------ restage
+def arm_rows(arm: str) -> list[dict]:
+    return [r for r in study_rows(DB, arm) if r["state"] in ("COMPLETE", "FAIL") and r["failure_kind"] != "interrupted"]
+
+
+def run_restage(rounds: int) -> None:
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    for round_ in range(rounds):
+        order = list(ARMS) if round_ % 2 == 0 else list(reversed(ARMS))
+        for arm in order:
+            if len(arm_rows(arm)) > round_:
+                continue
+            log(f"round {round_ + 1}/{rounds}: {arm}")
+            before = len(study_rows(DB, arm))
+            nosqltune("bench", "--scenario", "disk-bound", "--repeat", "1", "--config", str(CONFIG), *ARMS[arm],
+                      "--study", str(DB), "--study-name", arm, "--json", ok=(0, 1))
+            if len(study_rows(DB, arm)) == before:
+                raise SystemExit(f"study_cost: {arm} stored no trial (see the lines above)")
+        write()
+
+
+def _arm_summary(rows: list[dict]) -> dict:
+    done = [r for r in rows if r["state"] == "COMPLETE"]
+
+    def values(get) -> list:
+        out = []
+        for r in done:
+            try:
+                out.append(get(r))
+            except (KeyError, TypeError):
+                out.append(None)
+        return out
+
+    def mean(xs):
+        xs = [x for x in xs if x is not None]
+        return statistics.mean(xs) if xs else None
+
+    out = {"runs": len(done), "failed": len(rows) - len(done),
+           "throughput": values(lambda r: r["metrics"]["throughput_ops_s"]),
+           "read_p99_ms": values(lambda r: r["metrics"]["summary"]["read_p99_ms"]),
+           "filter_bytes": values(lambda r: r["internals"]["bloom_filter_disk_bytes"]),
+           "false_ratio": values(lambda r: r["internals"]["bloom_filter_false_ratio"]),
+           "read_kb_per_op": values(lambda r: r["metrics"]["summary"]["node_disk_read_bytes_per_op"] / 1024),
+           "restage_s": values(lambda r: r["timings"].get("restage_s")),
+           "load_s": values(lambda r: r["timings"].get("load_s")),
+           "total_s": values(lambda r: r["timings"]["total_s"])}
+    out["means"] = {k: mean(v) for k, v in out.items() if isinstance(v, list)}
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ write
+def write() -> None:
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    arms = {arm: _arm_summary(arm_rows(arm)) for arm in ARMS}
+    restage_s = arms["restaged"]["means"].get("restage_s")
+    studies = {f"{path.stem}/{name}": replay(rows, restage_s)
+               for path in STORES for name, rows in _trials(path).items()}
+    pair = paired(arms["restaged"]["throughput"], arms["built"]["throughput"], True)
+    p99 = paired(arms["restaged"]["read_p99_ms"], arms["built"]["read_p99_ms"], False)
+    results = {"studies": studies, "restage": {"config": str(CONFIG.relative_to(ROOT)), "arms": arms,
+                                               "throughput": pair, "read_p99": p99}}
+    (RESULTS / "study_cost.json").write_text(json.dumps(results, indent=1) + "\n")
+
+    def f(x, spec=".0f"):
+        return "-" if x is None else format(x, spec)
+
+    path = RESULTS / "study_cost.md"
+    lines = ["# Study cost: where a study's machine time goes, and restaged knobs (issue 42)", "",
+             "Written by `python3 bench/study_cost.py` (see its docstring); `replay` reads the committed studies, "
+             "`restage` runs trials.", ""]
+    lines += kept_notes(path, "study_cost.py")
+    lines += ["## The committed studies replayed under today's dataset key", "",
+              "Machine time and builds as recorded; *saved*: builds whose key (the bloom filter chance left out "
+              "on big SSTables) an earlier trial of the study already had. *Share after* counts a restage per "
+              f"restaged trial at the {f(restage_s, '.1f')} s measured below.", "",
+              "| store/study | trials | machine h | builds | build share | builds saved | build h saved | "
+              "restaged trials | build share after |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, s in studies.items():
+        share = "-" if s["build_share"] is None else f"{s['build_share'] * 100:.0f}%"
+        after = "-" if s["build_share_after"] is None else f"{s['build_share_after'] * 100:.0f}%"
+        lines.append(f"| {name} | {s['trials']} | {s['machine_s'] / 3600:.2f} | {s['builds']} | {share} | "
+                     f"{s['builds_saved']} | {s['build_s_saved'] / 3600:.2f} | {s['restaged_trials']} | {after} |")
+    lines += ["", "## Restaged against built, interleaved cold runs (disk-bound)", "",
+              f"Configuration `{CONFIG.relative_to(ROOT)}`; per arm the mean over its runs.", "",
+              "| arm | runs | ops/s | read p99 ms | filter bytes | false ratio | disk KB read per op | restage s | load s | "
+              "trial s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for arm, s in arms.items():
+        m = s["means"]
+        lines.append(f"| {arm} | {s['runs']} | {f(m['throughput'])} | {f(m['read_p99_ms'], '.1f')} | "
+                     f"{f(m['filter_bytes'])} | {f(m['false_ratio'], '.4f')} | {f(m['read_kb_per_op'], '.1f')} | "
+                     f"{f(m['restage_s'], '.1f')} | {f(m['load_s'], '.1f')} | {f(m['total_s'])} |")
+    for what, stats in (("throughput", pair), ("read p99", p99)):
+        if stats["mean_ratio"] is not None:
+            lines.append(f"\n{what}, restaged against built over {stats['rounds']} paired rounds: "
+                         f"x{stats['mean_ratio']:.3f} (> 1: restaged better), Wilcoxon p = {stats['p']:.3f}")
+    path.write_text("\n".join(lines) + "\n")
+    log(f"wrote {path}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("part", choices=["replay", "restage", "write"])
+    p.add_argument("--rounds", type=int, default=6)
+    a = p.parse_args()
+    if a.rounds < 2:
+        print("study_cost: give 2 rounds or more", file=sys.stderr)
+        return 2
+    if a.part == "restage":
+        run_restage(a.rounds)
+    else:
+        write()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
