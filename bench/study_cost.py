@@ -16,8 +16,16 @@ Two parts, each written to bench/results/study_cost.{md,json}:
            arm: throughput, read p99, the node's filter size and false-positive ratio read back, the disk's
            bytes read per operation, and the seconds the restage or the load took; the Wilcoxon test on the paired rounds.
 
+  study    the goal's study: SMAC on disk-bound with the `v5` knobs and 60 trials, as impact_tuning.md's (its store
+           bench/results/impact/disk-bound.db, study `smac`, is the "before"), now with `tune --build-share 0.2`;
+           then its confirmed best and the one before against the default in --compare-rounds interleaved cold
+           rounds (`compare`, in the new study). Per study: the machine time of its search and confirmation, the
+           build share, the builds, the suggestions run on data built before, the wall time; per candidate the
+           ratio to the default with its interval and p. Hours of cold trials: nothing else may run.
+
   python3 bench/study_cost.py replay
   python3 bench/study_cost.py restage [--rounds 6]      # resumable: finished rounds are kept
+  python3 bench/study_cost.py study [--share 0.2] [--compare-rounds 10]   # resumable (tune --resume, compare)
   python3 bench/study_cost.py write                     # the results files from what is stored
 """
 
@@ -39,20 +47,27 @@ FOLDER = RESULTS / "study_cost"
 DB = FOLDER / "restage.db"
 CONFIG = RESULTS / "impact" / "disk-bound-irace-best.yaml"
 ARMS = {"restaged": [], "built": ["--restore", "reload"]}
+BEFORE = (RESULTS / "impact" / "disk-bound.db", "smac")     # impact_tuning.md's SMAC study of disk-bound
+PACED = (FOLDER / "paced.db", "smac-paced")
+BEFORE_BEST = FOLDER / "disk-bound-smac-best.yaml"           # its confirmed best, a candidate of the comparison
+COMPARISON = FOLDER / "paced-compare.json"
+SEARCH_TAGS = ("tune", "confirm")                            # a study's search and its confirmation
 
 
 # ------------------------------------------------------------------------------------------------ replay
 def _trials(path: Path) -> dict[str, list[dict]]:
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        found = db.execute("SELECT s.name, t.config, t.timings, t.state, t.started_at, t.finished_at FROM trials t "
-                           "JOIN studies s ON s.id = t.study_id ORDER BY t.study_id, t.started_at, t.id").fetchall()
+        found = db.execute("SELECT s.name, t.config, t.timings, t.state, t.started_at, t.finished_at, t.tag, t.meta "
+                           "FROM trials t JOIN studies s ON s.id = t.study_id "
+                           "ORDER BY t.study_id, t.started_at, t.id").fetchall()
     finally:
         db.close()
     out: dict[str, list[dict]] = {}
-    for name, config, timings, state, started, finished in found:
+    for name, config, timings, state, started, finished, tag, meta in found:
         out.setdefault(name, []).append({"config": json.loads(config or "{}"), "timings": json.loads(timings or "{}"),
-                                         "state": state, "started_at": started, "finished_at": finished})
+                                         "state": state, "started_at": started, "finished_at": finished, "tag": tag,
+                                         "meta": json.loads(meta or "{}")})
     return out
 
 
@@ -140,6 +155,34 @@ def _arm_summary(rows: list[dict]) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ study
+def run_study(share: float, rounds: int) -> None:
+    import yaml
+
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    db, name = PACED
+    begun = name in _trials(db) if db.exists() else False
+    args = ["--resume"] if begun else ["--scenario", "disk-bound", "--knobs", "v5", "--optimizer", "smac", "--budget",
+                                       "60", "--build-share", str(share)]
+    nosqltune("tune", *args, "--study", str(db), "--study-name", name, "--json", ok=(0, 1))
+    if not BEFORE_BEST.exists():
+        best = json.loads(nosqltune("best", "--study", str(BEFORE[0]), "--study-name", BEFORE[1], "--format", "json"))
+        BEFORE_BEST.write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
+    out = nosqltune("compare", "--study", str(db), "--study-name", name, "--candidates", f"best,{BEFORE_BEST}",
+                    "--repeat", str(rounds), "--json", ok=(0, 1))
+    COMPARISON.write_text(out)
+    write()
+
+
+def _search_cost(store: Path, name: str) -> dict | None:
+    from nosqltune.tuning.cost import time_split
+
+    if not store.exists():
+        return None
+    rows = [r for r in _trials(store).get(name, []) if r["tag"] in SEARCH_TAGS]
+    return time_split(rows) if rows else None
+
+
 # ------------------------------------------------------------------------------------------------ write
 def write() -> None:
     FOLDER.mkdir(parents=True, exist_ok=True)
@@ -185,20 +228,56 @@ def write() -> None:
         if stats["mean_ratio"] is not None:
             lines.append(f"\n{what}, restaged against built over {stats['rounds']} paired rounds: "
                          f"x{stats['mean_ratio']:.3f} (> 1: restaged better), Wilcoxon p = {stats['p']:.3f}")
+    lines += _study_lines()
     path.write_text("\n".join(lines) + "\n")
     log(f"wrote {path}")
 
 
+def _study_lines() -> list[str]:
+    """The paced SMAC study against the one before, and the comparison of their bests."""
+    costs = {"before (impact_tuning.md)": _search_cost(*BEFORE), "--build-share 0.2": _search_cost(*PACED)}
+    if costs["--build-share 0.2"] is None:
+        return ["", "## A paced SMAC study (`study`): not run yet"]
+    lines = ["", "## SMAC on disk-bound, 60 trials, before and with --build-share (`study`)", "",
+             "Search and confirmation trials only (the comparison rounds apart).", "",
+             "| study | trials | machine h | build share | builds | run on data built before | wall h |",
+             "|---|---|---|---|---|---|---|"]
+    for label, c in costs.items():
+        if c is None:
+            continue
+        share = "-" if c["shares"]["build"] is None else f"{c['shares']['build'] * 100:.0f}%"
+        wall = "-" if not c.get("wall_s") else f"{c['wall_s'] / 3600:.2f}"
+        lines.append(f"| {label} | {c['trials']} | {c['machine_s'] / 3600:.2f} | {share} | {c['builds']} | "
+                     f"{c.get('replaced', 0)} | {wall} |")
+    if COMPARISON.exists() and COMPARISON.read_text().strip():
+        from common import ratio_text
+
+        comparison = json.loads(COMPARISON.read_text())
+        (workload,) = comparison["workloads"].values()
+        values, stats = workload["values"], workload["stats"]
+        before = next(k for k in values if k not in ("default", "best"))
+        vs = paired(values["best"], values[before], True)
+        lines += ["", f"Interleaved cold rounds ({len(values['default'])}), throughput against the default: paced "
+                      f"best {ratio_text(stats['best'])} (p = {stats['best'].get('p_value')}), the best before "
+                      f"{ratio_text(stats[before])} (p = {stats[before].get('p_value')}); paced best against the best "
+                      f"before x{vs['mean_ratio']:.3f} (p = {vs['p']})." if vs["mean_ratio"] else ""]
+    return lines
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("part", choices=["replay", "restage", "write"])
+    p.add_argument("part", choices=["replay", "restage", "study", "write"])
     p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--share", type=float, default=0.2)
+    p.add_argument("--compare-rounds", type=int, default=10)
     a = p.parse_args()
-    if a.rounds < 2:
-        print("study_cost: give 2 rounds or more", file=sys.stderr)
+    if a.rounds < 2 or a.compare_rounds < 2 or not 0 < a.share < 1:
+        print("study_cost: give 2 rounds or more and a share between 0 and 1", file=sys.stderr)
         return 2
     if a.part == "restage":
         run_restage(a.rounds)
+    elif a.part == "study":
+        run_study(a.share, a.compare_rounds)
     else:
         write()
     return 0
