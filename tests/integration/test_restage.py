@@ -7,6 +7,7 @@ import pytest
 from nosqltune.cli import main
 from nosqltune.store import open_store
 from nosqltune.systems.cassandra.trial import cassandra_dataset_key
+from nosqltune.systems.settings import CASSANDRA_VERSION
 from nosqltune.systems.dataset import dataset_for
 from nosqltune.workloads.spec import make_workload
 
@@ -27,8 +28,8 @@ def _bench(study, capsys, *extra) -> dict:
 def _default_filter_bytes() -> int:
     """The Filter.db files of the session's default dataset of SMALL (chance 0.01), as built."""
     shape = make_workload("ycsb-c", records=RECORDS).dataset_properties()
-    dataset = dataset_for(cassandra_dataset_key("5.0.6", shape, {}, 1024, "bulk"))
-    assert dataset.exists()
+    dataset = dataset_for(cassandra_dataset_key(CASSANDRA_VERSION, shape, {}, 1024, "bulk"))
+    assert dataset.exists() and dataset.meta()["table_options"] == {"bloom_filter_fp_chance": 0.01}
     return sum(f.stat().st_size for f in (dataset.data_dir / "ycsb").glob("usertable-*/*-Filter.db"))
 
 
@@ -40,8 +41,8 @@ def test_a_bloom_filter_chance_is_brought_to_restored_data_without_a_build(nosql
     assert dataset_dirs(dataset_cache) == datasets and "dataset_build_s" not in brought["timings"]   # no build
     restaged = brought["internals"]["restaged"]
     assert restaged["knobs"] == ["bloom_filter_fp_chance"] and restaged["sstables"] >= 1
-    assert restaged["dropped"] == restaged["sstables"] and restaged["import_s"] > 0
-    assert brought["timings"]["restage_s"] >= restaged["import_s"]
+    assert restaged["dropped"] == restaged["sstables"] and restaged["import_s"] > 0 and restaged["bytes"] > 0
+    assert "evicted_bytes" not in restaged   # in memory: the page cache is left as the restore filled it
     assert brought["internals"]["table_options"]["bloom_filter_fp_chance"] == 0.1   # the node's schema says so
     # and its filters were rebuilt with it: 0.1 takes about half the bits per key of the default's 0.01
     small, large = brought["internals"]["bloom_filter_disk_bytes"], _default_filter_bytes()

@@ -5,7 +5,12 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from nosqltune.systems.cassandra.restage import STAGED, restages, stage
+import pytest
+
+from nosqltune.errors import TrialError
+from nosqltune.knobs import load_space
+from nosqltune.systems.cassandra.config import place
+from nosqltune.systems.cassandra.restage import STAGED, pending, restaged_columns, restages, stage
 from nosqltune.systems.dataset import copy_tree
 from nosqltune.systems.settings import CassandraSettings, TrialSettings
 
@@ -26,14 +31,26 @@ def _dataset(root):
     return table
 
 
+def _linked(source, data):
+    """The dataset's folder restored with every file a hard link (the worst case: copy_tree copies some)."""
+    for path in source.rglob("*"):
+        target = data / path.relative_to(source)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(path, target)
+
+
 def test_the_tables_sstables_move_beside_the_data_without_the_rebuilt_component(tmp_path):
     built = _dataset(tmp_path / "dataset")
     data = tmp_path / "node" / "data"
-    copy_tree(tmp_path / "dataset", data, "link")   # as a trial restores it: hard links where Cassandra never writes
+    _linked(tmp_path / "dataset", data)
     out = stage(data, ["Filter.db"], "ycsb", "usertable")
 
     staged = tmp_path / "node" / STAGED / "ycsb" / "usertable"
-    assert out == {"directory": str(staged), "sstables": 2, "dropped": 2}
+    size = sum(p.stat().st_size for p in staged.iterdir() if not p.name.endswith("TOC.txt"))
+    assert out == {"directory": str(staged), "sstables": 2, "dropped": 2, "bytes": size}
     names = sorted(p.name for p in staged.iterdir())
     assert len(names) == 2 * (len(COMPONENTS) - 1) and not any(n.endswith("-Filter.db") for n in names)
     assert (staged / "nb-1-big-TOC.txt").read_text().splitlines() == [c for c in COMPONENTS if c != "Filter.db"]
@@ -45,6 +62,36 @@ def test_the_tables_sstables_move_beside_the_data_without_the_rebuilt_component(
     assert (built / "nb-1-big-TOC.txt").read_text() == "\n".join(COMPONENTS) + "\n"
     assert (built / "nb-2-big-Filter.db").read_text() == "usertable-0123abcd 2"
     assert os.path.samefile(built / "nb-1-big-Data.db", staged / "nb-1-big-Data.db")   # renamed, not copied
+
+
+def test_a_restored_table_without_sstables_or_components_is_refused(tmp_path):
+    _dataset(tmp_path / "dataset")
+    data = tmp_path / "node" / "data"
+    copy_tree(tmp_path / "dataset", data, "link")
+    for filter_file in (data / "ycsb").glob("usertable-*/nb-2-big-Filter.db"):
+        filter_file.unlink()
+    with pytest.raises(TrialError, match="2 SSTables with 1 of their Filter.db files"):
+        stage(data, ["Filter.db"], "ycsb", "usertable")
+    with pytest.raises(TrialError, match="0 SSTables"):
+        stage(tmp_path / "empty" / "data", ["Filter.db"], "ycsb", "other")
+
+
+def test_only_values_other_than_the_datasets_are_restaged():
+    space = load_space("cassandra")
+    placed = place(space, {"bloom_filter_fp_chance": 0.1}, restage=True)
+    assert pending(placed, space, {"bloom_filter_fp_chance": 0.1}) == {}            # the data has it already
+    assert pending(placed, space, {"bloom_filter_fp_chance": 0.01}) == {"bloom_filter_fp_chance": "Filter.db"}
+    assert pending(placed, space, {}) == {"bloom_filter_fp_chance": "Filter.db"}     # a dataset stored before
+    assert restaged_columns(space) == ["bloom_filter_fp_chance"]
+
+
+def test_a_trial_that_cannot_restage_keys_its_dataset_by_every_knob():
+    from nosqltune.systems.cassandra.trial import knob_space
+
+    cluster = knob_space(TrialSettings(datastore=CassandraSettings(nodes=2, replication_factor=2)))
+    assert cluster["bloom_filter_fp_chance"].restaged is None
+    assert place(cluster, {"bloom_filter_fp_chance": 0.1}, restage=True).reload == {"bloom_filter_fp_chance": 0.1}
+    assert knob_space(TrialSettings())["bloom_filter_fp_chance"].restaged
 
 
 def test_only_a_single_restored_node_of_cassandra_5_restages():

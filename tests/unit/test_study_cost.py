@@ -75,10 +75,10 @@ def _shaped_runner(space, build_s=150.0, run_s=50.0):
 
     def run(config, workload):
         shape = space.dataset_shape(config)
-        timings = {"total_s": run_s}
+        timings = {"total_s": run_s, "restore_s": 1.0}
         if shape not in built:
             built.add(shape)
-            timings = {"total_s": run_s + build_s, "dataset_build_s": build_s}
+            timings = {"total_s": run_s + build_s, "dataset_build_s": build_s, "restore_s": 1.0}
         value = 1000.0 * (1.2 if config["compression"] == "none" else 1.0) * (1.0 - abs(config["concurrent_reads"]
                                                                                        - 40) / 200)
         return Outcome("COMPLETE", summary={"throughput_ops_s": value}, timings=timings)
@@ -91,10 +91,12 @@ def test_the_pacer_builds_while_the_share_allows_and_otherwise_runs_the_nearest_
     space = _shaped_space()
     pacer = BuildPacer(space, 0.2, start=10)
     default = space.default()
-    pacer.seen(default, [{"total_s": 200.0, "dataset_build_s": 150.0}])
+    pacer.seen({**default, "compression": "none"}, [{"total_s": 5.0}])   # refused before it had data: no dataset
+    pacer.seen(default, [{"total_s": 200.0, "dataset_build_s": 150.0, "restore_s": 1.0}])
     zstd = {**default, "compression": "ZstdCompressor", "compression_chunk_length": 64, "concurrent_reads": 64}
-    # one build of 150 s against 50 s of other time counted over 10 trials: 300 s would pass 0.25 x 500 s
+    # one build of 150 s against 55 s of other time over 2 trials, counted over 10: 300 s would pass 0.25 x 275 s
     assert not pacer.allows_build()
+    assert pacer.place({**default, "compression": "none"})[0]["compression"] == default["compression"]
     placed, replaced = pacer.place(zstd)
     assert placed == {**zstd, "compression": default["compression"],
                       "compression_chunk_length": default["compression_chunk_length"]}
@@ -106,9 +108,9 @@ def test_the_pacer_builds_while_the_share_allows_and_otherwise_runs_the_nearest_
     bti = {**default, "sstable_format": "bti", "bloom_filter_fp_chance": 0.05}
     assert pacer.place(bti) == ({**default, "bloom_filter_fp_chance": 0.05}, {"sstable_format": "bti"})
     for _ in range(30):   # trials that built nothing earn the next build: 150 + 150 <= 0.25 x (50 x 31 + 50)
-        pacer.seen(default, [{"total_s": 50.0}])
+        pacer.seen(default, [{"total_s": 50.0, "restore_s": 1.0}])
     assert pacer.allows_build() and pacer.place(zstd) == (zstd, {})
-    pacer.seen(zstd, [{"total_s": 200.0, "dataset_build_s": 150.0}])
+    pacer.seen(zstd, [{"total_s": 200.0, "dataset_build_s": 150.0, "restore_s": 1.0}])
     lz4_16 = {**default, "compression_chunk_length": 16}
     assert pacer.place(lz4_16)[0]["compression_chunk_length"] == default["compression_chunk_length"]   # nearest
     with pytest.raises(ValueError):

@@ -148,8 +148,16 @@ class KnobSpace:
             lo, hi = knob.range   # the default stays a value of the knob's range
             return dataclasses.replace(knob, default=value, range=(min(lo, value), max(hi, value)))
 
-        knobs = {name: moved(knob) if name in defaults else knob for name, knob in self.knobs.items()}
-        context = {name: knobs.get(name, knob) for name, knob in self._context.items()}
+        return self._replaced(lambda knob: moved(knob) if knob.name in defaults else knob)
+
+    def without_restaging(self) -> "KnobSpace":
+        """The same space where no knob is brought to restored data (`restaged` off): for trials that load their
+        data with every dataset-shaping knob (a cluster, data loaded per trial)."""
+        return self._replaced(lambda knob: dataclasses.replace(knob, restaged=None) if knob.restaged else knob)
+
+    def _replaced(self, change) -> "KnobSpace":
+        knobs = {name: change(knob) for name, knob in self.knobs.items()}
+        context = {name: knobs[name] if name in knobs else change(knob) for name, knob in self._context.items()}
         out = KnobSpace(self.system, self.version, knobs, self.knob_sets, reference_setup=self.reference_setup,
                         context=context, label=self.label, rules=self.rules)
         out.recipe = self.recipe

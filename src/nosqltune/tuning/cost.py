@@ -113,8 +113,10 @@ class BuildPacer:
         self.trials = 0
 
     def seen(self, config: dict[str, Any], timings: list[dict[str, Any]]) -> None:
-        """A configuration ran (its trials' stored timings)."""
-        self.shapes.setdefault(self.space.dataset_shape(config), self.space.canonical(config))
+        """A configuration ran (its trials' stored timings). Its dataset counts as built once a trial restored it
+        (a trial refused before, or whose build failed, left none to run on)."""
+        if any("restore_s" in t for t in timings):
+            self.shapes.setdefault(self.space.dataset_shape(config), self.space.canonical(config))
         for t in timings:
             if t.get("total_s") is None:
                 continue
@@ -144,5 +146,5 @@ class BuildPacer:
         placed = self.space.canonical({**config, **dict(nearest)})
         if not self.space.allowed(placed):   # the built data does not go with the rest (a knob rule): build
             return config, {}
-        replaced = {k: config[k] for k, _ in nearest if config.get(k) != placed.get(k)}
-        return placed, replaced
+        # every asked value that changed: the shaping knobs, and the knobs their conditions switched off
+        return placed, {k: v for k, v in config.items() if placed.get(k) != v}

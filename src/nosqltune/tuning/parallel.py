@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from ..errors import NosqltuneError
+from ..errors import NosqltuneError, UsageError
 from ..optimizers import make_optimizer
 from ..optimizers.base import LATER, Suggestion
 from ..store import LEASE_TTL_S, TrialState
@@ -115,6 +115,9 @@ class ParallelLoop(TuningLoop):
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> str:
+        if self.spec.build_share:   # a study paced by tune --build-share, resumed with several trials at once
+            raise UsageError("this study paces its dataset builds (--build-share), which follows the trials in "
+                             "order: resume it without --parallel and --executor")
         optimizer = make_optimizer(self.spec.optimizer, self.space, seed=self.spec.seed, budget=self.spec.budget,
                                    workloads=self.spec.workloads, workdir=self.workdir,
                                    include_default=self.spec.include_default, options=self.spec.options)

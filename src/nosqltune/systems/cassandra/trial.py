@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import TrialError
-from ...knobs import KnobSpace
+from ...knobs import KnobSpace, load_space
 from ...runtime import process
 from ...runtime.environment import read_ahead_kb
 from ...runtime.paths import claim_trial_dir, work_dir
@@ -22,7 +22,7 @@ from ..dataset_cache import create_dataset
 from . import cql, internals
 from .config import PlacedConfig, place
 from .node import CassandraNode
-from .restage import import_staged, restages, stage
+from .restage import built_options, import_staged, pending, restages, stage
 from ..volume import NodeVolume
 
 KEYSPACE = "ycsb"
@@ -38,13 +38,12 @@ def default_knobs(settings: TrialSettings) -> str | None:
 def knob_space(settings: TrialSettings) -> KnobSpace:
     """Cassandra's knobs; the heap knob's default is the trial settings' heap (--heap or the scenario's), the
     read-ahead's the volume's (--volume)."""
-    from ...knobs import load_space
-
     defaults: dict[str, Any] = {"heap_size": settings.cassandra.heap_mb}
     spec = settings.cassandra.volume_spec()
     if spec is not None:
         defaults["read_ahead_kb"] = spec.read_ahead_kb
-    return load_space("cassandra").with_knob_defaults(defaults)
+    space = load_space("cassandra").with_knob_defaults(defaults)
+    return space if restages(settings) else space.without_restaging()   # these trials load data with every knob
 
 
 def fingerprint(settings: TrialSettings) -> dict[str, Any]:
@@ -161,6 +160,8 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
             for node in servers.members:   # the memtables first: their SSTables start compactions too
                 internals.flush(node.ports.jmx, KEYSPACE)
             settled = [internals.wait_compactions(node.ports.jmx, SETTLE_TIMEOUT_S) for node in servers.members]
+            with cql.session(first.address, first.ports.native) as sess:   # what a restaged knob is compared with
+                table_options = built_options(sess, load_space("cassandra"), KEYSPACE, TABLE)
             started = time.monotonic()
             servers.stop(drain=True)
             drain_s = time.monotonic() - started
@@ -178,7 +179,7 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
                 "design": settings.cassandra.loaded_design(),
                 "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
                 "load_method": method, **({"bulk": load["bulk"]} if "bulk" in load else {}),
-                "drain_s": drain_s, "settle_s": max(x["settle_s"] for x in settled),
+                "drain_s": drain_s, "settle_s": max(x["settle_s"] for x in settled), "table_options": table_options,
                 "pending_compactions_stored": sum(x["pending"] for x in settled), "created_at": time.time()}
 
     return create_dataset(dataset, build)
@@ -365,10 +366,10 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             if spec is None:   # a volume is mounted afresh for the trial: nothing of it is in memory yet
                 timings["restore_s"] = sum(dataset.restore_into(data_dir, mode, part=part, warm=not cold)
                                            for data_dir, part in servers.data_dirs())
-            staged = None
-            if placed.restaged:   # its SSTables wait beside the data until the table has the trial's options
+            staged, restaged = None, pending(placed, space, dataset.meta().get("table_options") or {})
+            if restaged:   # its SSTables wait beside the data until the table has the trial's options
                 t0 = time.monotonic()
-                staged = stage(servers.data_dirs()[0][0], sorted(set(placed.restaged.values())), KEYSPACE, TABLE)
+                staged = stage(servers.data_dirs()[0][0], sorted(set(restaged.values())), KEYSPACE, TABLE)
                 timings["restage_s"] = time.monotonic() - t0
             ahead = read_ahead_kb(servers.data_dirs()[0][0])
             if ahead is not None:   # what a page fault of mmap reads around the page it needs
@@ -400,15 +401,11 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                         raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
                 applied = _read_back(sess, placed)
             if staged is not None:
-                progress(f"importing the restored SSTables with {', '.join(placed.restaged)} rebuilt")
-                t0 = time.monotonic()
-                staged["import_s"] = import_staged(staged, node.ports.jmx, KEYSPACE, TABLE)
-                if cold or spec is not None:   # the rebuild read the index through the page cache
-                    from ...runtime.page_cache import evict_page_cache
-
-                    staged["evicted_bytes"] = evict_page_cache([d for d, _ in servers.data_dirs()])
-                timings["restage_s"] += time.monotonic() - t0
-                result.internals["restaged"] = {"knobs": sorted(placed.restaged), **staged}
+                progress(f"importing the restored SSTables with {', '.join(restaged)} rebuilt")
+                staged = import_staged(staged, node.ports.jmx, KEYSPACE, TABLE,
+                                       [d for d, _ in servers.data_dirs()] if cold or spec is not None else None)
+                timings["restage_s"] += staged["seconds"]
+                result.internals["restaged"] = {"knobs": sorted(restaged), **staged}
             if placed.jvm:   # the JVM options the node runs with (its command line), and the collector in use
                 applied["jvm_options"] = _jvm_read_back(node)
             per_node = per_node_yaml(settings)
