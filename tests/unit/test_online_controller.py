@@ -1,6 +1,7 @@
 """The loop of `nosqltune online` (online/controller.py) driven by scripted node answers and a scripted applier,
 with a real fitted model (the recorded wide24 surrogate's throughput model): one recommendation per mix, live
-changes applied and read back, the guard's rollback, restart decisions recorded and not performed, dry runs, a
+changes applied and read back, the guard's rollback, restart decisions recorded and not performed (or rolled out
+through a scripted restarter), dry runs, a
 silent node, the stored study, models refused; and the command line's help and one-line refusals."""
 
 from __future__ import annotations
@@ -130,7 +131,26 @@ class Clock:
         self.t += seconds
 
 
-def run(model_dir, tmp_path, readings, *, applier=None, lines=None, **options):
+class ScriptedRestarter:
+    """A rolling restart as the nodes would answer it: each node comes back in `seconds`, except `fails`."""
+
+    def __init__(self, seconds: float = 20.0, fails: str | None = None) -> None:
+        self.seconds, self.fails, self.calls = seconds, fails, []
+
+    def roll(self, changes, say):
+        from nosqltune.online.controller import NodeRestart
+
+        self.calls.append(list(changes))
+        turns = []
+        for node in NODES:
+            if node == self.fails:
+                turns.append(NodeRestart(node, False, 90.0, "did not serve within 90 s; started again as it was"))
+                break
+            turns.append(NodeRestart(node, True, self.seconds))
+        return tuple(turns)
+
+
+def run(model_dir, tmp_path, readings, *, applier=None, lines=None, restarter=None, **options):
     nodes = tuple(JmxNode(n, 7199, host=f"10.0.0.{i + 1}") for i, n in enumerate(NODES))
     settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
                               window_seconds=WINDOW, duration_seconds=options.pop("duration", None), **options)
@@ -138,7 +158,7 @@ def run(model_dir, tmp_path, readings, *, applier=None, lines=None, **options):
     applier = applier or ScriptedApplier()
     out = lines if lines is not None else []
     summary = run_online(settings, reader=ScriptedReader(readings), applier=applier, clock=clock, sleep=clock.sleep,
-                         say=out.append, progress=out.append)
+                         say=out.append, progress=out.append, restarter=restarter)
     return summary, applier, out
 
 
@@ -262,6 +282,49 @@ def test_a_restart_decision_is_recorded_with_its_numbers_and_not_performed(model
         assert d["note"] == (NOT_PERFORMED if d["verdict"] == "act" else "held: the cost-benefit does not pay")
     assert any(d["verdict"] == "act" for d in decisions)
     assert any(NOT_PERFORMED in line for line in lines)
+
+
+def test_a_restart_that_pays_is_rolled_out_and_its_measured_time_prices_the_next(model_dir, tmp_path):
+    """With nodes the run may restart: the act verdict rolls the restart changes out node by node, the running
+    configuration takes them, and the next decision's cost uses the restarts measured (20 s a node), not the
+    stated default."""
+    restarter = ScriptedRestarter(seconds=20.0)
+    summary, _, lines = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, replication_factor=2,
+                            restart_seconds=(5.0,), restarter=restarter)
+    _, rows, records = stored(tmp_path)
+    decisions = [r["restart"] for r in records if r.get("restart")]
+    performed = [d for d in decisions if d.get("performed")]
+    assert performed and summary.restarts == len(restarter.calls) == len(performed)
+    first = performed[0]
+    assert [t["node"] for t in first["roll"]] == list(NODES) and all(t["ok"] for t in first["roll"])
+    assert {c["knob"] for c in first["rolled"]} == {c["knob"] for c in first["changes"] if c["route"] == "restart"}
+    at = next(i for i, r in enumerate(records) if (r.get("restart") or {}).get("performed"))
+    later = rows[at + 1]["config"] if at + 1 < len(rows) else summary.running
+    assert all(later.get(c["knob"]) == c["after"] for c in first["rolled"])   # what runs now
+    assert any(line.startswith("rolling restart with") and "done, 40 s over 2 node(s)" in line for line in lines)
+    assert len(decisions) == 2   # the next decision priced with the measured restarts: 5 s stated, then 20 s twice
+    n = decisions[1]["decision"]
+    assert n["restart_seconds_source"].startswith("measured (3)") and n["restart_seconds_per_node"] == 15.0
+
+
+def test_a_rolling_restart_that_stops_at_a_node_leaves_the_configuration_as_it_was(model_dir, tmp_path):
+    restarter = ScriptedRestarter(fails="n2")
+    summary, _, lines = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, replication_factor=2,
+                            restart_seconds=(5.0,), restarter=restarter)
+    _, rows, records = stored(tmp_path)
+    rolled = [r["restart"] for r in records if (r.get("restart") or {}).get("roll")]
+    assert rolled and all(d["performed"] is False for d in rolled)
+    knobs = {c["knob"] for d in rolled for c in d["rolled"]}
+    assert all(r["config"].get(k) == rows[0]["config"].get(k) for r in rows for k in knobs)   # never changed
+    assert not knobs & set(summary.running)   # still at the model's defaults at the end
+    assert any("stopped at n2 (did not serve within 90 s" in line for line in lines)
+
+
+def test_a_dry_run_restarts_nothing(model_dir, tmp_path):
+    restarter = ScriptedRestarter()
+    summary, _, _ = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, replication_factor=2,
+                        restart_seconds=(5.0,), restarter=restarter, dry_run=True)
+    assert restarter.calls == [] and summary.restarts == 0
 
 
 def test_a_restart_that_does_not_pay_is_held(model_dir, tmp_path):

@@ -20,9 +20,12 @@ applies live changes and reads them back. Its rules, every window:
      applied yet;
    - restart and rewrite changes: `decide_restart` (decide.py) weighs the gain the model predicts (the running
      configuration with the live changes against that plus the restart changes) with the throughput measured in
-     this window. The decision is recorded with all its numbers; a rolling restart is not performed yet ("restart
-     not performed: not yet implemented" when the verdict is act). A rewrite is weighed only when the data size
-     per node is known (not yet measured by the loop): otherwise recorded as not weighed.
+     this window. The decision is recorded with all its numbers. When it acts and the run has a `Restarter` (nodes
+     it may restart), the restart changes are rolled out one node at a time; the running configuration takes them
+     when every node came back, and each node's measured time replaces the default in the next decisions' cost.
+     Without one (a cluster it did not start), it is recorded as not performed. A rewrite is weighed only when the
+     data size per node is known (not yet measured by the loop): otherwise recorded as not weighed; the loop
+     performs no rewrite.
 5. Store the window with everything decided in it (record.py) and print one progress line.
 
 It stops after `duration_seconds` or on KeyboardInterrupt. A live change still waiting for its guard then is
@@ -63,6 +66,26 @@ class LiveApplier(Protocol):
         """Apply live changes on every node and read them back (observe.apply_live's outcome)."""
 
 
+@dataclass(frozen=True)
+class NodeRestart:
+    """One node's turn in a rolling restart: drained, stopped, started with the changes, serving again."""
+
+    node: str
+    ok: bool
+    seconds: float                  # from the drain to serving again (or to the failure)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "ok": self.ok, "seconds": self.seconds, "error": self.error}
+
+
+class Restarter(Protocol):
+    def roll(self, changes: Sequence[Change], say: Say) -> tuple[NodeRestart, ...]:
+        """A rolling restart with `changes`: one node at a time, each waited for until it serves again before
+        the next; it stops at the first node that does not come back, which it starts again on its previous
+        settings. The nodes' turns, in order."""
+
+
 @dataclass
 class _Pending:
     """A live change waiting for its guard: the values before it, the windows it is compared with."""
@@ -88,8 +111,10 @@ class Controller:
     def __init__(self, settings: OnlineSettings, advisor: Advisor, reader: NodeReader, applier: LiveApplier,
                  recorder: StudyRecorder, *, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, say: Say = lambda _: None,
-                 progress: Say = lambda _: None) -> None:
+                 progress: Say = lambda _: None, restarter: Restarter | None = None) -> None:
         self.settings, self.advisor, self.reader, self.applier = settings, advisor, reader, applier
+        self.restarter = restarter           # None: the nodes are not this run's to restart (--hosts)
+        self.restart_seconds: list[float] = list(settings.restart_seconds)   # measured restarts, one node each
         self.recorder, self.clock, self.sleep = recorder, clock, sleep
         self._say_out, self.progress = say, progress
         self.running = advisor.running_config(settings.running)
@@ -290,7 +315,7 @@ class Controller:
                                   replication_factor=s.replication_factor,
                                   dwell_seconds=self.detector.mean_dwell_seconds(window.end),
                                   restart=bool(plan.restart), replicas_needed=s.replicas_needed,
-                                  measured_restart_seconds=s.restart_seconds,
+                                  measured_restart_seconds=self.restart_seconds,
                                   rewrite_bytes_per_node=float(s.data_bytes_per_node) if rewrite else 0.0,
                                   rewrite_bytes_per_second=rate if rewrite else None, settings=self.cost)
         out.update(verdict=decision.verdict, decision=decision.as_dict(),
@@ -299,9 +324,33 @@ class Controller:
                                                "action": decision.action,
                                                "expected_gain_operations": decision.expected_gain_operations,
                                                "cost_operations": decision.cost_operations})
+        rolled = [c for c in weighed if c.route == "restart"]   # a rewrite is not performed by the loop
+        performs = decision.act and rolled and self.restarter is not None and not s.dry_run
         self.say(f"{decision.action} decision: {decision.verdict} ({decision.reason})"
-                 + (f"; {NOT_PERFORMED}" if decision.act else ""))
+                 + (f"; {NOT_PERFORMED}" if decision.act and not performs else ""))
+        if performs:
+            out.update(self._roll(rolled, window))
         return out
+
+    def _roll(self, changes: list[Change], window: Window) -> dict[str, Any]:
+        """Perform a rolling restart with the changes; the running configuration takes them when every node
+        came back, and each node's time feeds the cost of the next decision."""
+        turns = self.restarter.roll(changes, self.say)
+        ok = bool(turns) and all(t.ok for t in turns) and len(turns) == len(self.settings.nodes)
+        self.restart_seconds += [t.seconds for t in turns if t.ok]
+        if ok:
+            for change in changes:
+                self.running[change.knob] = change.after
+        self.summary.restarts += 1
+        self.summary.restart_decisions[-1]["performed"] = ok
+        self.detector.note_change(window.end)
+        note = (f"rolling restart with {', '.join(f'{c.knob} = {c.after}' for c in changes)}: "
+                + (f"done, {sum(t.seconds for t in turns):.0f} s over {len(turns)} node(s)" if ok else
+                   "stopped at " + ", ".join(f"{t.node} ({t.error})" for t in turns if not t.ok)
+                   + "; the running configuration is unchanged"))
+        self.say(note)
+        return {"performed": ok, "note": note, "roll": [t.as_dict() for t in turns],
+                "rolled": [c.as_dict() for c in changes]}
 
     # ------------------------------------------------------------------------------------------ output
     def _line(self, number: int, window: Window, verdict: ShiftVerdict, record: Mapping[str, Any]) -> str:

@@ -68,12 +68,13 @@ def prepare(settings: OnlineSettings) -> Advisor:
 
 
 def run_online(settings: OnlineSettings, *, say: Say = lambda _: None, progress: Say = lambda _: None,
-               reader=None, applier=None, advisor: Advisor | None = None, run_phase=None,
+               reader=None, applier=None, advisor: Advisor | None = None, run_phase=None, restarter=None,
                clock: Callable[[], float] = time.monotonic,
                sleep: Callable[[float], None] = time.sleep) -> OnlineSummary:
     """Check everything, open the run's study and run the loop until `duration_seconds` (the trace's length when a
     trace is driven) or Ctrl-C. `reader` and `applier` default to JMX on `settings.nodes`; `advisor` to the model in
-    `settings.model`; `run_phase` (a trace's phases) to the YCSB client against `settings.trace_target`."""
+    `settings.model`; `run_phase` (a trace's phases) to the YCSB client against `settings.trace_target`; `restarter`
+    (controller.Restarter: nodes the run may restart) to none, so restart decisions are recorded, not performed."""
     advisor = advisor or prepare(settings)
     recorder = StudyRecorder.open(settings.study, {**settings.record(), "model_meta": advisor.describe(),
                                                    "started_at": time.time()},
@@ -85,7 +86,7 @@ def run_online(settings: OnlineSettings, *, say: Say = lambda _: None, progress:
     try:
         controller = Controller(settings, advisor, reader or JmxReader(settings.nodes),
                                 applier or JmxApplier(settings.nodes), recorder, clock=clock, sleep=sleep, say=say,
-                                progress=progress)
+                                progress=progress, restarter=restarter)
         if driver is not None:
             driver.start()
         interrupted = True

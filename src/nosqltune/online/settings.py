@@ -118,6 +118,7 @@ class OnlineSummary:
     live_applied: int = 0
     live_kept: int = 0
     rollbacks: int = 0
+    restarts: int = 0                                       # rolling restarts performed (or begun)
     restart_decisions: list[dict[str, Any]] = field(default_factory=list)
     stopped: str = ""
     dry_run: bool = False
@@ -129,7 +130,7 @@ class OnlineSummary:
     def as_dict(self) -> dict[str, Any]:
         return {"study": self.study, "windows": self.windows, "shifts": self.shifts,
                 "recommendations": self.recommendations, "live_applied": self.live_applied,
-                "live_kept": self.live_kept, "rollbacks": self.rollbacks,
+                "live_kept": self.live_kept, "rollbacks": self.rollbacks, "restarts": self.restarts,
                 "restart_decisions": list(self.restart_decisions), "stopped": self.stopped, "dry_run": self.dry_run,
                 "running": dict(self.running), "final_rollback": self.final_rollback,
                 **({"trace": list(self.trace), "trace_error": self.trace_error} if self.trace or self.trace_error
