@@ -141,24 +141,22 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
     for one_line in ("description", "live", "default_rule", "condition"):
         if "\n" in (spec.get(one_line) or ""):
             raise fail(f"field {one_line} must be one line")
-    if spec.get("condition"):
+    def own_condition(where: str, condition: str) -> None:   # readable, and not about the knob itself
         try:
-            refs = _condition_refs(spec["condition"])
+            refs = _condition_refs(condition)
         except KnobError as exc:
-            raise fail(f"field condition: {exc}") from None
+            raise fail(f"field {where}: {exc}") from None
         if name in refs:
-            raise fail("field condition refers to the knob itself")
+            raise fail(f"field {where} refers to the knob itself")
+
+    if spec.get("condition"):
+        own_condition("condition", spec["condition"])
     restaged = spec.get("restaged")
     if restaged is not None:
         if not spec.get("reload") or not isinstance(restaged, Mapping) or set(restaged) != {"when", "component"} \
                 or not all(isinstance(v, str) and v.strip() and "\n" not in v for v in restaged.values()):
             raise fail("field restaged is {when: CONDITION, component: FILE SUFFIX}, for a knob with reload true")
-        try:
-            refs = _condition_refs(restaged["when"])
-        except KnobError as exc:
-            raise fail(f"field restaged: {exc}") from None
-        if name in refs:
-            raise fail("field restaged refers to the knob itself")
+        own_condition("restaged", restaged["when"])
         restaged = {"when": restaged["when"].strip(), "component": restaged["component"].strip()}
     sources = spec.get("sources", [])
     if not isinstance(sources, list) or not all(isinstance(s, str) and s for s in sources):
