@@ -138,6 +138,7 @@ def test_out_of_range_value_is_rejected_before_anything_runs(nosqltune_home, tmp
     assert not study.exists()
 
 
+@pytest.mark.slow   # 35 s: make test-all (make test keeps the fault campaign's tuner-kill@boot case, on Redis)
 def test_interrupt_leaves_no_jvm_and_marks_the_trial(nosqltune_home, tmp_path):
     study = tmp_path / "interrupted.db"
     env = {**os.environ, "NOSQLTUNE_HOME": str(nosqltune_home),

@@ -320,13 +320,6 @@ def test_a_rolling_restart_that_stops_at_a_node_leaves_the_configuration_as_it_w
     assert any("stopped at n2 (did not serve within 90 s" in line for line in lines)
 
 
-def test_a_dry_run_restarts_nothing(model_dir, tmp_path):
-    restarter = ScriptedRestarter()
-    summary, _, _ = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, replication_factor=2,
-                        restart_seconds=(5.0,), restarter=restarter, dry_run=True)
-    assert restarter.calls == [] and summary.restarts == 0
-
-
 def test_a_restart_that_does_not_pay_is_held(model_dir, tmp_path):
     # one node, RF 1: the data is unavailable for the default 120 s restart
     nodes = (JmxNode("n1", 7199),)
@@ -341,8 +334,12 @@ def test_a_restart_that_does_not_pay_is_held(model_dir, tmp_path):
 
 
 def test_a_dry_run_applies_nothing_and_records_what_it_would_do(model_dir, tmp_path):
-    summary, applier, lines = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, dry_run=True)
+    restarter = ScriptedRestarter()   # restarts that would pay (as in the test above), and nodes it may restart
+    summary, applier, lines = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, dry_run=True,
+                                  replication_factor=2, restart_seconds=(5.0,), restarter=restarter)
     assert applier.calls == [] and summary.live_applied == 0 and summary.recommendations == 2
+    assert restarter.calls == [] and summary.restarts == 0
+    assert any(d["verdict"] == "act" for d in summary.restart_decisions)
     _, rows, records = stored(tmp_path)
     assert all(r["config"] == rows[0]["config"] for r in rows)
     assert records[0]["live"]["note"] == "dry run: nothing applied" and records[0]["plan"]["changes"]
