@@ -107,7 +107,7 @@ class BuildPacer:
         self.space = space
         self.share = share
         self.start = start
-        self.shapes: dict[tuple, dict[str, Any]] = {}   # dataset shape -> the first configuration that had it
+        self.shapes: dict[tuple, None] = {}   # the dataset shapes restored so far, in the order first seen
         self.build_s: list[float] = []    # seconds of each build
         self.other_s = 0.0                # the trials' seconds besides their builds
         self.trials = 0
@@ -116,7 +116,7 @@ class BuildPacer:
         """A configuration ran (its trials' stored timings). Its dataset counts as built once a trial restored it
         (a trial refused before, or whose build failed, left none to run on)."""
         if any("restore_s" in t for t in timings):
-            self.shapes.setdefault(self.space.dataset_shape(config), self.space.canonical(config))
+            self.shapes.setdefault(self.space.dataset_shape(config))
         for t in timings:
             if t.get("total_s") is None:
                 continue
