@@ -15,9 +15,9 @@ algorithms", NIPS 2012: EI per second). Where their model of the time is a secon
 a cold trial's time here is set by one thing: a configuration whose dataset-shaping knobs (`reload: true`:
 compression, chunk length, SSTable format, compaction, bloom filter chance where it is not `restaged`) match a
 dataset the study already built costs a trial (the mean of the trials that built nothing); one that needs a new
-dataset costs a trial and a build (the mean of the builds so far). Until a build and a plain trial have both been seen, plain EI decides. A
-configuration that needs a build is still chosen when its EI is worth the build: the search gives up no region,
-it only stops paying a build for a small expected gain.
+dataset costs a trial and a build (the mean of the builds so far). Until a build and a plain trial have both been
+seen, plain EI decides. A configuration that needs a build is still chosen when its EI is worth the build: the
+search gives up no region, it only stops paying a build for a small expected gain.
 
 Asked again before earlier suggestions are told (a parallel study), the GP is fitted with each pending
 configuration given the best cost seen so far as a stand-in (the "constant liar" CL-min of Ginsbourger, Le Riche
