@@ -34,7 +34,14 @@ def shipped_scenario_sizes(tmp_path_factory):
 @pytest.fixture(scope="session")
 def surrogate_cache(tmp_path_factory) -> Path:
     """One NOSQLTUNE_CACHE for the tests that tune a recorded surrogate: each model is fitted once a session (about
-    15 s for wide24's throughput model), then read from the cache as `tune` reads it on a user's machine."""
+    15 s for wide24's throughput model), then read from the cache as `tune` reads it on a user's machine. Under
+    pytest-xdist the workers of one run share it (their temporary folders have one parent): the first to need a
+    model fits it, and a worker that needs it meanwhile waits for that fit (surrogate.dataset) instead of making
+    its own on the other core."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "surrogate-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("surrogate-cache")
 
 

@@ -252,6 +252,33 @@ def test_rafiki_strategy_suggests_new_valid_configurations(mixed):
 
 
 # ------------------------------------------------------------------------------------------- surrogate target
+def test_a_model_being_fitted_elsewhere_is_waited_for_and_read_not_fitted_again(tmp_path, monkeypatch):
+    """Two processes that need the same model: the second waits on the first's lock and reads its file. The first
+    process here is the test, which holds the lock and then writes a stand-in model; a second fit would fail."""
+    import fcntl
+    import pickle
+    import threading
+
+    from nosqltune.surrogate import pipeline
+    from nosqltune.surrogate.dataset import SurrogateTarget
+
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(tmp_path))
+    monkeypatch.setattr(pipeline, "fit", lambda *a, **k: pytest.fail("fitted a model another process was fitting"))
+    target = SurrogateTarget("wide24", seed=3)
+    cache = tmp_path / "surrogates" / f"{target.data_hash}.throughput.rf.3.pkl"
+    cache.parent.mkdir(parents=True)
+    got = {}
+    with open(cache.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        reader = threading.Thread(target=lambda: got.setdefault("model", target._model("throughput")))
+        reader.start()
+        reader.join(0.5)
+        assert reader.is_alive() and not got             # waiting for the lock, not fitting
+        cache.write_bytes(pickle.dumps(("stand-in model", 0.02)))
+    reader.join(10)
+    assert got["model"] == "stand-in model" and target._noise["throughput"] == 0.02
+
+
 def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch, surrogate_cache):
     """The recorded dataset as a target: a tuning run in seconds, its best compared with the default on the same
     surrogate (paired rounds, statistics stored in the study), the trials exported."""

@@ -7,11 +7,13 @@ Datasets shipped with nosqltune live in `surrogate/datasets/` and are named by t
 `SurrogateTarget` stands in for a datastore in the tuning loop (`nosqltune tune --system surrogate:wide24`):
 a model fitted to the dataset predicts each metric, and the noise measured in the dataset (repeats of the
 default) is added to every answer, so that optimizers can be compared over many seeds in seconds (the cheap
-benchmark seed 001's conclusion asks for). Fitted models are cached per dataset, metric and model kind.
+benchmark seed 001's conclusion asks for). Fitted models are cached per dataset, metric and model kind; a process that finds another fitting the same
+model waits for it and reads its file.
 """
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import hashlib
 import os
@@ -112,18 +114,18 @@ class SurrogateTarget:
             from .pipeline import fit, noise
 
             cache = cache_dir() / "surrogates" / f"{self.data_hash}.{metric}.{self.kind}.{self.seed}.pkl"
-            if cache.exists():
-                with open(cache, "rb") as fh:
-                    self._models[metric], self._noise[metric] = pickle.load(fh)
-            else:
-                model, _ = fit(self.table, self.kind, metric, seed=self.seed)
-                cv = noise(self.table, metric)["cv"] or 0.0
-                cache.parent.mkdir(parents=True, exist_ok=True)
-                scratch = cache.with_suffix(f".{os.getpid()}.tmp")   # two processes fitting at once: each its own
-                with open(scratch, "wb") as fh:
-                    pickle.dump((model, cv), fh)
-                scratch.replace(cache)
-                self._models[metric], self._noise[metric] = model, cv
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            with open(cache.with_suffix(".lock"), "a") as lock:   # a second process waits, then reads the first's fit
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not cache.exists():
+                    model, _ = fit(self.table, self.kind, metric, seed=self.seed)
+                    cv = noise(self.table, metric)["cv"] or 0.0
+                    scratch = cache.with_suffix(f".{os.getpid()}.tmp")
+                    with open(scratch, "wb") as fh:
+                        pickle.dump((model, cv), fh)
+                    scratch.replace(cache)
+            with open(cache, "rb") as fh:
+                self._models[metric], self._noise[metric] = pickle.load(fh)
         return self._models[metric]
 
     def predict(self, metric: str, config: dict[str, Any], workload: dict[str, Any]) -> float:
