@@ -46,6 +46,33 @@ def surrogate_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def wide24_model(surrogate_cache, tmp_path_factory) -> Path:
+    """The recorded wide24 dataset's throughput model (random forest), fitted once a session into the shared
+    surrogate cache, written as `nosqltune model fit` writes a model directory: the model `online` is tested with."""
+    from nosqltune.surrogate.dataset import SurrogateTarget
+    from nosqltune.surrogate.models import save
+    from nosqltune.surrogate.pipeline import best_measured, noise
+
+    old = os.environ.get("NOSQLTUNE_CACHE")
+    os.environ["NOSQLTUNE_CACHE"] = str(surrogate_cache)
+    try:
+        target = SurrogateTarget("wide24", kind="rf", seed=0)
+        model = target._model("throughput")
+    finally:
+        if old is None:
+            os.environ.pop("NOSQLTUNE_CACHE", None)
+        else:
+            os.environ["NOSQLTUNE_CACHE"] = old
+    table = target.table
+    meta = {"kind": "rf", "metric": "throughput", "maximize": True, "spec": table.spec.to_dict(),
+            "trials": len(table.trial_ids), "seed": 0, "noise": noise(table, "throughput"),
+            "best_measured": best_measured(table, "throughput"), "workloads": sorted(set(table.workloads))}
+    out = tmp_path_factory.mktemp("online-model") / "wide24.throughput.rf.model"
+    save(out, model, meta)
+    return out
+
+
+@pytest.fixture(scope="session")
 def postgres_server():
     """One throwaway PostgreSQL server for the session (tests/pgserver.py), stopped and removed at its end."""
     from tests.pgserver import PostgresServer

@@ -1,6 +1,6 @@
 """Online re-tuning's node side on a real Cassandra node (issue 39): the ClientRequest counters a window is made of
 grow with the traffic a short YCSB run sends (reads, updates and range scans) and carry percentiles; a live knob
-set over JMX reads back its new value; a knob without a JMX path is refused; a node that does not answer is left
+set over JMX reads back its new value, and a table option changed with ALTER TABLE from the schema; a knob without a JMX path is refused; a node that does not answer is left
 out of the snapshot in one line. The node is conftest's module fixture `node` (one small node started as a trial's node
 is), started for this module."""
 
@@ -77,6 +77,32 @@ def test_a_live_knob_reads_back_its_new_value(node):
     finally:   # the module's node as it was started (5.0's defaults)
         set_live(node.ports.jmx, "concurrent_reads", 32)
         set_live(node.ports.jmx, "compaction_throughput", 64)
+
+
+@pytest.mark.slow
+def test_table_options_change_live_with_alter_table_and_read_back_from_the_schema(node, traffic):
+    """The memtable and the row caching of YCSB's table, through the applier `online` uses: the schema reports the
+    new values, caching keeps its `keys` entry, and the other way back restores the table as it was."""
+    from nosqltune.online.observe import TableTarget
+    from nosqltune.online.run import JmxApplier
+    from nosqltune.systems.cassandra import cql
+
+    space = load_space("cassandra")
+    applier = JmxApplier([JmxNode("n1", node.ports.jmx)], table=TableTarget(node.address, node.ports.native),
+                         space=space)
+    said = []
+    there = plan_changes(space, {}, {"memtable": "trie", "caching_rows_per_partition": "ALL"}).live
+    outcome = applier.apply(there, said.append)
+    assert outcome.ok and not outcome.not_jmx and said == [], outcome.as_dict()
+    assert {r.knob: r.read_back for r in outcome.results} == {"memtable": "trie", "caching_rows_per_partition": "ALL"}
+    with cql.session(node.address, node.ports.native) as sess:
+        row = sess.execute("SELECT caching, memtable FROM system_schema.tables WHERE keyspace_name = 'ycsb' "
+                           "AND table_name = 'usertable'").one()
+    assert dict(row.caching) == {"keys": "ALL", "rows_per_partition": "ALL"} and row.memtable == "trie"
+    back = plan_changes(space, {"memtable": "trie", "caching_rows_per_partition": "ALL"}, {}).live
+    outcome = applier.apply(back, said.append)
+    assert outcome.ok and {r.knob: r.read_back for r in outcome.results} == {
+        "memtable": "skiplist", "caching_rows_per_partition": "NONE"}, outcome.as_dict()
 
 
 @pytest.mark.slow

@@ -7,7 +7,6 @@ silent node, the stored study, models refused; and the command line's help and o
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -29,30 +28,8 @@ NODES = ("n1", "n2")
 
 # ------------------------------------------------------------------------------------------------ the model
 @pytest.fixture(scope="module")
-def model_dir(surrogate_cache, tmp_path_factory) -> Path:
-    """The recorded wide24 dataset's throughput model (random forest), fitted once a session into the shared
-    surrogate cache, written as `nosqltune model fit` writes a model directory."""
-    from nosqltune.surrogate.dataset import SurrogateTarget
-    from nosqltune.surrogate.models import save
-    from nosqltune.surrogate.pipeline import best_measured, noise
-
-    old = os.environ.get("NOSQLTUNE_CACHE")
-    os.environ["NOSQLTUNE_CACHE"] = str(surrogate_cache)
-    try:
-        target = SurrogateTarget("wide24", kind="rf", seed=0)
-        model = target._model("throughput")
-    finally:
-        if old is None:
-            os.environ.pop("NOSQLTUNE_CACHE", None)
-        else:
-            os.environ["NOSQLTUNE_CACHE"] = old
-    table = target.table
-    meta = {"kind": "rf", "metric": "throughput", "maximize": True, "spec": table.spec.to_dict(),
-            "trials": len(table.trial_ids), "seed": 0, "noise": noise(table, "throughput"),
-            "best_measured": best_measured(table, "throughput"), "workloads": sorted(set(table.workloads))}
-    out = tmp_path_factory.mktemp("online-model") / "wide24.throughput.rf.model"
-    save(out, model, meta)
-    return out
+def model_dir(wide24_model) -> Path:
+    return wide24_model
 
 
 # ------------------------------------------------------------------------------------------------ scripts
@@ -344,6 +321,8 @@ def test_a_dry_run_applies_nothing_and_records_what_it_would_do(model_dir, tmp_p
     assert all(r["config"] == rows[0]["config"] for r in rows)
     assert records[0]["live"]["note"] == "dry run: nothing applied" and records[0]["plan"]["changes"]
     assert any(line.startswith("dry run: would apply") for line in lines)
+    acted = [r["restart"] for r in records if (r.get("restart") or {}).get("verdict") == "act"]
+    assert acted and all(r["note"] == "dry run: restart not performed" and not r["performed"] for r in acted)
 
 
 def test_a_silent_node_is_said_in_one_line_and_the_loop_goes_on(model_dir, tmp_path):
@@ -421,7 +400,8 @@ def test_online_help_explains(capsys):
     out = capsys.readouterr().out
     assert exc.value.code == 0
     for words in ("--hosts", "--model", "--study", "--window", "--horizon", "--duration", "--dry-run", "--json",
-                  "hysteresis", "rolled back", "not performed yet"):
+                  "hysteresis", "rolled back", "--nodes", "ALTER TABLE", "--table", "--cql",
+                  "one node drained and restarted at a time", "decided and recorded"):
         assert words in " ".join(out.split()), words
 
 
@@ -437,7 +417,9 @@ def test_online_help_explains(capsys):
     (["--hosts", "a:7199", "--rf", "0"], "--rf must be at least 1"),
     (["--hosts", "a:7199", "--model", "MISSING"], "no fitted model in"),
     (["--model", "m"], "one of the arguments --hosts"),
-    (["--hosts", "a:7199", "--cql", "a:9042"], "--cql and --records are for the trace's client: give --trace"),
+    (["--hosts", "a:7199", "--records", "10"], "--records is for the trace's client: give --trace too"),
+    (["--hosts", "a:7199", "--table", "ycsb.user-table"], "the table must be a plain CQL name"),
+    (["--hosts", "a:7199", "--cql", "a:b"], "is not HOST:PORT"),
     (["--hosts", "a:7199", "--trace", "no-such-trace"], "neither a trace that ships"),
     (["--hosts", "a:7199", "--trace", "shifting", "--cql", "a:b"], "is not HOST:PORT"),
     (["--hosts", "a:7199", "--trace", "shifting", "--duration", "60"], "shorter than the trace (540 s)"),
@@ -471,7 +453,7 @@ def test_a_trace_is_driven_while_watched_and_its_phases_are_stored_with_the_run(
 
     nodes = tuple(JmxNode(n, 7199, host=f"10.0.0.{i + 1}") for i, n in enumerate(NODES))
     settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
-                              window_seconds=WINDOW, trace=trace, trace_target=("10.0.0.1", 9042),
+                              window_seconds=WINDOW, trace=trace, cql=("10.0.0.1", 9042),
                               trace_records=5000)
     assert settings.watch_seconds == 360
     clock = Clock()
@@ -496,7 +478,7 @@ def test_a_trace_whose_client_fails_is_said_and_the_loop_goes_on(model_dir, tmp_
     nodes = (JmxNode("n1", 7199, host="10.0.0.1"), JmxNode("n2", 7199, host="10.0.0.2"))
     trace = parse_trace({"phases": [{"workload": "ycsb-a", "seconds": 120}]})
     settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
-                              window_seconds=WINDOW, trace=trace, trace_target=("10.0.0.1", 9042))
+                              window_seconds=WINDOW, trace=trace, cql=("10.0.0.1", 9042))
     clock, lines = Clock(), []
     summary = run_online(settings, reader=ScriptedReader([{"read": 0.5}] * 3), applier=ScriptedApplier(),
                          clock=clock, sleep=clock.sleep, run_phase=run_phase, say=lines.append)
@@ -518,7 +500,7 @@ def test_the_report_shows_an_online_runs_timeline_and_decisions_and_renders_in_c
                                                    {"name": "mixed", "workload": "ycsb-a", "seconds": 360}]})
     nodes = tuple(JmxNode(n, 7199, host=f"10.0.0.{i + 1}") for i, n in enumerate(NODES))
     settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
-                              window_seconds=WINDOW, trace=trace, trace_target=("10.0.0.1", 9042))
+                              window_seconds=WINDOW, trace=trace, cql=("10.0.0.1", 9042))
     clock = Clock()
     run_online(settings, reader=ScriptedReader(SHIFT), applier=ScriptedApplier(), clock=clock, sleep=clock.sleep,
                run_phase=lambda phase, workload, folder: {"throughput_ops_s": 900.0, "errors": 0})
@@ -551,7 +533,8 @@ def test_the_command_runs_the_loop_and_prints_a_line_per_window(model_dir, tmp_p
     import nosqltune.online.run as online_run
 
     monkeypatch.setattr(online_run, "JmxReader", lambda nodes: ScriptedReader([{"read": 0.9}] * 3))
-    monkeypatch.setattr(online_run, "JmxApplier", lambda nodes: ScriptedApplier())
+    given = {}
+    monkeypatch.setattr(online_run, "JmxApplier", lambda nodes, **kw: given.update(kw) or ScriptedApplier())
     import io
     import contextlib
 
@@ -562,5 +545,8 @@ def test_the_command_runs_the_loop_and_prints_a_line_per_window(model_dir, tmp_p
     assert code == 0, err
     summary = json.loads(out.getvalue())
     assert summary["windows"] == 3 and summary["recommendations"] == 1 and summary["stopped"] == "duration"
+    # table options go through the first host's CQL port to YCSB's table unless --cql and --table say otherwise
+    assert (given["table"].host, given["table"].port, given["table"].keyspace, given["table"].table) == \
+        ("127.0.0.1", 9042, "ycsb", "usertable")
     progress = [json.loads(line)["progress"] for line in err.splitlines()]
     assert sum(p.startswith("window ") for p in progress) == 3

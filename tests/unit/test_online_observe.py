@@ -210,3 +210,96 @@ def test_set_live_and_client_requests_speak_the_java_commands_flags(monkeypatch)
     assert internals.client_requests(7299, host="10.0.0.2") == {"uptime_ms": 5, "scopes": {}}
     assert seen == [(7199, ["set", "--name", "compaction_throughput", "--value", "16", "--timeout-seconds", "20"]),
                     (7299, ["requests", "--host", "10.0.0.2"])]
+
+
+# ------------------------------------------------------------------------------------------ ALTER TABLE, live
+class FakeSchema:
+    """One table as system_schema.tables shows it. An ALTER TABLE it is sent replaces the option whole, as
+    Cassandra does (the statement's CQL literal is also a Python literal in the forms we send); `refuse` maps an
+    option to the error Cassandra would raise, and an option in `ignore` keeps its value."""
+
+    def __init__(self, refuse=None, ignore=()):
+        self.options = {"caching": {"keys": "NONE", "rows_per_partition": "NONE"}, "memtable": "default",
+                        "compaction": {"class": "SizeTieredCompactionStrategy"}}
+        self.refuse, self.ignore, self.statements = refuse or {}, set(ignore), []
+
+    def execute(self, query, params=None):
+        import ast
+        from types import SimpleNamespace
+
+        if query.startswith("SELECT"):
+            assert params == ("ycsb", "usertable")
+            row = SimpleNamespace(_asdict=lambda: dict(self.options))
+            return SimpleNamespace(one=lambda: row)
+        self.statements.append(query)
+        head, _, body = query.partition(" WITH ")
+        option, _, value = body.partition(" = ")
+        assert head == "ALTER TABLE ycsb.usertable" and " AND " not in body
+        if option in self.refuse:
+            raise RuntimeError(self.refuse[option])
+        if option not in self.ignore:
+            self.options[option] = ast.literal_eval(value)
+
+    def connect(self):
+        from contextlib import nullcontext
+
+        return nullcontext(self)
+
+
+def _table_plan(**recommended):
+    return plan_changes(load_space("cassandra"), {}, recommended).live
+
+
+def test_table_options_change_with_alter_table_and_read_back_from_the_schema():
+    from nosqltune.online.observe import TableTarget, alter_table
+
+    schema, said = FakeSchema(), []
+    changes = _table_plan(memtable="trie", caching_rows_per_partition="ALL")
+    results = alter_table(changes, load_space("cassandra"), TableTarget("127.0.0.1"), say=said.append,
+                          connect=schema.connect)
+    assert sorted(schema.statements) == [
+        "ALTER TABLE ycsb.usertable WITH caching = {'keys': 'NONE', 'rows_per_partition': 'ALL'}",  # keys kept
+        "ALTER TABLE ycsb.usertable WITH memtable = 'trie'"]
+    assert {(r.knob, r.node, r.asked, r.read_back, r.differs) for r in results} == {
+        ("memtable", "schema", "trie", "trie", False), ("caching_rows_per_partition", "schema", "ALL", "ALL", False)}
+    assert said == [] and schema.options["compaction"] == {"class": "SizeTieredCompactionStrategy"}
+
+
+def test_a_refused_option_a_value_not_taken_and_a_silent_cluster_are_each_said_in_one_line():
+    from nosqltune.online.observe import TableTarget, alter_table
+
+    space, target = load_space("cassandra"), TableTarget("127.0.0.1")
+    changes = _table_plan(memtable="trie", caching_rows_per_partition="ALL")
+    schema, said = FakeSchema(refuse={"memtable": "Memtable configuration \"trie\" not found.\nat ..."},
+                              ignore={"caching"}), []
+    results = {r.knob: r for r in alter_table(changes, space, target, say=said.append, connect=schema.connect)}
+    assert not results["memtable"].applied and "not found" in results["memtable"].error
+    assert results["caching_rows_per_partition"].differs and results["caching_rows_per_partition"].read_back == "NONE"
+    assert len(said) == 2 and all("\n" not in line for line in said)
+    assert any("caching_rows_per_partition asked ALL, read back NONE" in line for line in said)
+
+    def no_cluster():
+        raise ConnectionError("Unable to connect to any servers")
+
+    said.clear()
+    results = alter_table(changes, space, target, say=said.append, connect=no_cluster)
+    assert len(results) == 2 and all("Unable to connect" in r.error for r in results)
+    assert len(said) == 1 and "memtable = trie" in said[0] and "caching_rows_per_partition = ALL" in said[0]
+
+
+def test_the_jmx_applier_sends_table_options_to_alter_table_when_the_run_has_a_cql_address(monkeypatch):
+    from nosqltune.online.observe import TableTarget
+    from nosqltune.online.run import JmxApplier
+    from nosqltune.systems.cassandra import cql
+
+    schema = FakeSchema()
+    monkeypatch.setattr(cql, "session", lambda host, port, timeout: schema.connect())
+    changes = _table_plan(memtable="trie")
+    without = JmxApplier([JmxNode("n1", 7199)]).apply(changes, lambda _: None)
+    assert [c.knob for c in without.not_jmx] == ["memtable"] and schema.statements == []
+    space = load_space("cassandra")
+    outcome = JmxApplier([JmxNode("n1", 7199)], table=TableTarget("127.0.0.1"), space=space).apply(changes,
+                                                                                                   lambda _: None)
+    assert outcome.ok and outcome.not_jmx == () and [r.read_back for r in outcome.results] == ["trie"]
+    with pytest.raises(UsageError, match="plain CQL name"):
+        TableTarget("127.0.0.1", keyspace="ycsb; DROP TABLE x")

@@ -56,7 +56,28 @@ def cmd_online(args: argparse.Namespace) -> int:
     from ..online.run import run_online
     from ..online.settings import OnlineSettings
 
-    nodes = parse_hosts(args.hosts)
+    local = None
+    if args.nodes is not None:
+        import os
+
+        from ..online.local import LocalSetup
+        from ..runtime.paths import check_writable, work_dir
+        from ..systems.cassandra.cluster import check_fits
+        from .harness import heap_mb
+
+        if args.cql is not None:
+            raise UsageError("--cql is for a cluster given by --hosts: with --nodes the run uses its own cluster's")
+        if args.trace is None:
+            raise UsageError("a local cluster has no traffic but a trace's: give --trace with --nodes")
+        local = LocalSetup(nodes=args.nodes, home=work_dir() / "online" / f"cluster-{os.getpid()}",
+                           heap_mb=heap_mb(args.heap))
+        check_fits(local.nodes, local.heap_mb)   # one line before the model is even read
+        check_writable("work", "cache")
+        nodes = ()
+    else:
+        if args.heap is not None:
+            raise UsageError("--heap is for a local cluster the run starts: give --nodes N")
+        nodes = parse_hosts(args.hosts)
     _seconds("--window", args.window)
     _seconds("--horizon", args.horizon)
     _seconds("--duration", args.duration, optional=True)
@@ -67,12 +88,16 @@ def cmd_online(args: argparse.Namespace) -> int:
         from ..workloads.trace import load_trace
 
         trace = load_trace(args.trace)
-    elif args.cql is not None or args.records is not None:
-        raise UsageError("--cql and --records are for the trace's client: give --trace too")
+    elif args.records is not None:
+        raise UsageError("--records is for the trace's client: give --trace too")
+    keyspace, dot, table = args.table.partition(".")
+    if not dot:
+        raise UsageError(f"--table: {args.table!r} is not KEYSPACE.TABLE (e.g. ycsb.usertable)")
     settings = OnlineSettings(nodes=nodes, model=args.model, study=args.study, window_seconds=args.window,
                               horizon_seconds=args.horizon, duration_seconds=args.duration, dry_run=args.dry_run,
                               replication_factor=args.rf, knobs=args.knobs, trace=trace,
-                              trace_target=parse_cql(args.cql, nodes) if trace else None,
+                              cql=None if local else parse_cql(args.cql, nodes), keyspace=keyspace, table=table,
+                              local=local,
                               trace_records=100_000 if args.records is None else args.records)
     say = _progress(args)
     summary = run_online(settings, say=say, progress=say).as_dict()
@@ -86,7 +111,7 @@ def cmd_online(args: argparse.Namespace) -> int:
     for d in summary["restart_decisions"]:
         print(f"  window {d['window']}: {d['action']} {d['verdict']} (expected gain "
               f"{d['expected_gain_operations']:.0f} ops, cost {d['cost_operations']:.0f} ops)"
-              + ("; not performed: not yet implemented" if d["verdict"] == "act" else ""))
+              + ((", performed" if d.get("performed") else ", not performed") if d["verdict"] == "act" else ""))
     for row in summary.get("trace") or []:
         print(f"  trace phase {row['phase']} ({row['workload']}): {row['throughput_ops_s'] or 0:,.0f} ops/s"
               + (f", read p99 {row['read_p99_ms']:.1f} ms" if row.get("read_p99_ms") is not None else "")
@@ -105,16 +130,24 @@ def add_parsers(sub) -> None:
                     "counters (reads, writes, scans, p99, failures), detect a shift of the read/write/scan mix with "
                     "hysteresis (3 agreeing windows beyond max(0.10, 3 sampling sigmas), 180 s after a change), ask "
                     "the fitted model for the best configuration of the new mix, apply at once what Cassandra "
-                    "changes live (read back, kept only if the next window's throughput and p99 are not worse, "
-                    "rolled back otherwise), and weigh a rolling restart or a rewrite for the other knobs against "
-                    "the gain the model predicts over --horizon (SOPHIA's cost-benefit). Restarts and rewrites are "
-                    "decided and recorded, not performed yet. Every window and decision is stored in a new study "
+                    "changes live (JMX operations on each node, ALTER TABLE for table options; read back, kept only "
+                    "if the next window's throughput and p99 are not worse, rolled back otherwise), and weigh a "
+                    "rolling restart or a rewrite for the other knobs against the gain the model predicts over "
+                    "--horizon (SOPHIA's cost-benefit). A restart is performed on a cluster the run started "
+                    "(--nodes); on one given by --hosts it is decided and recorded, and rewrites are not performed. "
+                    "Every window and decision is stored in a new study "
                     "of --study. It only observes the traffic there: it never benchmarks the cluster. Ctrl-C stops "
                     "it, leaving the last kept configuration. Example: nosqltune online --hosts 127.0.0.1:7199 "
                     "--model runs/study.throughput.rf.model --study runs/online.db --dry-run")
-    where = p.add_mutually_exclusive_group(required=True)   # a later --nodes N starts a local cluster instead
+    where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--hosts", metavar="HOST:JMXPORT[,...]",
                        help="the running cluster's nodes, by host and JMX port (e.g. 127.0.0.1:7199,127.0.0.2:7199)")
+    where.add_argument("--nodes", type=int, metavar="N",
+                       help="start a local cluster of N nodes (loopback addresses 127.0.0.1..N), create YCSB's table "
+                            "at --rf, load --records records, drive --trace against it and re-tune it: a restart that "
+                            "pays is rolled out, one node drained and restarted at a time; the nodes are stopped and "
+                            "their folder removed at the end")
+    p.add_argument("--heap", default=None, metavar="SIZE", help="with --nodes: each node's heap (default 1G)")
     p.add_argument("--model", required=True, metavar="DIR",
                    help="a throughput model written by `nosqltune model fit` from a collection on this cluster's "
                         "setup (workload features: domain TD1 or TD3); a model of another datastore or knob set is "
@@ -139,9 +172,14 @@ def add_parsers(sub) -> None:
                         "write-heavy and scan-heavy phases of 3 minutes; or a YAML file of phases, each a workload, "
                         "seconds, and a rate or threads); the run then lasts the trace unless --duration says more")
     p.add_argument("--cql", metavar="HOST:PORT",
-                   help="with --trace: where its client connects (default: the first --hosts host, port 9042)")
+                   help="a node's CQL address: live table options (row caching, the memtable) change through it with "
+                        "ALTER TABLE, once for the cluster, and a --trace's client connects to it (default: the "
+                        "first --hosts host, port 9042)")
+    p.add_argument("--table", default="ycsb.usertable", metavar="KEYSPACE.TABLE",
+                   help="the table whose options are tuned (default ycsb.usertable, the YCSB table the model was "
+                        "fitted on)")
     p.add_argument("--records", type=int, default=None, metavar="N",
-                   help="with --trace: the records the cluster's table holds, the keys its client picks "
-                        "(default 100000)")
+                   help="with --trace: the records the cluster's table holds, the keys its client picks; with "
+                        "--nodes, the records loaded (default 100000)")
     p.add_argument("--json", action="store_true", help="progress as JSON lines on stderr, the summary as JSON")
     p.set_defaults(func=cmd_online)

@@ -16,8 +16,9 @@ applies live changes and reads them back. Its rules, every window:
 4. On asking: map the mix to the model's features (advisor.py), take its recommendation for them, and plan the
    changes against the running configuration (plan.py). Then
    - live changes: applied at once (not with dry_run), read back, and left to the guard of the next window(s);
-     the running configuration takes the values read back. Table options (ALTER TABLE) are recorded as not
-     applied yet;
+     the running configuration takes the values read back. Table options change with ALTER TABLE once for the
+     cluster and are read back from its schema (the JMX applier with the run's CQL address); without one they
+     are recorded as not applied;
    - restart and rewrite changes: `decide_restart` (decide.py) weighs the gain the model predicts (the running
      configuration with the live changes against that plus the restart changes) with the throughput measured in
      this window. The decision is recorded with all its numbers. When it acts and the run has a `Restarter` (nodes
@@ -51,7 +52,7 @@ from .window import KINDS, Snapshot, Window, window_between
 
 MIB = 1024 * 1024
 DEFAULT_REWRITE_MIB_S = 64.0   # Cassandra's compaction_throughput default, the rate `upgradesstables` is held to
-NOT_PERFORMED = "restart not performed: not yet implemented"
+NOT_PERFORMED = "restart not performed: the run restarts only the nodes of a cluster it started (--nodes)"
 
 Say = Callable[[str], None]
 
@@ -255,8 +256,8 @@ class Controller:
         out.update(applied=bool(done), outcome=outcome.as_dict())
         if outcome.not_jmx:
             out["not_applied"] = [c.as_dict() for c in outcome.not_jmx]
-            out["note"] = (f"{', '.join(c.knob for c in outcome.not_jmx)} not applied: no JMX path (a table "
-                           "option changes with ALTER TABLE, not yet implemented)")
+            out["note"] = (f"{', '.join(c.knob for c in outcome.not_jmx)} not applied: a table or keyspace "
+                           "option, and this run has no CQL address to change it through")
             self.say(out["note"])
         if done:
             self.summary.live_applied += len(done)
@@ -319,7 +320,8 @@ class Controller:
                                   rewrite_bytes_per_node=float(s.data_bytes_per_node) if rewrite else 0.0,
                                   rewrite_bytes_per_second=rate if rewrite else None, settings=self.cost)
         out.update(verdict=decision.verdict, decision=decision.as_dict(),
-                   note=NOT_PERFORMED if decision.act else "held: the cost-benefit does not pay")
+                   note=("dry run: restart not performed" if s.dry_run else NOT_PERFORMED) if decision.act
+                   else "held: the cost-benefit does not pay")
         self.summary.restart_decisions.append({"window": self._number, "verdict": decision.verdict,
                                                "action": decision.action,
                                                "expected_gain_operations": decision.expected_gain_operations,
@@ -327,7 +329,7 @@ class Controller:
         rolled = [c for c in weighed if c.route == "restart"]   # a rewrite is not performed by the loop
         performs = decision.act and rolled and self.restarter is not None and not s.dry_run
         self.say(f"{decision.action} decision: {decision.verdict} ({decision.reason})"
-                 + (f"; {NOT_PERFORMED}" if decision.act and not performs else ""))
+                 + (f"; {out['note']}" if decision.act and not performs else ""))
         if performs:
             out.update(self._roll(rolled, window))
         return out

@@ -1,7 +1,8 @@
 """The node side of online re-tuning: reading the request counters a window needs, and applying live changes.
 
-This is the one module of the package that talks to nodes, over JMX through loadgen's NodeInternals
-(`systems.cassandra.internals.client_requests` and `set_live`). The rest of the package stays free of I/O.
+This is the one module of the package that talks to nodes: over JMX through loadgen's NodeInternals
+(`systems.cassandra.internals.client_requests` and `set_live`), and over CQL for the table options that change
+live (`alter_table`). The rest of the package stays free of I/O.
 
 - `node_counters` turns one node's `requests` answer into the `NodeCounters` of window.py: the scopes Read,
   Write and RangeSlice become reads, writes and scans; failures are the Failures plus the Unavailables (the client
@@ -14,6 +15,8 @@ This is the one module of the package that talks to nodes, over JMX through load
 - `apply_live` applies each live change of a plan on every node and returns what each node read back. A value
   read back that differs from the one asked, or a node that refused or did not answer, is in the outcome and
   said, never hidden.
+- `alter_table` applies the live table options (the caching of rows, the memtable) with ALTER TABLE, once for the
+  cluster, and reads the table's schema back: a map option such as caching keeps the keys no knob sets.
 """
 
 from __future__ import annotations
@@ -150,13 +153,14 @@ def read_snapshot(nodes: Sequence[JmxNode], timeout: float = 15.0, say: Callable
 
 @dataclass(frozen=True)
 class ReadBack:
-    """One live change on one node: the value asked, the value the node reports after it (None if it reported
-    none), and why it was not applied (`error`, None when it was)."""
+    """One live change on one node (or on the table's schema, node `schema`): the value asked, the value reported
+    after it (None if none was; a number for a node setting, the knob's own choice for a table option), and why it
+    was not applied (`error`, None when it was)."""
 
     knob: str
     node: str
     asked: Any
-    read_back: float | None = None
+    read_back: Any = None
     unit: str | None = None
     error: str | None = None
 
@@ -166,11 +170,13 @@ class ReadBack:
 
     @property
     def differs(self) -> bool:
-        """Applied, but the node reports another value than the one asked (or none)."""
+        """Applied, but another value than the one asked is reported (or none)."""
         if self.error is not None:
             return False
         if self.read_back is None:
             return True
+        if isinstance(self.read_back, str) or isinstance(self.asked, str):
+            return str(self.asked) != str(self.read_back)
         try:
             return not math.isclose(float(self.asked), float(self.read_back), rel_tol=1e-9, abs_tol=1e-9)
         except (TypeError, ValueError):
@@ -250,3 +256,96 @@ def apply_live(changes: Iterable[Change], nodes: Sequence[JmxNode], timeout: flo
                 say(f"node {node.name}: {change.knob} asked {change.after}{unit}, read back {got}")
             results.append(result)
     return LiveOutcome(tuple(results), tuple(not_jmx))
+
+
+@dataclass(frozen=True)
+class TableTarget:
+    """The table whose options change live (ALTER TABLE, once for the cluster) and a node's CQL address to send
+    the statement to."""
+
+    host: str
+    port: int = 9042
+    keyspace: str = "ycsb"
+    table: str = "usertable"
+
+    def __post_init__(self) -> None:
+        check_cql_name("keyspace", self.keyspace)
+        check_cql_name("table", self.table)
+
+
+def check_cql_name(what: str, name: Any) -> None:
+    """A keyspace or table name that needs no quoting in CQL; UsageError (one line) otherwise."""
+    if not (isinstance(name, str) and name.isidentifier() and name.isascii()):
+        raise UsageError(f"the {what} must be a plain CQL name (letters, digits, _), got {name!r}")
+
+
+def _table_row(sess, target: TableTarget) -> dict[str, Any]:
+    row = sess.execute("SELECT * FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+                       (target.keyspace, target.table)).one()
+    if row is None:
+        raise UsageError(f"no table {target.keyspace}.{target.table} on the cluster")
+    return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in row._asdict().items()}
+
+
+def _as_choice(knob, reported: Any) -> Any:
+    """A table option as the schema reports it, in the knob's own terms (its choice rendered so), else as is."""
+    for choice in getattr(knob, "choices", None) or ():
+        if str(knob.rendered(choice)) == str(reported):
+            return choice
+    return reported
+
+
+def alter_table(changes: Iterable[Change], space, target: TableTarget, timeout: float = 30.0,
+                say: Callable[[str], None] = lambda _: None, connect: Callable[[], Any] | None = None
+                ) -> tuple[ReadBack, ...]:
+    """Apply table options live: per option, read the table's schema, set the knobs' keys in it (a map option
+    keeps the keys no knob sets), ALTER TABLE, and read the schema back; one ReadBack per change, node `schema`.
+    `connect()` returns a context manager yielding a CQL session (default: the python driver to `target`). A
+    refused statement or a cluster that does not answer is an error in the ReadBacks and one line through `say`."""
+    from ..systems.cassandra import cql
+    from ..systems.cassandra.config import alter_table as statement
+
+    connect = connect or (lambda: cql.session(target.host, target.port, timeout=timeout))
+    by_option: dict[str, list[Change]] = {}
+    for change in changes:
+        by_option.setdefault(space[change.knob].key.partition(".")[0], []).append(change)
+    results: list[ReadBack] = []
+
+    def failed(group: list[Change], exc: BaseException) -> None:
+        error = _one_line(exc)
+        results.extend(ReadBack(c.knob, "schema", c.after, error=error) for c in group)
+        say(f"table {target.keyspace}.{target.table}: {', '.join(f'{c.knob} = {c.after}' for c in group)} not "
+            f"applied ({error})")
+
+    try:
+        with connect() as sess:
+            for option, group in by_option.items():
+                try:
+                    value = _table_row(sess, target).get(option)
+                    for change in group:
+                        knob = space[change.knob]
+                        sub = knob.key.partition(".")[2]
+                        if sub:
+                            value = {**(value or {}), sub: str(knob.rendered(change.after))}
+                        else:
+                            value = knob.rendered(change.after)
+                    sess.execute(statement(target.keyspace, target.table, {option: value}))
+                    after = _table_row(sess, target).get(option)
+                except Exception as exc:   # refused by Cassandra: said, the other options go on
+                    failed(group, exc)
+                    continue
+                for change in group:
+                    knob = space[change.knob]
+                    sub = knob.key.partition(".")[2]
+                    reported = (after or {}).get(sub) if sub else after
+                    result = ReadBack(change.knob, "schema", change.after, _as_choice(knob, reported))
+                    if result.differs:
+                        say(f"table {target.keyspace}.{target.table}: {change.knob} asked {change.after}, read back "
+                            f"{'nothing' if reported is None else reported}")
+                    results.append(result)
+    except Exception as exc:   # no session: every change not yet answered fails
+        answered = {r.knob for r in results}
+        left = [c for group in by_option.values() for c in group if c.knob not in answered]
+        if left:
+            failed(left, exc)
+    return tuple(results)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import UsageError
 from .advisor import Advisor
 from .controller import Controller, Say
-from .observe import JmxNode, LiveOutcome, apply_live, read_snapshot
+from .observe import JmxNode, LiveOutcome, TableTarget, alter_table, apply_live, read_snapshot
 from .plan import Change
 from .record import StudyRecorder
 from .settings import OnlineSettings, OnlineSummary
@@ -35,11 +36,14 @@ class JmxReader:
 
 
 class JmxApplier:
-    """Live changes over JMX on every node, read back (observe.apply_live). A node setting whose live path is not
-    a JMX operation is not sent: it comes back among the changes not applied, with the table options."""
+    """Live changes over JMX on every node, read back (observe.apply_live), and the table options with ALTER TABLE
+    through `table`'s CQL address, read back from the schema (observe.alter_table; `space` renders their values).
+    A node setting whose live path is not a JMX operation is not sent: it comes back among the changes not
+    applied, with the table options when there is no `table` and the keyspace options."""
 
-    def __init__(self, nodes: Sequence[JmxNode], timeout: float = 30.0) -> None:
-        self.nodes, self.timeout = tuple(nodes), timeout
+    def __init__(self, nodes: Sequence[JmxNode], timeout: float = 30.0, table: TableTarget | None = None,
+                 space=None) -> None:
+        self.nodes, self.timeout, self.table, self.space = tuple(nodes), timeout, table, space
 
     def apply(self, changes: Sequence[Change], say: Say) -> LiveOutcome:
         from ..systems.cassandra.internals import jmx_knob
@@ -56,12 +60,18 @@ class JmxApplier:
                 say(f"{change.knob} not applied: {exc}")
                 other.append(change)
         outcome = apply_live(over_jmx, self.nodes, timeout=self.timeout, say=say)
-        return LiveOutcome(outcome.results, outcome.not_jmx + tuple(other))
+        left = outcome.not_jmx
+        results = outcome.results
+        tables = [c for c in left if c.applies == "table"]
+        if tables and self.table is not None and self.space is not None:
+            results += alter_table(tables, self.space, self.table, timeout=self.timeout, say=say)
+            left = tuple(c for c in left if c.applies != "table")
+        return LiveOutcome(results, left + tuple(other))
 
 
 def prepare(settings: OnlineSettings) -> Advisor:
     """The model, loaded and checked against the cluster (UsageError: one line, nothing started)."""
-    advisor = Advisor.load(settings.model, system=settings.system, knobs=settings.knobs, nodes=len(settings.nodes),
+    advisor = Advisor.load(settings.model, system=settings.system, knobs=settings.knobs, nodes=settings.node_count,
                            replication_factor=settings.replication_factor, search=settings.search, seed=settings.seed)
     advisor.running_config(settings.running)
     return advisor
@@ -73,20 +83,39 @@ def run_online(settings: OnlineSettings, *, say: Say = lambda _: None, progress:
                sleep: Callable[[float], None] = time.sleep) -> OnlineSummary:
     """Check everything, open the run's study and run the loop until `duration_seconds` (the trace's length when a
     trace is driven) or Ctrl-C. `reader` and `applier` default to JMX on `settings.nodes`; `advisor` to the model in
-    `settings.model`; `run_phase` (a trace's phases) to the YCSB client against `settings.trace_target`; `restarter`
-    (controller.Restarter: nodes the run may restart) to none, so restart decisions are recorded, not performed."""
+    `settings.model`; `run_phase` (a trace's phases) to the YCSB client against `settings.cql`; `restarter`
+    (controller.Restarter: nodes the run may restart) to none, so restart decisions are recorded, not performed.
+    With `settings.local`, the run first starts and loads that cluster (local.py), watches its nodes, restarts
+    them when a restart pays, and stops them at the end."""
     advisor = advisor or prepare(settings)
-    recorder = StudyRecorder.open(settings.study, {**settings.record(), "model_meta": advisor.describe(),
+    if settings.local is None:
+        return _watch(settings, advisor, settings.record(), say=say, progress=progress, reader=reader,
+                      applier=applier, run_phase=run_phase, restarter=restarter, clock=clock, sleep=sleep)
+    from .local import local_cluster
+
+    with local_cluster(settings.local, settings.trace, settings.trace_records, settings.replication_factor,
+                       advisor.space.knob_space, say=say) as started:
+        watched = replace(settings, nodes=started.nodes, cql=started.cql, local=None)
+        record = {**watched.record(), "local": {**settings.local.record(), "boot_seconds": started.boot_seconds,
+                                                "load_seconds": started.load_seconds}}
+        return _watch(watched, advisor, record, say=say, progress=progress, reader=reader, applier=applier,
+                      run_phase=run_phase, restarter=restarter or started.restarter, clock=clock, sleep=sleep)
+
+
+def _watch(settings: OnlineSettings, advisor: Advisor, record: dict[str, Any], *, say: Say, progress: Say, reader,
+           applier, run_phase, restarter, clock: Callable[[], float], sleep: Callable[[float], None]) -> OnlineSummary:
+    recorder = StudyRecorder.open(settings.study, {**record, "model_meta": advisor.describe(),
                                                    "started_at": time.time()},
                                   name=settings.study_name, system=settings.system)
     say(f"online study '{recorder.name}' in {settings.study}: {len(settings.nodes)} node(s), "
         f"{settings.window_seconds:g} s windows, horizon {settings.horizon_seconds:g} s"
-        + (", dry run" if settings.dry_run else ""))
+        + (", dry run" if settings.dry_run else "") + (", restarts performed" if restarter is not None else ""))
     driver = TraceDriver(settings, progress, run_phase) if settings.trace is not None else None
     try:
-        controller = Controller(settings, advisor, reader or JmxReader(settings.nodes),
-                                applier or JmxApplier(settings.nodes), recorder, clock=clock, sleep=sleep, say=say,
-                                progress=progress, restarter=restarter)
+        applier = applier or JmxApplier(settings.nodes, table=settings.table_target(),
+                                        space=advisor.space.knob_space)
+        controller = Controller(settings, advisor, reader or JmxReader(settings.nodes), applier, recorder,
+                                clock=clock, sleep=sleep, say=say, progress=progress, restarter=restarter)
         if driver is not None:
             driver.start()
         interrupted = True
@@ -117,7 +146,7 @@ class TraceDriver:
 
         self.settings = settings
         self.progress = progress
-        host, port = settings.trace_target
+        host, port = settings.cql
         self.run_phase = run_phase or ycsb_phase_runner(host, port)
         self.rows: list[dict[str, Any]] = []
         self.error: str | None = None

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from ..errors import UsageError
 from .guard import GuardSettings
-from .observe import JmxNode
+from .observe import JmxNode, check_cql_name
 from .shift import ShiftSettings
 
 
@@ -38,12 +38,26 @@ class OnlineSettings:
     guard: GuardSettings = GuardSettings()
     guard_windows: int = 3                    # full windows of the mix before a change that the guard compares
     guard_max_waits: int = 3                  # partial windows a pending change may wait before it is rolled back
-    trace: Any = None                         # a workloads.trace.Trace driven against trace_target while watched
-    trace_target: tuple[str, int] | None = None   # the CQL host and port the trace's client sends to
+    trace: Any = None                         # a workloads.trace.Trace driven against `cql` while watched
+    cql: tuple[str, int] | None = None        # a node's CQL address: live table options change through it (ALTER
+    #                                           TABLE, once for the cluster) and a trace's client sends to it
+    keyspace: str = "ycsb"                    # the table whose options are tuned (YCSB's)
+    table: str = "usertable"
     trace_records: int = 100_000              # the records the cluster holds (the keys the trace's client picks)
+    local: Any = None                         # online.local.LocalSetup: a cluster the run starts, loads (the
+    #                                           trace's records) and may restart; `nodes` and `cql` are then its own
 
     def __post_init__(self) -> None:
-        if not self.nodes:
+        if self.local is not None:
+            if self.nodes or self.cql is not None:
+                raise UsageError("a local cluster's nodes and CQL address are its own: give --nodes or --hosts, "
+                                 "not both, and no --cql with --nodes")
+            if self.trace is None:
+                raise UsageError("a local cluster has no traffic but a trace's: give --trace with --nodes")
+            if self.replication_factor > self.local.nodes:
+                raise UsageError(f"--rf {self.replication_factor} needs at least as many nodes; --nodes is "
+                                 f"{self.local.nodes}")
+        elif not self.nodes:
             raise UsageError("online needs at least one node to watch")
         names = [n.name for n in self.nodes]
         if len(set(names)) != len(names):
@@ -70,8 +84,10 @@ class OnlineSettings:
         for name in ("guard_windows", "guard_max_waits"):
             if not (isinstance(getattr(self, name), int) and getattr(self, name) >= 1):
                 raise UsageError(f"{name} must be a whole number >= 1, got {getattr(self, name)!r}")
+        check_cql_name("keyspace", self.keyspace)
+        check_cql_name("table", self.table)
         if self.trace is not None:
-            if self.trace_target is None:
+            if self.cql is None and self.local is None:
                 raise UsageError("a trace needs the CQL address its client sends to (--cql HOST:PORT)")
             if isinstance(self.trace_records, bool) or not isinstance(self.trace_records, int) \
                     or self.trace_records < 1:
@@ -80,6 +96,16 @@ class OnlineSettings:
             if self.duration_seconds is not None and self.duration_seconds < self.trace.seconds:
                 raise UsageError(f"duration {self.duration_seconds:g} s is shorter than the trace "
                                  f"({self.trace.seconds:g} s): leave --duration out to watch the whole trace")
+
+    @property
+    def node_count(self) -> int:
+        return self.local.nodes if self.local is not None else len(self.nodes)
+
+    def table_target(self):
+        """Where live table options change (observe.TableTarget), or None without a CQL address."""
+        from .observe import TableTarget
+
+        return None if self.cql is None else TableTarget(self.cql[0], self.cql[1], self.keyspace, self.table)
 
     @property
     def watch_seconds(self) -> float | None:
@@ -97,12 +123,15 @@ class OnlineSettings:
                 "replication_factor": self.replication_factor, "replicas_needed": self.replicas_needed,
                 "system": self.system, "knobs": self.knobs, "running_given": dict(self.running),
                 "restart_seconds": list(self.restart_seconds), "data_bytes_per_node": self.data_bytes_per_node,
-                "search": self.search, "seed": self.seed} | ({"trace": self.trace_record()} if self.trace else {})
+                "search": self.search, "seed": self.seed,
+                "cql": None if self.cql is None else f"{self.cql[0]}:{self.cql[1]}", "keyspace": self.keyspace,
+                "table": self.table} | ({"local": self.local.record()} if self.local is not None else {}) \
+            | ({"trace": self.trace_record()} if self.trace else {})
 
     def trace_record(self) -> dict[str, Any]:
         t = self.trace
         return {"name": t.name, "seconds": t.seconds, "records": self.trace_records,
-                "target": f"{self.trace_target[0]}:{self.trace_target[1]}",
+                "target": None if self.cql is None else f"{self.cql[0]}:{self.cql[1]}",
                 "phases": [{"name": p.name, "workload": p.workload, "seconds": p.seconds, "rate": p.rate,
                             "threads": p.threads, "node_mix": p.node_mix()} for p in t.phases]}
 

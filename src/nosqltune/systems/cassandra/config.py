@@ -30,11 +30,11 @@ class PlacedConfig:
     # SSTable component the node rebuilds with their value (Knob.restaged): set after the boot, not when loading
 
     def table_statements(self, keyspace: str, table: str) -> list[str]:
-        return [f"ALTER TABLE {keyspace}.{table} WITH {_cql_options(self.table)}"] if self.table else []
+        return [alter_table(keyspace, table, self.table)] if self.table else []
 
     def reload_table_statements(self, keyspace: str, table: str) -> list[str]:
         """The table options that shape the SSTables on disk (compression, ...), set before the data is loaded."""
-        return [f"ALTER TABLE {keyspace}.{table} WITH {_cql_options(self.reload_table)}"] if self.reload_table else []
+        return [alter_table(keyspace, table, self.reload_table)] if self.reload_table else []
 
     def reload_table_options(self) -> str | None:
         """Those table options as the body of a CQL WITH clause (for a CREATE TABLE), or None."""
@@ -61,6 +61,11 @@ def _cql_options(options: dict[str, Any]) -> str:
         else:
             parts.append(f"{name} = {_cql_value(value)}")
     return " AND ".join(parts)
+
+
+def alter_table(keyspace: str, table: str, options: dict[str, Any]) -> str:
+    """The CQL statement that sets these table options (a map option is replaced whole)."""
+    return f"ALTER TABLE {keyspace}.{table} WITH {_cql_options(options)}"
 
 
 def place(space: KnobSpace, overrides: dict[str, Any], restage: bool = False) -> PlacedConfig:
