@@ -130,7 +130,10 @@ def test_tune_bad_input_one_line_nothing_written(argv, message, capsys, tmp_path
 @pytest.mark.parametrize("argv, message", [
     (["collect", "--read-ratios", "0:2:0.5"], "--read-ratios"),
     (["collect", "--configs", "0"], "--configs"),
-    (["collect", "--workload", "ycsb-a"], "--read-ratios"),
+    (["collect", "--workload", "ycsb-a", "--read-ratios", "0.5"], "not both"),
+    (["collect", "--workload", "ycsb-b,ycsb-b"], "same workload twice"),
+    (["collect", "--read-ratio", "0.5"], "not --read-ratio"),
+    (["collect", "--workload", "ycsb-b,no-such-mix"], "no-such-mix"),
     (["collect", "--knobs", "irace42"], "unknown knob set"),
     (["collect", "--knobs", "rafiki5", "--set", "concurrent_writes=16"], "collected over"),
     (["importance", "--levels", "1"], "--levels"),

@@ -356,6 +356,10 @@ def test_a_mix_with_scans_is_said_and_mapped_to_the_nearest_the_model_knows(mode
     assert any("no scan feature" in note for note in features.notes)
     high = advisor.features_for(PerKind(0.99, 0.01, 0.0))
     assert high.read_ratio == pytest.approx(0.9) and "outside the model's training range" in high.notes[0]
+    advisor.surrogate.spec.scans = True   # a model fitted on data with scans is given the scan share it sees
+    features = advisor.features_for(PerKind(0.6, 0.1, 0.3))
+    assert features.scan_ratio == pytest.approx(0.3) and features.for_model()["scan_ratio"] == pytest.approx(0.3)
+    assert not any("no scan feature" in note for note in features.notes)
 
 
 def test_a_model_of_another_knob_set_or_datastore_is_refused(model_dir, tmp_path):

@@ -436,6 +436,47 @@ def test_tuning_domains_choose_features_and_trials(tmp_path):
             load_table(path, domain=domain, **given)
 
 
+def test_range_scans_are_a_feature_of_a_model_whose_data_has_them(tmp_path):
+    """An update-only mix and a scan-heavy one have the same read ratio (0): with scans in the data the rows carry
+    the scan ratio too, so the model tells them apart (here concurrent_writes helps the one and hurts the other),
+    and the online advisor gives it the scan share it observes. Data without scans keeps its old columns."""
+    from nosqltune.store import open_store
+    from nosqltune.surrogate.features import FeatureSpec, load_table, workload_features
+    from nosqltune.surrogate.pipeline import fit
+    from nosqltune.systems.base import TrialSettings
+
+    mixes = {"updates": {"readproportion": 0, "updateproportion": 1.0},
+             "scans": {"readproportion": 0, "scanproportion": 0.5, "updateproportion": 0.5}}
+    store = open_store(str(tmp_path / "scan.db"))
+    study = store.study("collect", "cassandra")
+    store.update_study_settings(study, {"collect": {"knobs": ["concurrent_writes"], "fixed": {},
+                                                    "harness": TrialSettings().to_dict()}})
+    for name, mix in mixes.items():
+        for writes in (8, 16, 24, 32, 48, 64, 80, 96):
+            trial = store.start_trial(study, {"concurrent_writes": writes}, {"name": name, "mix": mix}, tag="collect")
+            value = 4000.0 * (1 + writes / 100) if name == "updates" else 4000.0 * (1 - writes / 200)
+            store.finish_trial(trial, "COMPLETE", metrics={"summary": {"throughput_ops_s": value}})
+    store.close()
+    assert workload_features({"mix": mixes["scans"]})["scan_ratio"] == 0.5
+    assert workload_features({"mix": mixes["updates"]})["read_ratio"] == workload_features({"mix": mixes["scans"]})[
+        "read_ratio"] == 0.0
+    table = load_table(str(tmp_path / "scan.db"))
+    assert table.spec.scans and table.spec.names() == ["read_ratio", "scan_ratio", "concurrent_writes"]
+    assert FeatureSpec.from_dict(table.spec.to_dict()).scans
+    model, _ = fit(table, "rf", "throughput")
+    space = table.spec.space()
+
+    def predicted(name, writes):
+        row = table.spec.row(space, {"concurrent_writes": writes}, workload_features({"mix": mixes[name]}))
+        return float(model.predict([row])[0])
+
+    assert predicted("updates", 96) > predicted("updates", 8) and predicted("scans", 96) < predicted("scans", 8)
+    # a store without scans: the columns it always had, and a spec stored before the field still reads
+    old = FeatureSpec.from_dict({k: v for k, v in table.spec.to_dict().items() if k != "scans"})
+    assert not old.scans and old.names() == ["read_ratio", "concurrent_writes"]
+    assert load_table(_design_store(tmp_path / "plain.db", ["concurrent_writes"])).spec.scans is False
+
+
 def test_a_searched_design_leaves_the_space_in_td3(tmp_path):
     from nosqltune.surrogate.features import load_table
 

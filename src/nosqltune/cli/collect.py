@@ -22,10 +22,13 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from ..systems import TrialSettings, run_trial
     from ..tuning.results import stored_subset as _subset_mapping
     from ..workloads.spec import Workload
-    from ..surrogate.collect import STUDY_NAME, design, parse_ratios, plan_entries, run_plan
+    from ..surrogate.collect import STUDY_NAME, design, plan_entries, run_plan
 
-    if args.workload or args.read_ratio is not None:
-        raise UsageError("collect describes workloads by --read-ratios (and --distribution), not --workload")
+    if args.read_ratio is not None:
+        raise UsageError("collect describes workloads by --read-ratios (and --distribution) or a --workload list, "
+                         "not --read-ratio")
+    if args.workload and args.read_ratios is not None:
+        raise UsageError("give --workload (named mixes, e.g. ycsb-b,write90,ycsb-e) or --read-ratios, not both")
     if args.configs <= 0 or args.noise_repeats < 0 or (args.limit is not None and args.limit < 0):
         raise UsageError("--configs must be positive, --noise-repeats and --limit not negative")
     if args.repeat != 1:
@@ -33,9 +36,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
     settings = trial_settings(args)
     target = trial_target(settings)
     full_space = target.knob_space(settings)
-    ratios = parse_ratios(args.read_ratios)
     fixed, subset, space = _searched_space(args, full_space, "collected over", settings=settings)
-    workloads = [_ratio_workload(args, r) for r in ratios]
+    workloads = _workloads(args)
     for workload in workloads:
         target.preflight(workload, settings)
     knobs = _subset_mapping(subset, full_space)
@@ -101,21 +103,30 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0 if counts["failed"] == 0 else 1
 
 
-def _ratio_workload(args: argparse.Namespace, ratio: float):
+def _workloads(args: argparse.Namespace) -> list:
+    """The collection's workloads: the named mixes of --workload (a comma list), else one per --read-ratios
+    (reads, the rest updates; default 0:1:0.1)."""
+    from ..surrogate.collect import parse_ratios
     from .options import _build_workload, _scenario
 
     if _scenario(args).rate_fraction is not None:
-        raise UsageError(f"collect measures configurations over read ratios at full speed; --scenario "
+        raise UsageError(f"collect measures configurations over workloads at full speed; --scenario "
                          f"{_scenario(args).name} runs at a fixed rate (use bench or tune with it)")
-    return _build_workload(args, name=None, read_ratio=ratio)
+    if args.workload:
+        names = [n.strip() for n in args.workload.split(",") if n.strip()]
+        if len(set(names)) != len(names):
+            raise UsageError("--workload lists the same workload twice")
+        return [_build_workload(args, name=name) for name in names]
+    return [_build_workload(args, name=None, read_ratio=r) for r in parse_ratios(args.read_ratios or "0:1:0.1")]
 
 
 def add_parsers(sub) -> None:
     p = sub.add_parser(
-        "collect", help="training data for surrogate models: every configuration on every read ratio, cold",
+        "collect", help="training data for surrogate models: every configuration on every workload, cold",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run one cold trial for every (read ratio, configuration) pair and store it (RAFIKI's "
-                    "workload-aware training data). The configurations are the default plus random ones in which "
+        description="Run one cold trial for every (workload, configuration) pair and store it (RAFIKI's "
+                    "workload-aware training data). The workloads are read ratios (--read-ratios) or named mixes "
+                    "(--workload). The configurations are the default plus random ones in which "
                     "every knob's minimum and maximum (and every choice) appears at least once. Resumable: run "
                     "the same command again; extend it with a larger --configs or more --read-ratios.\n\n"
                     "Example:\n  nosqltune collect --knobs rafiki5 --read-ratios 0:1:0.1 --configs 20 "
@@ -123,8 +134,10 @@ def add_parsers(sub) -> None:
     _common(p)
     g = p.add_argument_group("collection")
     g.add_argument("--knobs", default="rafiki5", metavar="SET|FILE", help="knob set or YAML file (default rafiki5)")
-    g.add_argument("--read-ratios", default="0:1:0.1", metavar="START:STOP:STEP|LIST",
-                   help="read ratios of the workloads (rest updates), e.g. 0:1:0.1 or 0.1,0.5,0.9 (default 0:1:0.1)")
+    g.add_argument("--read-ratios", default=None, metavar="START:STOP:STEP|LIST",
+                   help="read ratios of the workloads (rest updates), e.g. 0:1:0.1 or 0.1,0.5,0.9 (default 0:1:0.1); "
+                        "or name the mixes with --workload, a comma list (e.g. ycsb-b,write90,ycsb-e: with scans, "
+                        "a model fitted on them has the scan ratio among its features)")
     g.add_argument("--configs", type=int, default=20, metavar="N",
                    help="configurations, the default included (default 20)")
     g.add_argument("--noise-repeats", type=int, default=2, metavar="N",

@@ -12,8 +12,9 @@ questions for the online loop:
   1. read_ratio is the share of reads among all operations, scans counted with the writes. That is how the
      training data counted a YCSB mix (surrogate.features.workload_features: reads over reads + updates + inserts
      + read-modify-writes + scans), so the model reads an observed mix on the scale it learnt.
-  2. The models have no scan feature. A mix with scans (above `SCAN_NOTE`, 1%) is therefore one the model cannot
-     express: the record says so, and the nearest it can express (rule 1) is used.
+  2. scan_ratio, the share of range scans among all operations, when the model has it (its training data had
+     scans: surrogate.features). A model without it cannot express a mix with scans (above `SCAN_NOTE`, 1%):
+     the record says so, and the nearest it can express (rule 1) is used.
   3. A read ratio outside the range of the training workloads is taken at the nearest end of that range, and
      said (a tree ensemble is flat beyond its data, a network extrapolates without evidence).
   4. The key distribution cannot be seen in the request counters: the model's first distribution is used
@@ -42,7 +43,7 @@ from ..knobs.space import categorical, choices_of
 from .plan import route_of
 from .window import PerKind
 
-SCAN_NOTE = 0.01            # a scan share above this is said: the model has no scan feature
+SCAN_NOTE = 0.01            # a scan share above this is said when the model has no scan feature
 THROUGHPUT = "throughput"
 
 
@@ -55,13 +56,15 @@ class MixFeatures:
     distribution: str
     design: dict[str, float]
     notes: tuple[str, ...] = ()
+    scan_ratio: float = 0.0
 
     def for_model(self) -> dict[str, Any]:
-        return {"read_ratio": self.read_ratio, "distribution": self.distribution, "design": dict(self.design)}
+        return {"read_ratio": self.read_ratio, "scan_ratio": self.scan_ratio, "distribution": self.distribution,
+                "design": dict(self.design)}
 
     def as_dict(self) -> dict[str, Any]:
-        return {"mix": dict(self.mix), "read_ratio": self.read_ratio, "distribution": self.distribution,
-                "design": dict(self.design), "notes": list(self.notes)}
+        return {"mix": dict(self.mix), "read_ratio": self.read_ratio, "scan_ratio": self.scan_ratio,
+                "distribution": self.distribution, "design": dict(self.design), "notes": list(self.notes)}
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,7 @@ class Advisor:
         shares = mix.shares()
         read, scan = shares.read or 0.0, shares.scan or 0.0
         notes = []
-        if scan > SCAN_NOTE:
+        if scan > SCAN_NOTE and not spec.scans:
             notes.append(f"the model has no scan feature: the scans ({scan:.0%} of operations) are counted with the "
                          f"writes, as its training data counted them (read ratio {read:.2f})")
         ratio = read
@@ -186,7 +189,8 @@ class Advisor:
         if len(spec.distributions) > 1:
             notes.append(f"the key distribution cannot be observed: taken as {distribution}")
         design = {name: float(self.nodes if name == "nodes" else self.replication_factor) for name in spec.design}
-        return MixFeatures(shares.as_dict(), round(float(ratio), 6), distribution, design, tuple(notes))
+        return MixFeatures(shares.as_dict(), round(float(ratio), 6), distribution, design, tuple(notes),
+                           round(float(scan), 6) if spec.scans else 0.0)
 
     # -- the model's answers
     def predict(self, configs: list[Mapping[str, Any]], features: MixFeatures) -> list[float]:

@@ -92,7 +92,8 @@ class LocalRestarter:
                 try:
                     self._restart(node, *before)
                 except Exception as again:
-                    error += f"; on its previous settings it did not come back either ({' '.join(str(again).split())[:200]})"
+                    why = " ".join(str(again).split())[:200]
+                    error += f"; on its previous settings it did not come back either ({why})"
                 turns.append(NodeRestart(name, False, self.clock() - started, error))
                 say(f"node {name}: restart failed ({error}); the roll stops")
                 return tuple(turns)

@@ -2,7 +2,10 @@
 
 Knobs are encoded as the optimizers see them (numbers scaled to [0, 1], log scale where the knob says so;
 categories one-hot; a knob whose condition is off holds its default). Workloads are described by their read
-ratio (RAFIKI's workload axis) and, when the data has more than one, their request distribution (one-hot).
+ratio (RAFIKI's workload axis: reads among all operations, scans counted with the writes), when the data has
+range scans by their scan ratio (scans among all operations: a YCSB E mix and an update-heavy one have the same
+read ratio, and a scan reads whole chunks), and when the data has more than one, their request distribution
+(one-hot).
 Physical design (node count, replication factor) enters as numbers when trials carry it.
 
 Seed 004's tuning domains (its Table 3) choose which of these a model sees: TD1 all of them; TD2 no workload
@@ -18,16 +21,19 @@ from typing import Any, Mapping
 from ..errors import UsageError
 
 DISTRIBUTIONS = ("zipfian", "uniform", "latest")
+WORKLOAD_COLUMNS = ("read_ratio", "scan_ratio", "distribution")   # the workload's columns of a row, by name
 
 
 def workload_features(workload: Mapping[str, Any]) -> dict[str, Any]:
-    """Read ratio, request distribution and design of a stored workload (a Workload dict)."""
+    """Read ratio, scan ratio, request distribution and design of a stored workload (a Workload dict)."""
     mix = workload.get("mix", {})
     reads = float(mix.get("readproportion", 0) or 0)
+    scans = float(mix.get("scanproportion", 0) or 0)
     writes = sum(float(mix.get(k, 0) or 0) for k in ("updateproportion", "insertproportion",
-                                                      "readmodifywriteproportion", "scanproportion"))
+                                                      "readmodifywriteproportion")) + scans
     total = reads + writes
     return {"read_ratio": round(reads / total, 6) if total else 0.0,
+            "scan_ratio": round(scans / total, 6) if total else 0.0,
             "distribution": mix.get("requestdistribution", "zipfian"),
             "design": design_of(workload)}
 
@@ -62,6 +68,7 @@ class FeatureSpec:
     system: str = "cassandra"          # the knob space (cassandra, redis, ...)
     domain: str = "TD1"                # seed 004's tuning domain: which feature groups the rows carry
     scope: dict[str, Any] = field(default_factory=dict)   # what the domain holds fixed: workload, design
+    scans: bool = False                # the rows carry the scan ratio (the data has range scans)
 
     @property
     def has_workload(self) -> bool:
@@ -78,6 +85,8 @@ class FeatureSpec:
 
         space = space or self.space()
         out = ["read_ratio"] if self.has_workload else []
+        if self.has_workload and self.scans:
+            out.append("scan_ratio")
         if self.has_workload and len(self.distributions) > 1:
             out += [f"distribution={d}" for d in self.distributions]
         out += list(self.design)
@@ -91,12 +100,14 @@ class FeatureSpec:
         out: dict[str, list[int]] = {}
         for i, name in enumerate(names):
             knob = name.split("=", 1)[0]
-            if knob not in ("read_ratio", "distribution") and knob not in self.design:
+            if knob not in WORKLOAD_COLUMNS and knob not in self.design:
                 out.setdefault(knob, []).append(i)
         return out
 
     def workload_row(self, features: Mapping[str, Any]) -> list[float]:
         row = [float(features["read_ratio"])] if self.has_workload else []
+        if self.has_workload and self.scans:
+            row.append(float(features.get("scan_ratio", 0.0)))
         if self.has_workload and len(self.distributions) > 1:
             row += [1.0 if features["distribution"] == d else 0.0 for d in self.distributions]
         design = features.get("design") or {}
@@ -111,7 +122,8 @@ class FeatureSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"knobs": self.knobs, "fixed": self.fixed, "distributions": self.distributions,
-                "design": self.design, "system": self.system, "domain": self.domain, "scope": self.scope}
+                "design": self.design, "system": self.system, "domain": self.domain, "scope": self.scope} \
+            | ({"scans": True} if self.scans else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "FeatureSpec":
@@ -277,7 +289,7 @@ def load_table(source: str, study_name: str | None = None, domain: str = "TD1", 
         columns = []
         knobs = _leave_out(knobs, [k for k in DESIGN_DEFAULTS if k in searched.names])
     spec = FeatureSpec(knobs=knobs, fixed=fixed, distributions=distributions, design=columns, system=system,
-                       domain=domain, scope=scope)
+                       domain=domain, scope=scope, scans=any(f["scan_ratio"] > 0 for f in features))
     space = spec.space()
     X = np.array([spec.row(space, r["config"], f) for r, f in zip(rows, features)], dtype=float)
     return Table(spec=spec, X=X, metrics=[r["metrics"]["summary"] for r in rows],

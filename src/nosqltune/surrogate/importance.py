@@ -84,7 +84,8 @@ def permutation_importance(table, metric: str, kind: str = "rf", repeats: int = 
     X, y = table.X[mask], np.log(y[mask])
     model = make_model(kind, seed=seed).fit(X, np.exp(y), groups=[c for c, m in zip(table.configs, mask) if m])
     base = float(np.mean(np.abs(np.log(model.predict(X)) - y)))
-    columns = {"read_ratio": [0], **table.spec.knob_columns()}
+    workload = {name: [i] for i, name in enumerate(table.spec.names()) if name in ("read_ratio", "scan_ratio")}
+    columns = {**workload, **table.spec.knob_columns()}
     rng = np.random.default_rng(seed)
     ranked = []
     for name, cols in columns.items():
@@ -95,7 +96,7 @@ def permutation_importance(table, metric: str, kind: str = "rf", repeats: int = 
             Xp[:, cols] = X[order][:, cols]
             losses.append(float(np.mean(np.abs(np.log(model.predict(Xp)) - y))) - base)
         ranked.append({"knob": name, "score": float(np.mean(losses)), "sd": float(np.std(losses)),
-                       "relative": float(np.mean(losses)), "feature": "workload" if name == "read_ratio" else "knob"})
+                       "relative": float(np.mean(losses)), "feature": "workload" if name in workload else "knob"})
     ranked.sort(key=lambda r: (-r["score"], r["knob"]))
     return ranked
 
