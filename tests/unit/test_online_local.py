@@ -125,9 +125,60 @@ def test_a_local_run_is_refused_in_one_line_before_anything_starts(tmp_path):
     (["--hosts", "127.0.0.1:7199", "--heap", "1G"], "--heap is for a local cluster"),
     (["--nodes", "2", "--trace", "shifting", "--heap", "64G"], "need about"),
     (["--hosts", "127.0.0.1:7199", "--table", "usertable"], "not KEYSPACE.TABLE"),
+    (["--hosts", "127.0.0.1:7199", "--set", "concurrent_reads=1"], "concurrent_reads"),
+    (["--hosts", "127.0.0.1:7199", "--set", "no_such_knob=1"], "no_such_knob"),
 ])
 def test_the_command_refuses_a_bad_local_run_with_exit_2(args, message, tmp_path, capsys):
     code = main(["online", *args, "--model", str(tmp_path / "none.model"), "--study", str(tmp_path / "o.db")])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o.db").exists() and not list(Path(tmp_path).glob("online*"))
+
+
+def test_a_local_cluster_starts_with_the_configuration_given(monkeypatch, tmp_path):
+    """--nodes with --config/--set: its cassandra.yaml keys and JVM options reach every node, its table options
+    the table before the load (the data is loaded with them); a keyspace option is refused before any start."""
+    from nosqltune.online import local
+    from nosqltune.systems.cassandra import cluster as cluster_module
+    from nosqltune.systems.cassandra import trial as trial_module
+    from nosqltune.workloads import ycsb
+    from nosqltune.workloads.trace import load_trace
+
+    seen = {}
+
+    class Cluster:
+        def __init__(self, **kw):
+            seen["cluster"] = kw
+            ports = type("P", (), {"native": 9042, "jmx": 7199})
+            self.members = [type("M", (), {"address": "127.0.0.1", "ports": ports, "yaml_overrides": {},
+                                           "jvm_flags": []})()]
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            seen["stopped"] = True
+
+        def start(self):
+            return 12.0
+
+    monkeypatch.setattr(cluster_module, "LocalCluster", Cluster)
+    monkeypatch.setattr(cluster_module, "check_fits", lambda *a: None)
+    monkeypatch.setattr(trial_module, "_create_schema", lambda *a, **kw: seen.setdefault("schema", kw))
+    monkeypatch.setattr(ycsb, "run_client", lambda *a, **kw: seen.setdefault("load", a[0]))
+    space = load_space("cassandra")
+    config = {"concurrent_reads": 48, "heap_size": 768, "compression": "ZstdCompressor"}
+    setup = LocalSetup(nodes=1, home=tmp_path / "c", config=config)
+    with local.local_cluster(setup, load_trace("shifting"), 1000, 1, space) as started:
+        assert started.nodes == (JmxNode("node1", 7199),) and started.cql == ("127.0.0.1", 9042)
+    assert seen["cluster"]["yaml_overrides"] == {"concurrent_reads": 48}
+    assert seen["cluster"]["jvm_flags"] == ["-Xms768M", "-Xmx768M"]
+    assert seen["schema"]["table_statements"] == [
+        "ALTER TABLE ycsb.usertable WITH compression = {'class': 'ZstdCompressor', 'chunk_length_in_kb': '16', "
+        "'compression_level': '3'}"]
+    assert seen["load"] == "load" and seen["stopped"] and not (tmp_path / "c").exists()
+    for refused in ({"replication_factor": 2}, {"read_ahead_kb": 64}):
+        with pytest.raises(UsageError, match=f"not {next(iter(refused))}"):
+            with local.local_cluster(LocalSetup(nodes=1, home=tmp_path / "d", config=refused),
+                                     load_trace("shifting"), 1000, 1, space):
+                pytest.fail("started")

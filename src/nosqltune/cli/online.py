@@ -45,6 +45,18 @@ def parse_cql(text: str | None, nodes) -> tuple[str, int]:
     return host, int(port)
 
 
+def _running(args: argparse.Namespace) -> dict:
+    """--config and --set (--set wins): the knob values the cluster runs, checked against the knob file."""
+    from ..knobs import is_named_config, load_config, load_space, parse_assignments
+    from .options import PER_NODE
+
+    space = load_space("cassandra")
+    config = {k: v for k, v in load_config(args.config, space.system).items() if k != PER_NODE} if args.config \
+        else {}
+    named = bool(args.config) and is_named_config(args.config, space.system)   # the project's own, e.g. latest
+    return {**space.validate(config, allow_outside_range=named), **space.validate(parse_assignments(args.assignments))}
+
+
 def _seconds(flag: str, value: float | None, *, optional: bool = False) -> None:
     if value is None and optional:
         return
@@ -56,6 +68,7 @@ def cmd_online(args: argparse.Namespace) -> int:
     from ..online.run import run_online
     from ..online.settings import OnlineSettings
 
+    running = _running(args)
     local = None
     if args.nodes is not None:
         import os
@@ -70,7 +83,7 @@ def cmd_online(args: argparse.Namespace) -> int:
         if args.trace is None:
             raise UsageError("a local cluster has no traffic but a trace's: give --trace with --nodes")
         local = LocalSetup(nodes=args.nodes, home=work_dir() / "online" / f"cluster-{os.getpid()}",
-                           heap_mb=heap_mb(args.heap))
+                           heap_mb=heap_mb(args.heap), config=running)
         check_fits(local.nodes, local.heap_mb)   # one line before the model is even read
         check_writable("work", "cache")
         nodes = ()
@@ -97,7 +110,7 @@ def cmd_online(args: argparse.Namespace) -> int:
                               horizon_seconds=args.horizon, duration_seconds=args.duration, dry_run=args.dry_run,
                               replication_factor=args.rf, knobs=args.knobs, trace=trace,
                               cql=None if local else parse_cql(args.cql, nodes), keyspace=keyspace, table=table,
-                              local=local,
+                              local=local, running=running,
                               trace_records=100_000 if args.records is None else args.records)
     say = _progress(args)
     summary = run_online(settings, say=say, progress=say).as_dict()
@@ -148,6 +161,13 @@ def add_parsers(sub) -> None:
                             "pays is rolled out, one node drained and restarted at a time; the nodes are stopped and "
                             "their folder removed at the end")
     p.add_argument("--heap", default=None, metavar="SIZE", help="with --nodes: each node's heap (default 1G)")
+    p.add_argument("--config", metavar="FILE",
+                   help="the configuration the cluster runs, a YAML file of knob values (knob: value) or a named "
+                        "one (latest): with --hosts what it runs now (the plan starts from it; other knobs are taken "
+                        "at their defaults), with --nodes what its nodes start with. With --dry-run and --nodes, a "
+                        "static run of that configuration under the trace")
+    p.add_argument("--set", metavar="KNOB=VALUE", action="append", default=[], dest="assignments",
+                   help="one knob of that configuration (repeatable); wins over --config")
     p.add_argument("--model", required=True, metavar="DIR",
                    help="a throughput model written by `nosqltune model fit` from a collection on this cluster's "
                         "setup (workload features: domain TD1 or TD3); a model of another datastore or knob set is "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -39,6 +39,7 @@ class LocalSetup:
     nodes: int
     home: Path
     heap_mb: int = 1024
+    config: Mapping[str, Any] = field(default_factory=dict)   # knob values the nodes start with (checked)
 
     def __post_init__(self) -> None:
         from ..systems.cassandra.cluster import MAX_NODES, MIN_FITTED_HEAP_MB
@@ -49,7 +50,7 @@ class LocalSetup:
             raise UsageError(f"a node's heap must be at least {MIN_FITTED_HEAP_MB} MiB, got {self.heap_mb!r}")
 
     def record(self) -> dict[str, Any]:
-        return {"nodes": self.nodes, "heap_mb": self.heap_mb, "home": str(self.home)}
+        return {"nodes": self.nodes, "heap_mb": self.heap_mb, "home": str(self.home), "config": dict(self.config)}
 
 
 class LocalRestarter:
@@ -121,18 +122,27 @@ class Started:
 @contextmanager
 def local_cluster(setup: LocalSetup, trace, records: int, replication_factor: int, space,
                   say: Say = lambda _: None) -> Iterator[Started]:
-    """Start the cluster, create YCSB's table at the replication factor, load `records` records of the trace's
-    first phase's workload, and yield; the nodes are stopped (and their folder removed) however the block ends."""
+    """Start the cluster with `setup.config` (its cassandra.yaml keys and JVM options on every node, its table
+    options on YCSB's table before the load), create the table at the replication factor, load `records`
+    records of the trace's first phase's workload, and yield; the nodes are stopped (and their folder removed)
+    however the block ends."""
     import shutil
 
     from ..systems.cassandra.cluster import LocalCluster, check_fits
-    from ..systems.cassandra.trial import _create_schema
+    from ..systems.cassandra.config import place
+    from ..systems.cassandra.trial import KEYSPACE, TABLE, _create_schema
     from ..workloads.ycsb import client_timeout, run_client
 
     check_fits(setup.nodes, setup.heap_mb)
+    placed = place(space, dict(setup.config))
+    design = [k for k in setup.config if space[k].applies == "design"]
+    if placed.keyspace or placed.volume or design:
+        raise UsageError("a local cluster starts with cassandra.yaml, JVM and table settings only (its design is "
+                         "--nodes and --rf), not " + ", ".join(sorted({*placed.keyspace, *placed.volume, *design})))
     if setup.home.exists():
         shutil.rmtree(setup.home)
-    cluster = LocalCluster(home=setup.home, nodes=setup.nodes, heap_mb=setup.heap_mb)
+    cluster = LocalCluster(home=setup.home, nodes=setup.nodes, heap_mb=setup.heap_mb, yaml_overrides=placed.yaml,
+                           jvm_flags=list(placed.jvm))
     try:
         with cluster:
             say(f"starting {setup.nodes} local node(s) in {setup.home}")
@@ -140,7 +150,8 @@ def local_cluster(setup: LocalSetup, trace, records: int, replication_factor: in
             first = cluster.members[0]
             workload = trace.phases[0].client_workload(records)
             _create_schema(first.address, first.ports.native, workload.fieldcount,
-                           replication_factor=replication_factor)
+                           replication_factor=replication_factor,
+                           table_statements=placed.table_statements(KEYSPACE, TABLE))
             say(f"loading {records:,} records (replication factor {replication_factor})")
             t0 = time.monotonic()
             run_client("load", workload, host=first.address, port=first.ports.native, trial_dir=setup.home / "load",
