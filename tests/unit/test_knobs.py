@@ -91,7 +91,7 @@ def test_irace23_has_the_23_knobs(space):
 
 @pytest.mark.parametrize("name,size", [("irace23", 23), ("rafiki5", 5), ("vorstella5", 5), ("mlos10", 10),
                                        ("eppinger", 7), ("v5-screen", 27), ("v5", 20),
-                                       ("cloud", 13)])
+                                       ("online12", 12), ("cloud", 13)])
 def test_named_sets_resolve(space, name, size):
     sub = space.subset(name)
     assert len(sub) == size == len(space.knob_sets[name]["knobs"])
@@ -101,6 +101,15 @@ def test_named_sets_resolve(space, name, size):
     for knob in sub:
         if knob.range:
             assert knob.range[0] <= knob.default <= knob.range[1]
+
+
+def test_online12_holds_only_what_online_can_change(space):
+    """Every knob of the online set changes live or by a rolling restart: none shapes the SSTables (a rewrite) or
+    is fixed on a running cluster (online/plan.py decides the route from the knob's own metadata)."""
+    from nosqltune.online.plan import route_of
+
+    routes = {k.name: route_of(k)[0] for k in space.subset("online12")}
+    assert set(routes.values()) == {"live", "restart"}, routes
 
 
 def test_set_ranges_override_the_base_range(space):
@@ -120,7 +129,8 @@ def test_unknown_set_lists_the_available_ones(space):
     with pytest.raises(KnobError) as err:
         space.subset("irace24")
     assert str(err.value) == ("unknown knob set 'irace24' for cassandra; "
-                              "available: irace23, wide24, rafiki5, vorstella5, mlos10, eppinger, v5-screen, v5, cloud")
+                              "available: irace23, wide24, rafiki5, vorstella5, mlos10, eppinger, v5-screen, v5, online12, "
+                              "cloud")
 
 
 def test_subset_from_a_list_keeps_file_order(space):

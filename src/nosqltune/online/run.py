@@ -88,6 +88,9 @@ def run_online(settings: OnlineSettings, *, say: Say = lambda _: None, progress:
     With `settings.local`, the run first starts and loads that cluster (local.py), watches its nodes, restarts
     them when a restart pays, and stops them at the end."""
     advisor = advisor or prepare(settings)
+    if settings.local is not None and "heap_size" in advisor.space.names and "heap_size" not in settings.running:
+        # the heap the nodes start with (--heap), not the knob file's default
+        settings = replace(settings, running={**settings.running, "heap_size": settings.local.heap_mb})
     if settings.local is None:
         return _watch(settings, advisor, settings.record(), say=say, progress=progress, reader=reader,
                       applier=applier, run_phase=run_phase, restarter=restarter, clock=clock, sleep=sleep)
