@@ -5,7 +5,7 @@ real nodes."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,10 +19,12 @@ from nosqltune.online.settings import OnlineSettings
 
 
 class FakeNode:
-    """A node's side of a restart: its settings, and what happened to it in order."""
+    """A node's side of a restart: its settings, its gossip generation (one more at each start), and what happened
+    to it in order."""
 
-    def __init__(self, name, events, fail_with=None):
-        self.name, self.events, self.fail_with = name, events, fail_with
+    def __init__(self, index, events, fail_with=None):
+        self.name, self.events, self.fail_with = f"node{index}", events, fail_with
+        self.address, self.ports, self.generation = f"127.0.0.{index}", SimpleNamespace(native=9042), 100
         self.yaml_overrides = {"seed_provider": ["seeds"], "auto_bootstrap": False}
         self.jvm_flags = ["-Dcassandra.ring_delay_ms=1000"]
 
@@ -31,6 +33,7 @@ class FakeNode:
 
     def start(self, timeout):
         self.events.append((self.name, "start", dict(self.yaml_overrides), list(self.jvm_flags)))
+        self.generation += 1
         if self.fail_with is not None and self.fail_with(self):
             raise RuntimeError("Cassandra did not answer CQL within 180 s:\nlog tail ...")
 
@@ -38,10 +41,31 @@ class FakeNode:
 class FakeCluster:
     def __init__(self, n, fail_with=None):
         self.events = []
-        self.members = [FakeNode(f"node{i}", self.events, fail_with if i == 2 else None) for i in range(1, n + 1)]
+        self.members = [FakeNode(i, self.events, fail_with if i == 2 else None) for i in range(1, n + 1)]
 
-    def wait_all_up(self, timeout):
-        self.events.append(("cluster", "up"))
+    def seen_by(self, address, port):
+        """system_views.gossip_info of the node at `address`: every node's current generation."""
+        self.events.append((next(m.name for m in self.members if m.address == address), "gossip"))
+        return {m.address: m.generation for m in self.members}
+
+
+@pytest.fixture
+def cluster_of(monkeypatch):
+    from nosqltune.systems.cassandra import cluster as cluster_module
+
+    def make(n, fail_with=None):
+        fake = FakeCluster(n, fail_with)
+        monkeypatch.setattr(cluster_module, "gossip_generations", fake.seen_by)
+        monkeypatch.setattr(cluster_module, "check_fits", lambda nodes, heap: None if heap <= 2048 else
+                            (_ for _ in ()).throw(UsageError(f"{nodes} nodes with a {heap} MiB heap need more")))
+        return fake
+    return make
+
+
+def restarter_for(cluster, **kw):
+    names = [m.name for m in cluster.members]
+    return LocalRestarter(cluster, names, load_space("cassandra"), clock=Clock(), settle_s=0.0,
+                          sleep=lambda _: None, **kw)
 
 
 def changes(**values):
@@ -59,44 +83,64 @@ class Clock:
         return self.t
 
 
-def test_a_roll_restarts_one_node_at_a_time_with_the_changes_placed_as_a_trial_places_them():
-    cluster, said = FakeCluster(2), []
-    restarter = LocalRestarter(cluster, ["node1", "node2"], load_space("cassandra"), clock=Clock())
-    turns = restarter.roll(changes(concurrent_reads=48, heap_size=768), said.append)
-    assert [(t.node, t.ok, t.seconds) for t in turns] == [("node1", True, 7.5), ("node2", True, 7.5)]
-    # drained, started with the changes, and the cluster whole again, before the next node's turn
-    assert [e[:2] for e in cluster.events] == [("node1", "stop"), ("node1", "start"), ("cluster", "up"),
-                                               ("node2", "stop"), ("node2", "start"), ("cluster", "up")]
-    assert all(e[2] is True for e in cluster.events if e[1] == "stop")
-    for node in cluster.members:
-        assert node.yaml_overrides == {"seed_provider": ["seeds"], "auto_bootstrap": False, "concurrent_reads": 48}
+def test_a_roll_restarts_one_node_at_a_time_into_the_running_configuration_with_the_changes(cluster_of):
+    cluster, said = cluster_of(2), []
+    restarter = restarter_for(cluster)
+    running = {"concurrent_reads": 48, "memtable": "trie"}    # changed live before: a restart must keep it
+    turns = restarter.roll(changes(heap_size=768, memtable_allocation_type="offheap_objects"), running, said.append)
+    assert [(t.node, t.ok) for t in turns] == [("node1", True), ("node2", True)]
+    # the other node asked for the node's gossip generation, the node drained, started, and seen again by the
+    # other node (a higher generation), before the next node's turn
+    assert [e[:2] for e in cluster.events] == [("node2", "gossip"), ("node1", "stop"), ("node1", "start"),
+                                               ("node2", "gossip"), ("node1", "gossip"), ("node2", "stop"),
+                                               ("node2", "start"), ("node1", "gossip")]
+    assert all(e[2] is True for e in cluster.events if e[1] == "stop")   # drained
+    for node in cluster.members:   # the live value kept, the table option left to ALTER TABLE
+        assert node.yaml_overrides == {"seed_provider": ["seeds"], "auto_bootstrap": False, "concurrent_reads": 48,
+                                       "memtable_allocation_type": "offheap_objects"}
         assert node.jvm_flags == ["-Dcassandra.ring_delay_ms=1000", "-Xms768M", "-Xmx768M"]
     assert len(said) == 4 and all("\n" not in line for line in said)
-    # a second roll keeps what the first rolled out, and flags do not pile up
-    restarter.roll(changes(concurrent_writes=64), said.append)
-    assert cluster.members[0].yaml_overrides["concurrent_reads"] == 48
-    assert cluster.members[0].yaml_overrides["concurrent_writes"] == 64
-    assert cluster.members[0].jvm_flags == ["-Dcassandra.ring_delay_ms=1000", "-Xms768M", "-Xmx768M"]
+    # a second roll from the configuration now running: flags do not pile up
+    restarter.roll(changes(heap_size=1024), {**running, "heap_size": 768}, said.append)
+    assert cluster.members[0].jvm_flags == ["-Dcassandra.ring_delay_ms=1000", "-Xms1024M", "-Xmx1024M"]
 
 
-def test_a_node_that_does_not_come_back_is_put_back_and_the_roll_stops_there():
-    cluster, said = FakeCluster(3, fail_with=lambda node: node.yaml_overrides.get("concurrent_reads") == 48), []
-    restarter = LocalRestarter(cluster, ["node1", "node2", "node3"], load_space("cassandra"), clock=Clock())
-    turns = restarter.roll(changes(concurrent_reads=48), said.append)
-    assert [(t.node, t.ok) for t in turns] == [("node1", True), ("node2", False)]
+def test_the_configuration_a_cluster_started_with_is_replaced_not_added_to(cluster_of):
+    """A cluster started with ZGC (its flag in the nodes' settings): a roll to G1 must not leave both flags, which
+    the JVM refuses."""
+    from nosqltune.systems.cassandra.config import place
+
+    cluster = cluster_of(1)
+    started = place(load_space("cassandra"), {"gc": "ZGC"})
+    cluster.members[0].jvm_flags += started.jvm
+    restarter = restarter_for(cluster, started_with=started)
+    restarter.roll(changes(gc="G1"), {"gc": "ZGC"}, lambda _: None)
+    flags = cluster.members[0].jvm_flags
+    assert "-XX:+UseG1GC" in flags and "-XX:+UseZGC" not in flags
+
+
+def test_a_node_that_does_not_come_back_is_put_back_and_so_are_the_nodes_before_it(cluster_of):
+    cluster, said = cluster_of(3, fail_with=lambda node: node.yaml_overrides.get("concurrent_writes") == 64), []
+    restarter = restarter_for(cluster)
+    turns = restarter.roll(changes(concurrent_writes=64), {}, said.append)
+    assert [(t.node, t.ok) for t in turns] == [("node1", True), ("node2", False), ("node1", False)]
     assert "did not answer CQL" in turns[1].error and "\n" not in turns[1].error
-    node2 = cluster.members[1]
-    assert "concurrent_reads" not in node2.yaml_overrides                 # back on what it ran
-    assert [e[1] for e in cluster.events if e[0] == "node2"] == ["stop", "start", "stop", "start"]
-    assert not any(e[0] == "node3" for e in cluster.events)               # the roll stopped at node2
-    assert restarter.rolled == {}                                         # nothing counts as rolled out
+    assert "put back on its previous settings after node2 failed" in turns[2].error
+    assert all("concurrent_writes" not in m.yaml_overrides for m in cluster.members)   # one configuration again
+    assert [e[1] for e in cluster.events if e[0] == "node2" and e[1] != "gossip"] == ["stop", "start", "stop",
+                                                                                      "start"]
+    assert not any(e[0] == "node3" and e[1] != "gossip" for e in cluster.events)       # the roll stopped at node2
     assert any("restart failed" in line and "the roll stops" in line for line in said)
 
 
-def test_a_restart_places_no_table_option():
-    restarter = LocalRestarter(FakeCluster(1), ["node1"], load_space("cassandra"))
+def test_a_roll_that_does_not_fit_or_holds_a_table_option_is_not_begun(cluster_of):
+    cluster = cluster_of(2)
+    said = []
+    turns = restarter_for(cluster).roll(changes(heap_size=3072), {}, said.append)
+    assert [(t.node, t.ok) for t in turns] == [("node1", False)] and "need more" in turns[0].error
+    assert cluster.events == [] and "not begun" in said[0]
     with pytest.raises(UsageError, match="cassandra.yaml keys and JVM options only"):
-        restarter.settings_with({"compression": "ZstdCompressor"})
+        restarter_for(cluster).roll(changes(compression="ZstdCompressor"), {}, said.append)
 
 
 def test_a_local_run_is_refused_in_one_line_before_anything_starts(tmp_path):
@@ -121,64 +165,46 @@ def test_a_local_run_is_refused_in_one_line_before_anything_starts(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--nodes", "2"], "give --trace with --nodes"),
-    (["--nodes", "2", "--trace", "shifting", "--cql", "127.0.0.1:9042"], "--cql is for a cluster given by --hosts"),
+    (["--nodes", "2", "--trace", "shifting", "--cql", "127.0.0.1:9042"], "--cql and --table are for a cluster given"),
+    (["--nodes", "2", "--trace", "shifting", "--table", "ycsb.other"], "--cql and --table are for a cluster given"),
+    (["--nodes", "2", "--trace", "shifting", "--heap", "1G", "--set", "heap_size=768"], "give the nodes' heap once"),
     (["--hosts", "127.0.0.1:7199", "--heap", "1G"], "--heap is for a local cluster"),
-    (["--nodes", "2", "--trace", "shifting", "--heap", "64G"], "need about"),
+    (["--nodes", "2", "--trace", "shifting", "--heap", "900G"], "need about"),
     (["--hosts", "127.0.0.1:7199", "--table", "usertable"], "not KEYSPACE.TABLE"),
+    (["--hosts", "127.0.0.1:7199", "--table", "YCSB.usertable"], "lower-case"),
     (["--hosts", "127.0.0.1:7199", "--set", "concurrent_reads=1"], "concurrent_reads"),
     (["--hosts", "127.0.0.1:7199", "--set", "no_such_knob=1"], "no_such_knob"),
 ])
-def test_the_command_refuses_a_bad_local_run_with_exit_2(args, message, tmp_path, capsys):
+def test_the_command_refuses_a_bad_local_run_with_exit_2(args, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path / "home"))
     code = main(["online", *args, "--model", str(tmp_path / "none.model"), "--study", str(tmp_path / "o.db")])
     err = capsys.readouterr().err
-    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "o.db").exists() and not list(Path(tmp_path).glob("online*"))
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o.db").exists() and not (tmp_path / "home" / "online").exists()
 
 
-def test_a_local_cluster_starts_with_the_configuration_given(monkeypatch, tmp_path):
-    """--nodes with --config/--set: its cassandra.yaml keys and JVM options reach every node, its table options
-    the table before the load (the data is loaded with them); a keyspace option is refused before any start."""
-    from nosqltune.online import local
-    from nosqltune.systems.cassandra import cluster as cluster_module
-    from nosqltune.systems.cassandra import trial as trial_module
-    from nosqltune.workloads import ycsb
+def test_a_local_run_without_heap_takes_a_gigabyte_and_a_heap_knob_sets_it(tmp_path, monkeypatch):
+    """--nodes without --heap: 1 GiB nodes (the run stops at the missing model, after the local setup was made);
+    heap_size in --set is the nodes' heap."""
+    import nosqltune.online.run as online_run
+
+    seen = []
+    monkeypatch.setattr(online_run, "run_online", lambda settings, **kw: seen.append(settings) or pytest.fail("ran"))
+    monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path / "home"))
+    for extra, heap in (([], 1024), (["--set", "heap_size=768"], 768)):
+        with pytest.raises(BaseException):
+            main(["online", "--nodes", "1", "--trace", "shifting", *extra, "--model", str(tmp_path / "m"), "--study",
+                  str(tmp_path / "o.db")])
+        assert seen[-1].local.heap_mb == heap and seen[-1].cql is None
+
+
+def test_table_options_go_to_the_cql_address_given_or_the_traces():
     from nosqltune.workloads.trace import load_trace
 
-    seen = {}
-
-    class Cluster:
-        def __init__(self, **kw):
-            seen["cluster"] = kw
-            ports = type("P", (), {"native": 9042, "jmx": 7199})
-            self.members = [type("M", (), {"address": "127.0.0.1", "ports": ports, "yaml_overrides": {},
-                                           "jvm_flags": []})()]
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            seen["stopped"] = True
-
-        def start(self):
-            return 12.0
-
-    monkeypatch.setattr(cluster_module, "LocalCluster", Cluster)
-    monkeypatch.setattr(cluster_module, "check_fits", lambda *a: None)
-    monkeypatch.setattr(trial_module, "_create_schema", lambda *a, **kw: seen.setdefault("schema", kw))
-    monkeypatch.setattr(ycsb, "run_client", lambda *a, **kw: seen.setdefault("load", a[0]))
-    space = load_space("cassandra")
-    config = {"concurrent_reads": 48, "heap_size": 768, "compression": "ZstdCompressor"}
-    setup = LocalSetup(nodes=1, home=tmp_path / "c", config=config)
-    with local.local_cluster(setup, load_trace("shifting"), 1000, 1, space) as started:
-        assert started.nodes == (JmxNode("node1", 7199),) and started.cql == ("127.0.0.1", 9042)
-    assert seen["cluster"]["yaml_overrides"] == {"concurrent_reads": 48}
-    assert seen["cluster"]["jvm_flags"] == ["-Xms768M", "-Xmx768M"]
-    assert seen["schema"]["table_statements"] == [
-        "ALTER TABLE ycsb.usertable WITH compression = {'class': 'ZstdCompressor', 'chunk_length_in_kb': '16', "
-        "'compression_level': '3'}"]
-    assert seen["load"] == "load" and seen["stopped"] and not (tmp_path / "c").exists()
-    for refused in ({"replication_factor": 2}, {"read_ahead_kb": 64}):
-        with pytest.raises(UsageError, match=f"not {next(iter(refused))}"):
-            with local.local_cluster(LocalSetup(nodes=1, home=tmp_path / "d", config=refused),
-                                     load_trace("shifting"), 1000, 1, space):
-                pytest.fail("started")
+    nodes = (JmxNode("10.0.0.1:7199", 7199, host="10.0.0.1"),)
+    target = OnlineSettings(nodes=nodes, model="m", study="s.db", cql=("10.0.0.1", 9142), keyspace="ks",
+                            table="t").table_target()
+    assert (target.host, target.port, target.keyspace, target.table) == ("10.0.0.1", 9142, "ks", "t")
+    assert OnlineSettings(nodes=nodes, model="m", study="s.db").table_target() is None
+    with pytest.raises(UsageError, match="CQL address its client sends to"):
+        OnlineSettings(nodes=nodes, model="m", study="s.db", trace=load_trace("shifting"))

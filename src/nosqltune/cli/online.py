@@ -47,14 +47,20 @@ def parse_cql(text: str | None, nodes) -> tuple[str, int]:
 
 def _running(args: argparse.Namespace) -> dict:
     """--config and --set (--set wins): the knob values the cluster runs, checked against the knob file."""
-    from ..knobs import is_named_config, load_config, load_space, parse_assignments
+    from ..knobs import load_config, load_space, parse_assignments
     from .options import PER_NODE
 
     space = load_space("cassandra")
     config = {k: v for k, v in load_config(args.config, space.system).items() if k != PER_NODE} if args.config \
         else {}
-    named = bool(args.config) and is_named_config(args.config, space.system)   # the project's own, e.g. latest
-    return {**space.validate(config, allow_outside_range=named), **space.validate(parse_assignments(args.assignments))}
+    # outside the knob file's tuning ranges too (a model's knob set may widen them, e.g. online12): Cassandra's own
+    # bounds still hold, and the model's space is checked when the model is read
+    return {**space.validate(config, allow_outside_range=True),
+            **space.validate(parse_assignments(args.assignments), allow_outside_range=True)}
+
+
+TABLE = "ycsb.usertable"   # the table the model was fitted on, and the one a local cluster holds
+DEFAULT_HEAP = "1G"        # a local cluster node's heap unless --heap says
 
 
 def _seconds(flag: str, value: float | None, *, optional: bool = False) -> None:
@@ -78,12 +84,16 @@ def cmd_online(args: argparse.Namespace) -> int:
         from ..systems.cassandra.cluster import check_fits
         from .harness import heap_mb
 
-        if args.cql is not None:
-            raise UsageError("--cql is for a cluster given by --hosts: with --nodes the run uses its own cluster's")
+        if args.cql is not None or args.table != TABLE:
+            raise UsageError("--cql and --table are for a cluster given by --hosts: with --nodes the run uses its own "
+                             f"cluster's address and table ({TABLE})")
         if args.trace is None:
             raise UsageError("a local cluster has no traffic but a trace's: give --trace with --nodes")
-        local = LocalSetup(nodes=args.nodes, home=work_dir() / "online" / f"cluster-{os.getpid()}",
-                           heap_mb=heap_mb(args.heap), config=running)
+        if args.heap is not None and "heap_size" in running:
+            raise UsageError("give the nodes' heap once: --heap or heap_size in --config/--set")
+        heap = int(running["heap_size"]) if "heap_size" in running else heap_mb(args.heap or DEFAULT_HEAP)
+        local = LocalSetup(nodes=args.nodes, home=work_dir() / "online" / f"cluster-{os.getpid()}", heap_mb=heap,
+                           config=running)
         check_fits(local.nodes, local.heap_mb)   # one line before the model is even read
         check_writable("work", "cache")
         nodes = ()
@@ -109,7 +119,8 @@ def cmd_online(args: argparse.Namespace) -> int:
     settings = OnlineSettings(nodes=nodes, model=args.model, study=args.study, window_seconds=args.window,
                               horizon_seconds=args.horizon, duration_seconds=args.duration, dry_run=args.dry_run,
                               replication_factor=args.rf, knobs=args.knobs, trace=trace,
-                              cql=None if local else parse_cql(args.cql, nodes), keyspace=keyspace, table=table,
+                              cql=None if local or (args.cql is None and trace is None) else parse_cql(args.cql, nodes),
+                              keyspace=keyspace, table=table,
                               local=local, running=running,
                               trace_records=100_000 if args.records is None else args.records)
     say = _progress(args)
@@ -193,9 +204,10 @@ def add_parsers(sub) -> None:
                         "seconds, and a rate or threads); the run then lasts the trace unless --duration says more")
     p.add_argument("--cql", metavar="HOST:PORT",
                    help="a node's CQL address: live table options (row caching, the memtable) change through it with "
-                        "ALTER TABLE, once for the cluster, and a --trace's client connects to it (default: the "
-                        "first --hosts host, port 9042)")
-    p.add_argument("--table", default="ycsb.usertable", metavar="KEYSPACE.TABLE",
+                        "ALTER TABLE, once for the cluster, and a --trace's client connects to it (with --trace the "
+                        "default is the first --hosts host, port 9042; without either, table options are not "
+                        "changed, and the record says so)")
+    p.add_argument("--table", default=TABLE, metavar="KEYSPACE.TABLE",
                    help="the table whose options are tuned (default ycsb.usertable, the YCSB table the model was "
                         "fitted on)")
     p.add_argument("--records", type=int, default=None, metavar="N",

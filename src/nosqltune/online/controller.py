@@ -81,10 +81,10 @@ class NodeRestart:
 
 
 class Restarter(Protocol):
-    def roll(self, changes: Sequence[Change], say: Say) -> tuple[NodeRestart, ...]:
-        """A rolling restart with `changes`: one node at a time, each waited for until it serves again before
-        the next; it stops at the first node that does not come back, which it starts again on its previous
-        settings. The nodes' turns, in order."""
+    def roll(self, changes: Sequence[Change], running: Mapping[str, Any], say: Say) -> tuple[NodeRestart, ...]:
+        """A rolling restart into the `running` configuration with `changes`: one node at a time, each waited for
+        until it serves again before the next; it stops at the first node that does not come back, and puts the
+        nodes back on what they ran. The nodes' turns, in order."""
 
 
 @dataclass
@@ -337,7 +337,7 @@ class Controller:
     def _roll(self, changes: list[Change], window: Window) -> dict[str, Any]:
         """Perform a rolling restart with the changes; the running configuration takes them when every node
         came back, and each node's time feeds the cost of the next decision."""
-        turns = self.restarter.roll(changes, self.say)
+        turns = self.restarter.roll(changes, dict(self.running), self.say)
         ok = bool(turns) and all(t.ok for t in turns) and len(turns) == len(self.settings.nodes)
         self.restart_seconds += [t.seconds for t in turns if t.ok]
         if ok:

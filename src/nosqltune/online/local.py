@@ -6,13 +6,16 @@ a cluster the run did not start cannot have is a `Restarter`: `LocalRestarter` r
 one at a time, each
 
 1. drained (memtables flushed, no new writes taken) and stopped;
-2. given the restart changes on top of what it ran (cassandra.yaml keys and JVM options, placed as a trial places
-   them: systems/cassandra/config.place), and started on the same address, ports and data;
-3. waited for until it answers CQL and every node lists every other as a peer, before the next node's turn.
+2. given the running configuration with the restart changes (its cassandra.yaml keys and JVM options, the ones
+   changed live included, placed as a trial places them: systems/cassandra/config.place), and started on the same
+   address, ports and data;
+3. waited for until it answers CQL and every other node has seen its new incarnation in gossip, then a few
+   seconds for the failure detectors and the clients' drivers, before the next node's turn.
 
-A node that does not come back is started again on its previous settings and the roll stops there, so the
-cluster never runs two configurations because of a failure. Each node's turn is timed from the drain to serving
-again: the loop prices its next decisions with these times (controller.py).
+A node that does not come back is started again on its previous settings, the roll stops there, and the nodes
+restarted before it are put back on their previous settings too, so the cluster runs one configuration. A
+roll whose heaps would not fit in the machine's memory is not begun. Each node's turn is timed from the drain to
+serving again: the loop prices its next decisions with these times (controller.py).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from .observe import JmxNode
 from .plan import Change
 
 RESTART_TIMEOUT_S = 180.0
+SETTLE_S = 5.0   # after the others saw a restarted node: their failure detectors and the clients' drivers mark it up
 
 
 @dataclass(frozen=True)
@@ -55,57 +59,107 @@ class LocalSetup:
 
 class LocalRestarter:
     """The controller's Restarter for the nodes of a LocalCluster this process runs; `names` name them as the
-    windows do. It keeps what it has rolled out, so a later roll places those values with the new ones."""
+    windows do. `started_with`: the configuration the nodes started with, as placed (its keys and flags are taken
+    out of each node's own settings, so a roll places the running configuration whole instead of piling flags up)."""
 
-    def __init__(self, cluster, names: Sequence[str], space, timeout: float = RESTART_TIMEOUT_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, cluster, names: Sequence[str], space, started_with=None, timeout: float = RESTART_TIMEOUT_S,
+                 clock: Callable[[], float] = time.monotonic, settle_s: float = SETTLE_S,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         if len(names) != len(cluster.members):
             raise ValueError("one name per node")
         self.cluster, self.names, self.space, self.timeout, self.clock = cluster, tuple(names), space, timeout, clock
-        self.base = [(dict(n.yaml_overrides), list(n.jvm_flags)) for n in cluster.members]
-        self.rolled: dict[str, Any] = {}
+        self.settle_s, self.sleep = settle_s, sleep
+        yaml0, jvm0 = (dict(started_with.yaml), list(started_with.jvm)) if started_with is not None else ({}, [])
+        # each node's own settings (seeds, ports, the cluster's flags) without the configuration it started with
+        self.base = [({k: v for k, v in n.yaml_overrides.items() if k not in yaml0},
+                      [f for f in n.jvm_flags if f not in jvm0]) for n in cluster.members]
 
     def settings_with(self, values: Mapping[str, Any]) -> list[tuple[dict[str, Any], list[str]]]:
-        """Each node's cassandra.yaml overrides and JVM flags with these restart knobs' values."""
+        """Each node's cassandra.yaml overrides and JVM flags for a configuration: its cassandra.yaml and JVM knobs
+        (the live ones too: a restarted node must keep what was changed live) placed on the node's own settings."""
         from ..systems.cassandra.config import place
 
-        placed = place(self.space, dict(values))
-        if placed.table or placed.keyspace or placed.volume:
-            raise UsageError("a rolling restart sets cassandra.yaml keys and JVM options only, not "
-                             + ", ".join(sorted({**placed.table, **placed.keyspace, **placed.volume})))
+        node_settings = {k: v for k, v in values.items()
+                         if k in self.space and self.space[k].applies in ("yaml", "jvm")}
+        placed = place(self.space, node_settings)
         return [({**yaml, **placed.yaml}, [*flags, *placed.jvm]) for yaml, flags in self.base]
 
-    def roll(self, changes: Sequence[Change], say: Say) -> tuple[NodeRestart, ...]:
-        values = {**self.rolled, **{c.knob: c.after for c in changes}}
-        wanted = self.settings_with(values)
+    def roll(self, changes: Sequence[Change], running: Mapping[str, Any], say: Say) -> tuple[NodeRestart, ...]:
+        """Restart every node with the running configuration and the changes; a node that does not come back is put
+        back on what it ran, and so are the nodes restarted before it, so the cluster runs one configuration."""
+        from ..systems.cassandra.cluster import check_fits
+
+        outside = [c.knob for c in changes if self.space[c.knob].applies not in ("yaml", "jvm")]
+        if outside:
+            raise UsageError("a rolling restart sets cassandra.yaml keys and JVM options only, not "
+                             + ", ".join(sorted(outside)))
+        values = {**running, **{c.knob: c.after for c in changes}}
+        what = ", ".join(f"{c.knob} = {c.after}" for c in changes)
+        try:
+            if "heap_size" in values:   # the new heaps must fit beside the client, as at the start
+                check_fits(len(self.cluster.members), int(values["heap_size"]))
+            wanted = self.settings_with(values)
+        except UsageError as exc:
+            say(f"rolling restart with {what} not begun: {exc}")
+            return (NodeRestart(self.names[0], False, 0.0, f"not begun: {exc}"),)
         turns: list[NodeRestart] = []
+        done: list[tuple[str, Any, tuple]] = []
         for name, node, (yaml, flags) in zip(self.names, self.cluster.members, wanted):
             started = self.clock()
             before = (dict(node.yaml_overrides), list(node.jvm_flags))
             try:
-                say(f"node {name}: draining and restarting with "
-                    + ", ".join(f"{c.knob} = {c.after}" for c in changes))
+                say(f"node {name}: draining and restarting with {what}")
                 self._restart(node, yaml, flags)
                 turns.append(NodeRestart(name, True, self.clock() - started))
+                done.append((name, node, before))
                 say(f"node {name}: serving again after {turns[-1].seconds:.0f} s")
             except Exception as exc:   # the node did not come back: back to what it ran, and the roll stops here
-                error = " ".join(str(exc).split())[:300] or type(exc).__name__
+                error = _line(exc, 300)
                 try:
                     self._restart(node, *before)
                 except Exception as again:
-                    why = " ".join(str(again).split())[:200]
-                    error += f"; on its previous settings it did not come back either ({why})"
+                    error += f"; on its previous settings it did not come back either ({_line(again, 200)})"
                 turns.append(NodeRestart(name, False, self.clock() - started, error))
-                say(f"node {name}: restart failed ({error}); the roll stops")
+                say(f"node {name}: restart failed ({error}); the roll stops, and the nodes restarted before it go "
+                    "back to what they ran")
+                for earlier, other, settings in reversed(done):   # one configuration on every node again
+                    began = self.clock()
+                    try:
+                        self._restart(other, *settings)
+                        turns.append(NodeRestart(earlier, False, self.clock() - began,
+                                                 f"put back on its previous settings after {name} failed"))
+                    except Exception as again:
+                        turns.append(NodeRestart(earlier, False, self.clock() - began,
+                                                 f"not back on its previous settings: {_line(again, 200)}"))
                 return tuple(turns)
-        self.rolled = values
         return tuple(turns)
 
     def _restart(self, node, yaml: dict[str, Any], flags: list[str]) -> None:
+        """Drain and stop the node, start it with these settings on its address, ports and data, and wait until
+        every other node has seen its new incarnation (a higher gossip generation in system_views.gossip_info):
+        the peers table alone holds rows from before the restart. Then `settle_s` for the failure detectors and
+        the clients' drivers to mark it up."""
+        from ..systems.cassandra.cluster import gossip_generations
+
+        others = [m for m in self.cluster.members if m is not node]
+        seen = gossip_generations(others[0].address, others[0].ports.native).get(node.address) if others else None
         node.stop(drain=True, timeout=60)
         node.yaml_overrides, node.jvm_flags = yaml, flags
         node.start(self.timeout)
-        self.cluster.wait_all_up(self.timeout)
+        deadline = self.clock() + self.timeout
+        while others:
+            now = [gossip_generations(m.address, m.ports.native).get(node.address) for m in others]
+            if all(g is not None and (seen is None or g > seen) for g in now):
+                break
+            if self.clock() > deadline:
+                raise RuntimeError(f"the other nodes did not see {node.address} come back within {self.timeout:.0f} s "
+                                   f"(gossip generations {now}, before the restart {seen})")
+            self.sleep(0.5)
+        self.sleep(self.settle_s)
+
+
+def _line(exc: BaseException, limit: int) -> str:
+    return " ".join(str(exc).split())[:limit] or type(exc).__name__
 
 
 @dataclass
@@ -114,6 +168,7 @@ class Started:
 
     nodes: tuple[JmxNode, ...]
     cql: tuple[str, int]
+    contact: str             # every node's address, comma separated: the trace's client contact points
     restarter: LocalRestarter
     boot_seconds: float
     load_seconds: float
@@ -158,7 +213,8 @@ def local_cluster(setup: LocalSetup, trace, records: int, replication_factor: in
                        timeout=client_timeout(workload, "load"))
             names = [f"node{i}" for i in range(1, setup.nodes + 1)]
             nodes = tuple(JmxNode(name, m.ports.jmx) for name, m in zip(names, cluster.members))
-            yield Started(nodes, (first.address, first.ports.native), LocalRestarter(cluster, names, space), boot,
-                          time.monotonic() - t0)
+            contact = ",".join(m.address for m in cluster.members)   # the trace's client: every node a contact
+            yield Started(nodes, (first.address, first.ports.native), contact,
+                          LocalRestarter(cluster, names, space, started_with=placed), boot, time.monotonic() - t0)
     finally:
         shutil.rmtree(setup.home, ignore_errors=True)

@@ -274,9 +274,10 @@ class TableTarget:
 
 
 def check_cql_name(what: str, name: Any) -> None:
-    """A keyspace or table name that needs no quoting in CQL; UsageError (one line) otherwise."""
-    if not (isinstance(name, str) and name.isidentifier() and name.isascii()):
-        raise UsageError(f"the {what} must be a plain CQL name (letters, digits, _), got {name!r}")
+    """A keyspace or table name that needs no quoting in CQL (lower case: CQL folds an unquoted name to it, and the
+    schema tables hold it so); UsageError (one line) otherwise."""
+    if not (isinstance(name, str) and name.isidentifier() and name.isascii() and name == name.lower()):
+        raise UsageError(f"the {what} must be a plain CQL name (lower-case letters, digits, _), got {name!r}")
 
 
 def _table_row(sess, target: TableTarget) -> dict[str, Any]:

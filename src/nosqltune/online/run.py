@@ -25,6 +25,11 @@ from .settings import OnlineSettings, OnlineSummary
 from .window import Snapshot
 
 
+# the trace's client marks its operations idempotent (every YCSB operation is), so its driver retries one whose
+# connection closed under it (a node drained for a rolling restart) on another replica instead of failing it
+IDEMPOTENT = {"cassandra.idempotent": "true"}
+
+
 class JmxReader:
     """Each node's ClientRequest counters over JMX (observe.read_snapshot): a silent node is said, never raised."""
 
@@ -94,26 +99,37 @@ def run_online(settings: OnlineSettings, *, say: Say = lambda _: None, progress:
     if settings.local is None:
         return _watch(settings, advisor, settings.record(), say=say, progress=progress, reader=reader,
                       applier=applier, run_phase=run_phase, restarter=restarter, clock=clock, sleep=sleep)
+    from ..store import open_store
     from .local import local_cluster
 
+    store = open_store(settings.study)   # a store that cannot be opened, or a study name taken: said before the boot
+    try:
+        if settings.study_name is not None and store.find_study(settings.study_name) is not None:
+            raise UsageError(f"study '{settings.study_name}' exists already in {settings.study}: each online run has "
+                             "a study of its own; give another name or leave it out")
+    finally:
+        store.close()
     with local_cluster(settings.local, settings.trace, settings.trace_records, settings.replication_factor,
                        advisor.space.knob_space, say=say) as started:
         watched = replace(settings, nodes=started.nodes, cql=started.cql, local=None)
         record = {**watched.record(), "local": {**settings.local.record(), "boot_seconds": started.boot_seconds,
                                                 "load_seconds": started.load_seconds}}
         return _watch(watched, advisor, record, say=say, progress=progress, reader=reader, applier=applier,
-                      run_phase=run_phase, restarter=restarter or started.restarter, clock=clock, sleep=sleep)
+                      run_phase=run_phase, restarter=restarter or started.restarter, clock=clock, sleep=sleep,
+                      contact=started.contact)
 
 
 def _watch(settings: OnlineSettings, advisor: Advisor, record: dict[str, Any], *, say: Say, progress: Say, reader,
-           applier, run_phase, restarter, clock: Callable[[], float], sleep: Callable[[float], None]) -> OnlineSummary:
+           applier, run_phase, restarter, clock: Callable[[], float], sleep: Callable[[float], None],
+           contact: str | None = None) -> OnlineSummary:
+    """The loop on `settings.nodes`; `contact`: the trace's client contact points (default the CQL host)."""
     recorder = StudyRecorder.open(settings.study, {**record, "model_meta": advisor.describe(),
                                                    "started_at": time.time()},
                                   name=settings.study_name, system=settings.system)
     say(f"online study '{recorder.name}' in {settings.study}: {len(settings.nodes)} node(s), "
         f"{settings.window_seconds:g} s windows, horizon {settings.horizon_seconds:g} s"
         + (", dry run" if settings.dry_run else "") + (", restarts performed" if restarter is not None else ""))
-    driver = TraceDriver(settings, progress, run_phase) if settings.trace is not None else None
+    driver = TraceDriver(settings, progress, run_phase, contact) if settings.trace is not None else None
     try:
         applier = applier or JmxApplier(settings.nodes, table=settings.table_target(),
                                         space=advisor.space.knob_space)
@@ -144,13 +160,13 @@ class TraceDriver:
     the trace's end (the watch lasts at least the trace), or, when the run was interrupted, lets no further phase
     start and waits for the running one (each ends by its own length)."""
 
-    def __init__(self, settings: OnlineSettings, progress: Say, run_phase=None) -> None:
+    def __init__(self, settings: OnlineSettings, progress: Say, run_phase=None, contact: str | None = None) -> None:
         from ..workloads.trace import ycsb_phase_runner
 
         self.settings = settings
         self.progress = progress
         host, port = settings.cql
-        self.run_phase = run_phase or ycsb_phase_runner(host, port)
+        self.run_phase = run_phase or ycsb_phase_runner(contact or host, port, extra=IDEMPOTENT)
         self.rows: list[dict[str, Any]] = []
         self.error: str | None = None
         self._stop = threading.Event()

@@ -185,6 +185,20 @@ def peers_of(node_address: str, port: int, storage_port: int | None = None) -> s
         return set()
 
 
+def gossip_generations(node_address: str, port: int) -> dict[str, int]:
+    """The gossip generation of every endpoint a node knows (system_views.gossip_info), by address: a node's
+    generation grows each time it starts, so a peer's answer with a higher one has seen it come back. Empty when
+    the node does not answer."""
+    from .cql import session
+
+    try:
+        with session(node_address, port, timeout=5.0) as sess:
+            return {str(row.address): int(row.generation)
+                    for row in sess.execute("SELECT address, generation FROM system_views.gossip_info")}
+    except Exception:
+        return {}
+
+
 # ------------------------------------------------------------------------------------------------ the CLI's side
 
 def cluster_home(root: Path, name: str) -> Path:

@@ -49,7 +49,10 @@ import site.ycsb.StringByteIterator;
  * (datacenter1), {@code cassandra.readconsistencylevel} / {@code cassandra.writeconsistencylevel}
  * (ONE), {@code cassandra.connecttimeoutmillis} (5000), {@code cassandra.requesttimeoutmillis}
  * (12000), {@code cassandra.maxconnections} (connections per node, driver default 1),
- * {@code cassandra.maxrequestsperconnection} (driver default 1024), {@code table} (usertable).
+ * {@code cassandra.maxrequestsperconnection} (driver default 1024), {@code table} (usertable),
+ * {@code cassandra.idempotent} (false; true marks every request idempotent, as every operation this binding sends
+ * is: the driver then retries a request whose connection closed under it, a node drained for a rolling restart,
+ * on the next replica instead of failing the operation; off by default so that trials count failures as before).
  */
 public class CassandraCQLClient extends DB {
 
@@ -64,6 +67,7 @@ public class CassandraCQLClient extends DB {
   public static final String MAX_CONNECTIONS_PROPERTY = "cassandra.maxconnections";
   public static final String MAX_REQUESTS_PROPERTY = "cassandra.maxrequestsperconnection";
   public static final String TABLE_PROPERTY = "table";
+  public static final String IDEMPOTENT_PROPERTY = "cassandra.idempotent";
 
   public static final String KEY_COLUMN = "y_id";
 
@@ -161,6 +165,7 @@ public class CassandraCQLClient extends DB {
     int maxRequests = intProperty(p, MAX_REQUESTS_PROPERTY, 0);
     String keyspace = p.getProperty(KEYSPACE_PROPERTY, "ycsb");
     String localDc = p.getProperty(LOCAL_DC_PROPERTY, "datacenter1");
+    boolean idempotent = Boolean.parseBoolean(p.getProperty(IDEMPOTENT_PROPERTY, "false").trim());
 
     List<InetSocketAddress> contactPoints = new ArrayList<>();
     for (String h : p.getProperty(HOSTS_PROPERTY, "127.0.0.1").split(",")) {
@@ -198,6 +203,7 @@ public class CassandraCQLClient extends DB {
         .withStringList(DefaultDriverOption.METADATA_SCHEMA_REFRESHED_KEYSPACES,
             Collections.singletonList(keyspace))
         .withBoolean(DefaultDriverOption.RECONNECT_ON_INIT, false)
+        .withBoolean(DefaultDriverOption.REQUEST_DEFAULT_IDEMPOTENCE, idempotent)
         // Close fast at the end of a run (the default quiet period is 2 s).
         .withInt(DefaultDriverOption.NETTY_IO_SHUTDOWN_QUIET_PERIOD, 0)
         .withInt(DefaultDriverOption.NETTY_ADMIN_SHUTDOWN_QUIET_PERIOD, 0)
