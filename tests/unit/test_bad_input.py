@@ -223,7 +223,8 @@ CASES = [
     # ------------------------------------------------------------------------------------ collect, importance
     case("collect read ratios beyond 1", "collect --read-ratios 0:2:0.5", "--read-ratios"),
     case("collect zero configurations", "collect --configs 0", "--configs"),
-    case("collect with --workload", "collect --workload ycsb-a", "--read-ratios"),
+    case("collect with --workload and --read-ratios", "collect --workload ycsb-a --read-ratios 0.5", "not both"),
+    case("collect with --read-ratio", "collect --read-ratio 0.5", "not --read-ratio"),
     case("collect at a fixed rate", "collect --scenario latency-slo", "fixed rate"),
     case("collect with repeats", "collect --repeat 3", "--noise-repeats"),
     case("importance with one level", "importance --levels 1", "--levels"),

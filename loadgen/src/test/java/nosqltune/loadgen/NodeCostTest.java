@@ -17,11 +17,15 @@ import org.junit.jupiter.api.Test;
 
 class NodeCostTest {
 
-  /** Burns about `ms` of CPU on this thread. */
+  /**
+   * Burns `ms` of CPU on this thread, counted in the thread's own CPU time (not the wall clock: on a busy machine a
+   * wall-clock spin gets only part of a core, and the window would hold less CPU than the test expects).
+   */
   private static long spin(long ms) {
-    long end = System.nanoTime() + ms * 1_000_000L;
+    java.lang.management.ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    long end = threads.getCurrentThreadCpuTime() + ms * 1_000_000L;
     long x = 0;
-    while (System.nanoTime() < end) {
+    while (threads.getCurrentThreadCpuTime() < end) {
       x += System.nanoTime() % 7;
     }
     return x;
