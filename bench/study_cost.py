@@ -241,7 +241,7 @@ def _study_lines() -> list[str]:
     if paced is None:
         return ["", "## A paced SMAC study (`study`): not run yet"]
     lines = ["", "## SMAC on disk-bound, 60 trials, before and with --build-share (`study`, its --share)", "",
-             "Search and confirmation trials only (the comparison rounds apart). *Build h*: the dataset builds; "
+             "The search's trials only (tagged tune: the confirmation's and the comparisons' rounds apart). *Build h*: the dataset builds; "
              "*other h*: everything else of the trials (restore, boot, warm-up, measuring, stop), which moves with "
              "the machine's speed on the day: the build share, not the wall time, is what compares across days.", "",
              "| study | trials | machine h | build h | other h | build share | builds | run on data built before "
