@@ -208,3 +208,28 @@ def test_table_options_go_to_the_cql_address_given_or_the_traces():
     assert OnlineSettings(nodes=nodes, model="m", study="s.db").table_target() is None
     with pytest.raises(UsageError, match="CQL address its client sends to"):
         OnlineSettings(nodes=nodes, model="m", study="s.db", trace=load_trace("shifting"))
+
+
+def test_a_local_cluster_prices_its_first_restart_by_its_own_start(monkeypatch, tmp_path):
+    """Before any restart is measured, a local run's cost-benefit takes the cluster's start (seconds per node, plus
+    the settle), not the 120 s stated for a cluster the run knows nothing about; a measured value given wins."""
+    from contextlib import contextmanager
+
+    from nosqltune.online import local, run
+    from nosqltune.workloads.trace import load_trace
+
+    @contextmanager
+    def started(setup, trace, records, rf, space, say):
+        yield local.Started((JmxNode("node1", 7199), JmxNode("node2", 7299)), ("127.0.0.1", 9042),
+                            "127.0.0.1,127.0.0.2", None, 40.0, 3.0)
+
+    seen = []
+    monkeypatch.setattr(local, "local_cluster", started)
+    monkeypatch.setattr(run, "_watch", lambda settings, *a, **kw: seen.append((settings, kw)))
+    advisor = type("A", (), {"space": type("S", (), {"names": (), "knob_space": None})()})()
+    base = dict(nodes=(), model="m", study=str(tmp_path / "o.db"), local=LocalSetup(nodes=2, home=tmp_path / "c"),
+                trace=load_trace("shifting"), replication_factor=2)
+    run.run_online(OnlineSettings(**base), advisor=advisor)
+    run.run_online(OnlineSettings(**base, restart_seconds=(12.0,)), advisor=advisor)
+    assert seen[0][0].restart_seconds == (40.0 / 2 + local.SETTLE_S,) and seen[1][0].restart_seconds == (12.0,)
+    assert seen[0][1]["contact"] == "127.0.0.1,127.0.0.2" and seen[0][0].cql == ("127.0.0.1", 9042)
