@@ -99,7 +99,8 @@ def test_table_options_change_live_with_alter_table_and_read_back_from_the_schem
         row = sess.execute("SELECT caching, memtable FROM system_schema.tables WHERE keyspace_name = 'ycsb' "
                            "AND table_name = 'usertable'").one()
     assert dict(row.caching) == {"keys": "ALL", "rows_per_partition": "ALL"} and row.memtable == "trie"
-    back = plan_changes(space, {"memtable": "trie", "caching_rows_per_partition": "ALL"}, {}).live
+    back = plan_changes(space, {"memtable": "trie", "caching_rows_per_partition": "ALL"},
+                        {"memtable": "skiplist", "caching_rows_per_partition": "NONE"}).live
     outcome = applier.apply(back, said.append)
     assert outcome.ok and {r.knob: r.read_back for r in outcome.results} == {
         "memtable": "skiplist", "caching_rows_per_partition": "NONE"}, outcome.as_dict()
