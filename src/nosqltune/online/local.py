@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import UsageError
 from .controller import NodeRestart, Say
-from .observe import JmxNode
+from .observe import JmxNode, _one_line
 from .plan import Change
 
 RESTART_TIMEOUT_S = 180.0
@@ -159,7 +159,7 @@ class LocalRestarter:
 
 
 def _line(exc: BaseException, limit: int) -> str:
-    return " ".join(str(exc).split())[:limit] or type(exc).__name__
+    return _one_line(exc, limit) or type(exc).__name__
 
 
 @dataclass

@@ -40,6 +40,15 @@ def window_metrics(window: Window) -> dict[str, Any]:
     return {"summary": summary, "window": window.summary()}
 
 
+def refuse_taken_name(store: Store, name: str, url: str) -> None:
+    """UsageError (one line) for an online study name that is empty or taken in the store."""
+    if not name.strip():
+        raise UsageError("the online study's name must not be empty")
+    if store.find_study(name) is not None:
+        raise UsageError(f"study '{name}' exists already in {url}: each online run has a study of its own; give "
+                         "another name or leave it out")
+
+
 class StudyRecorder:
     """One online run's study: created at the start, one row per window, its summary at the end."""
 
@@ -55,11 +64,7 @@ class StudyRecorder:
         store = open_store(url)
         try:
             if name is not None:
-                if not name.strip():
-                    raise UsageError("the online study's name must not be empty")
-                if store.find_study(name) is not None:
-                    raise UsageError(f"study '{name}' exists already in {url}: each online run has a study of its "
-                                     "own; give another name or leave it out")
+                refuse_taken_name(store, name, url)
                 chosen = name
             else:
                 stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if now is None else now))

@@ -20,7 +20,7 @@ from .advisor import Advisor
 from .controller import Controller, Say
 from .observe import JmxNode, LiveOutcome, TableTarget, alter_table, apply_live, read_snapshot
 from .plan import Change
-from .record import StudyRecorder
+from .record import StudyRecorder, refuse_taken_name
 from .settings import OnlineSettings, OnlineSummary
 from .window import Snapshot
 
@@ -104,9 +104,8 @@ def run_online(settings: OnlineSettings, *, say: Say = lambda _: None, progress:
 
     store = open_store(settings.study)   # a store that cannot be opened, or a study name taken: said before the boot
     try:
-        if settings.study_name is not None and store.find_study(settings.study_name) is not None:
-            raise UsageError(f"study '{settings.study_name}' exists already in {settings.study}: each online run has "
-                             "a study of its own; give another name or leave it out")
+        if settings.study_name is not None:
+            refuse_taken_name(store, settings.study_name, settings.study)
     finally:
         store.close()
     with local_cluster(settings.local, settings.trace, settings.trace_records, settings.replication_factor,
