@@ -11,7 +11,10 @@ measure of the machine's speed, centred on the configuration's own means:
   client CPU cores   the client's CPU time per second of the run (its share of the 2 cores);
   node+client cores  both processes' CPU per second: how much of the machine the trial got;
   CPU probe MB/s     the fixed SHA-256 work timed before the boot (internals.machine_probe, only in stores made
-                     since it exists).
+                     since it exists);
+  disk probe ms      the median of 200 random 4 KiB O_DIRECT reads timed before the boot (the same, later still).
+
+The same fit is what `tune --denoise` does on a study's own repeats (tuning/denoise.py), with its rule of use.
 
 Per store and measure: the pooled within-configuration elasticity of throughput on the measure (the slope of the
 centred logs), the share of the within-configuration variance of log throughput it explains, and the spread of
@@ -34,19 +37,23 @@ import sys
 
 import numpy as np
 
-from common import RESULTS, kept_notes, log  # bench/common.py
+from common import RESULTS, ROOT, kept_notes, log  # bench/common.py
+
+sys.path.insert(0, str(ROOT / "src"))
 
 STORES = {"in-memory (landscape)": RESULTS / "landscape" / "in-memory.db",
           "disk-bound (landscape)": RESULTS / "landscape" / "disk-bound.db",
           "write-heavy (landscape)": RESULTS / "landscape" / "write-heavy.db",
           "disk-bound (impact)": RESULTS / "impact" / "disk-bound.db",
           "write-heavy (impact)": RESULTS / "impact" / "write-heavy.db",
-          "cloud-disk (impact)": RESULTS / "impact" / "cloud-disk.db"}
+          "cloud-disk (impact)": RESULTS / "impact" / "cloud-disk.db",
+          "disk-bound (study_cost)": RESULTS / "study_cost" / "paced.db"}
 MEASURES = {"client CPU us/op": lambda s, i: s.get("client_cpu_us_per_op"),
             "client CPU cores": lambda s, i: s.get("client_cpu_cores"),
             "node+client cores": lambda s, i: (s["node_cpu_cores"] + s["client_cpu_cores"]
                                                if s.get("node_cpu_cores") and s.get("client_cpu_cores") else None),
-            "CPU probe MB/s": lambda s, i: ((i.get("machine_probe") or {}).get("cpu_mb_s"))}
+            "CPU probe MB/s": lambda s, i: ((i.get("machine_probe") or {}).get("cpu_mb_s")),
+            "disk probe ms": lambda s, i: ((i.get("machine_probe") or {}).get("disk_read_ms"))}
 
 
 def runs(path) -> dict[str, list[dict]]:
@@ -75,11 +82,14 @@ def analyse(groups: dict[str, list[dict]], measure: str, min_runs: int) -> dict 
     sets = [g for g in sets if len(g) >= min_runs]
     if len(sets) < 3:
         return None
+    from nosqltune.tuning.denoise import fit_elasticity
+
+    fit = fit_elasticity([[(r["throughput"], r[measure]) for r in g] for g in sets], measure)
     y = [np.log([r["throughput"] for r in g]) for g in sets]
     x = [np.log([r[measure] for r in g]) for g in sets]
     yc = np.concatenate([v - v.mean() for v in y])
     xc = np.concatenate([v - v.mean() for v in x])
-    beta = float((xc * yc).sum() / (xc * xc).sum()) if (xc * xc).sum() else 0.0
+    beta = fit.slope
     resid = yc - beta * xc
     dof = len(yc) - len(sets)
     raw_sd, adj_sd = float(np.sqrt((yc ** 2).sum() / dof)), float(np.sqrt((resid ** 2).sum() / max(1, dof - 1)))
@@ -96,8 +106,8 @@ def analyse(groups: dict[str, list[dict]], measure: str, min_runs: int) -> dict 
     corr_shift = float(np.corrcoef(shift, means_y)[0, 1]) if shift.std() and means_y.std() else None
     from scipy.stats import spearmanr
 
-    return {"configs": len(sets), "runs": int(sum(len(g) for g in sets)), "elasticity": beta,
-            "r2_within": float(1 - (resid ** 2).sum() / (yc ** 2).sum()) if (yc ** 2).sum() else None,
+    return {"configs": len(sets), "runs": int(sum(len(g) for g in sets)), "elasticity": beta, "t": fit.t,
+            "denoise_uses_it": fit.used, "r2_within": fit.r2,
             "sd_log_raw": raw_sd, "sd_log_adjusted": adj_sd, "share_between": share_between,
             "corr_config_measure_throughput": corr, "corr_adjustment_throughput": corr_shift,
             "rank_agreement": float(spearmanr(means_y, adjusted).statistic),
@@ -168,15 +178,17 @@ def main() -> int:
              "(positive: the adjustment favours fast configurations, negative: slow ones). *rank*: Spearman between "
              "the configurations' raw and adjusted means.", ""]
     lines += kept_notes(path, "drift.py")
-    lines += ["| store | measure | configs | runs | elasticity | R² within | sd raw | sd adjusted | between | "
-              "corr config | corr adj | rank | adjustment range |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| store | measure | configs | runs | elasticity (t) | `--denoise` would use it | R² within | sd raw | "
+              "sd adjusted | between | corr config | corr adj | rank | adjustment range |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, by in results.items():
         for measure, r in by.items():
             if r is None:
-                lines.append(f"| {name} | {measure} | - | - | - | - | - | - | - | - | - | - | too few repeats with it |")
+                lines.append(f"| {name} | {measure} | " + "- | " * 11 + "too few repeats with it |")
                 continue
-            lines.append(f"| {name} | {measure} | {r['configs']} | {r['runs']} | {f(r['elasticity'])} | "
-                         f"{f(r['r2_within'])} | {f(r['sd_log_raw'], '.3f')} | {f(r['sd_log_adjusted'], '.3f')} | "
+            lines.append(f"| {name} | {measure} | {r['configs']} | {r['runs']} | {f(r['elasticity'])} "
+                         f"({f(r['t'], '+.1f')}) | {'yes' if r['denoise_uses_it'] else 'no'} | {f(r['r2_within'])} | "
+                         f"{f(r['sd_log_raw'], '.3f')} | {f(r['sd_log_adjusted'], '.3f')} | "
                          f"{f(r['share_between'])} | {f(r['corr_config_measure_throughput'])} | "
                          f"{f(r['corr_adjustment_throughput'])} | {f(r['rank_agreement'], '.3f')} | "
                          f"x{r['adjustment_range'][0]:.3f}-x{r['adjustment_range'][1]:.3f} |")

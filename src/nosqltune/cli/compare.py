@@ -21,7 +21,11 @@ def format_confirmation(result: dict[str, Any]) -> str:
     for label, c in result["candidates"].items():
         interval = (f" [{value(c['interval'][0])}, {value(c['interval'][1])}]" if c["interval"] else "")
         lines.append(f"  {label:<8} mean {value(c['mean'])} {unit}{interval} over {c['feasible_rounds']} rounds; "
-                     f"single run {value(c['single_run'])}" + ("  <- confirmed best" if label == result["best"] else ""))
+                     f"single run {value(c['single_run'])}" + ("  <- confirmed best" if label == result["best"] else "")
+                     + (f"  unstable (its rounds disagree beyond the others' spread, p = {c['unstable']:.2g})"
+                        if c.get("unstable") is not None else ""))
+    if result.get("denoise"):
+        lines.append(f"  {result['denoise']['described']}")
     s = result["vs_default"]
     if s and s["mean_speedup"] is not None:
         interval = f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}]" if s["ci_low"] is not None else "-"

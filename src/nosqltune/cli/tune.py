@@ -326,10 +326,13 @@ def _new_run(args: argparse.Namespace, full_space, settings):
     if args.build_share is not None and (not 0 < args.build_share < 1 or "parallel" in options):
         raise UsageError(f"--build-share is a share of the machine time between 0 and 1, got {args.build_share}, "
                          "for a study that runs one trial at a time (its pacing follows the trials in order)")
+    if args.denoise and "parallel" in options:
+        raise UsageError("--denoise re-measures each new incumbent before the optimizer hears of it: a study that "
+                         "runs one trial at a time (no --parallel)")
     spec = TuneSpec(optimizer=args.optimizer, workloads=[w.name for w in workloads], budget=budget,
                     objective=objective.to_dict(), seed=args.seed, include_default=args.include_default,
                     max_seconds=parse_duration(args.max_time), patience=args.patience, options=options,
-                    build_share=args.build_share)
+                    build_share=args.build_share, denoise=args.denoise)
     return spec, workloads, fixed, subset, settings, system
 
 
@@ -446,6 +449,12 @@ def add_parsers(sub) -> None:
                    help="keep dataset builds to this share of the study's machine time (e.g. 0.2): past it, a "
                         "suggestion that asks for data not built yet runs on the nearest dataset built (fewest "
                         "dataset-shaping knobs changed), and the next build waits until enough trials earned it")
+    t.add_argument("--denoise", action="store_true",
+                   help="correct each trial's value by the machine's speed timed in the same trial (its CPU probe "
+                        "for throughput, its disk probe for latencies), with the elasticity fitted on the study's "
+                        "own repeats and used only where it is clear; re-measure once each configuration that one "
+                        "run would make the best; a configuration whose repeats disagree beyond the noise is "
+                        "flagged unstable and never the best (docs/trials.md)")
     t.add_argument("--space-adapter", choices=["none", "llamatune"], default="none",
                    help="llamatune: the optimizer searches a small synthetic space (random projection, special-value "
                         "biasing, bucketization) mapped onto all the knobs (default none)")

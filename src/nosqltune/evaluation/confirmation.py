@@ -41,7 +41,8 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
     rows = study.trials()
     sign = 1 if objective.maximize else -1
     ranked = sorted((e for e in configurations(rows, objective, spec.workloads, space)
-                     if e["value"] is not None and e["feasible"] and not e["partial"] and e["kind"] != "default"),
+                     if e["value"] is not None and e["feasible"] and not e["partial"] and e["kind"] != "default"
+                     and not e["unstable"]),
                     key=lambda e: -sign * e["value"])[:top]
     if not ranked:
         return None
@@ -54,6 +55,7 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
     completed = len([r for r in rows if r["failure_kind"] != "interrupted"])
     group = f"confirm-after-{completed}"
     summaries: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
+    trials: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
     for w in tune["workloads"]:
         workload = Workload.from_dict(w)
         say(f"confirming on {workload.name}: {rounds} interleaved cold rounds of {', '.join(candidates)}")
@@ -65,25 +67,40 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
         for label, by_round in runs.items():
             for r, row in enumerate(by_round):
                 summaries[label][r].append(row["metrics"]["summary"] if row else None)
+                trials[label][r].append(row)
     default = default_entry(rows, objective, spec.workloads, space)
     single = {"default": default["value"] if default else None,
               **{f"top{i}": e["value"] for i, e in enumerate(ranked, 1)}}
-    out: dict[str, Any] = {}
+    values = {}
     for label, per_round in summaries.items():
         evaluated = [objective.evaluate(s) for s in per_round]
-        values = [e.value if e.value is not None and e.feasible else None for e in evaluated]
-        got = [v for v in values if v is not None]
+        values[label] = [e.value if e.value is not None and e.feasible else None for e in evaluated]
+    denoised = None
+    if spec.denoise:   # the rounds are repeats: corrected by the probe, and candidates that disagree with themselves
+        from ..tuning.denoise import denoise_rounds
+
+        denoised = denoise_rounds(objective.metric, values,
+                                  {label: [[t for t in ts if t] for ts in per_round] for label, per_round in
+                                   trials.items()})
+        values = denoised["values"]
+    out: dict[str, Any] = {}
+    for label, got_values in values.items():
+        got = [v for v in got_values if v is not None]
         interval = mean_interval(got)
-        out[label] = {"config": candidates[label], "single_run": single[label], "values": values,
+        out[label] = {"config": candidates[label], "single_run": single[label], "values": got_values,
                       "mean": sum(got) / len(got) if got else None, "interval": list(interval) if interval else None,
                       "feasible_rounds": len(got)}
-    # a confirmed best must have held the constraints in every round; the default stays the best when no
-    # configuration beat its mean
-    eligible = [label for label in out if out[label]["feasible_rounds"] == rounds]
+        if denoised and label in denoised["unstable"]:
+            out[label]["unstable"] = denoised["unstable"][label]
+    # a confirmed best must have held the constraints in every round and agreed with itself (--denoise); the
+    # default stays the best when no configuration beat its mean
+    eligible = [label for label in out if out[label]["feasible_rounds"] == rounds
+                and (label == "default" or "unstable" not in out[label])]
     best = max(eligible, key=lambda label: sign * out[label]["mean"]) if eligible else None
     result = {"top": top, "rounds": rounds, "trials": rounds * len(candidates) * len(tune["workloads"]),
               "after_tune_trials": completed, "metric": objective.metric, "unit": objective.unit,
               "candidates": out, "best": best,
+              **({"denoise": {k: denoised[k] for k in ("elasticity", "described")}} if denoised else {}),
               "vs_default": compare(best, out[best]["values"], out["default"]["values"],
                                     maximize=objective.maximize).to_dict() if best and best != "default" else None}
     store.update_study_settings(study.id, {"confirm": result})

@@ -9,8 +9,8 @@ that the page cache does not answer them, each read's time; the median and the 9
 capped volume a read p99 followed the host disk's time per I/O far more than chance in its tail
 (bench/results/p99_noise.md), and the disk of a virtual machine drifts with the CPU but not in step with it.
 
-The figures are stored with the trial (`internals.machine_probe`); they are not yet used to adjust what an optimizer
-is told (that needs a model checked on real studies: docs/trials.md)."""
+The figures are stored with the trial (`internals.machine_probe`); `tune --denoise` corrects values by them where the
+study's own repeats show they matter (tuning/denoise.py, docs/trials.md)."""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from ..store import TrialState
 from ..systems.base import TrialResult
 from ..objective import Evaluation, Objective
 from .cost import BuildPacer
+from .denoise import Denoiser
 
 TAG = "tune"
 
@@ -49,6 +50,8 @@ class TuneSpec:
     max_seconds: float | None = None     # wall-time budget over all sessions of the study
     patience: int | None = None          # stop when the best configuration is unchanged for this many suggestions
     build_share: float | None = None     # dataset builds kept to this share of the machine time (cost.BuildPacer)
+    denoise: bool = False                # values corrected by the trial's machine probe, incumbents re-measured once,
+    #                                      configurations whose repeats disagree never the best (tuning.denoise)
     options: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,6 +85,8 @@ class Point:
     evaluation: Evaluation | None = None
     cost: float | None = None
     ran: bool = False                       # trials were run now (not only read back from the store)
+    unstable: float | None = None           # --denoise: p of its repeats' spread against the noise, when flagged
+    unrepeated: bool = False                # --denoise: would have been the best, but no budget was left to repeat it
     replaced: dict[str, Any] = field(default_factory=dict)   # the suggestion's shaping values the pacer replaced
 
 
@@ -89,7 +94,9 @@ def spent(optimizer, point: Point, pacer: BuildPacer | None = None) -> None:
     """Tell the optimizer (and the build pacer) what the point's trials cost in machine time and whether one built
     a dataset (their stored timings: total_s, dataset_build_s), after its cost was told."""
     timings = [r.get("timings") or {} for r in point.rows]
-    optimizer.spent(point.config, float(sum(t.get("total_s") or 0.0 for t in timings)),
+    once = [r.get("timings") or {} for r in point.rows if not (r.get("meta") or {}).get("repeat")]
+    # the optimizer learns what one measurement costs (a --denoise repeat is the loop's, not the suggestion's)
+    optimizer.spent(point.config, float(sum(t.get("total_s") or 0.0 for t in once)),
                     any(t.get("dataset_build_s") for t in timings))
     if pacer is not None:
         pacer.seen(point.config, timings)
@@ -118,6 +125,7 @@ class TuningLoop:
         self.stale = 0
         self.ask_seconds: list[float] = []
         self._phase: Callable[[str], None] = self.display.trial_phase
+        self.denoiser = Denoiser(self.objective, self.points, space.key)
 
     def trial_phase(self, message: str) -> None:
         """A running trial's progress (the runner's `progress` callback): shown by the display and stored on the
@@ -143,9 +151,10 @@ class TuningLoop:
                 self.seconds_used += row["finished_at"] - row["started_at"]
         return groups
 
-    def _run(self, point: Point, suggestion: Suggestion, workload: str) -> dict:
+    def _run(self, point: Point, suggestion: Suggestion, workload: str, repeat: bool = False) -> dict:
         meta = {"suggestion": point.number, "kind": point.kind, "optimizer": self.spec.optimizer,
                 "instance": workload, **({"opt": suggestion.meta} if suggestion.meta else {}),
+                **({"repeat": True} if repeat else {}),
                 **({"replaced": point.replaced} if point.replaced else {})}
         trial_id = self.store.start_trial(self.study_id, point.config, self.workload_info(workload), tag=TAG,
                                           environment_id=self.environment_id, meta=meta)
@@ -165,30 +174,43 @@ class TuningLoop:
         return self.objective.worst(p.evaluation.value for p in self.points
                                     if p.evaluation is not None and p.evaluation.value is not None)
 
-    def _evaluate(self, point: Point, workloads: list[str]) -> None:
-        by_workload = {r["meta"]["instance"]: r for r in point.rows}
+    def _value(self, point: Point, workloads: list[str], refit: bool = True) -> tuple[Evaluation, float | None]:
+        """The point's evaluation from its trials (the mean of its runs per workload) and, with --denoise, its value
+        corrected and the p of its repeats when they are unstable (the denoiser refits on what is stored so far and
+        this point, unless `refit` is off: then the fit of the last call corrects it, to compare two points alike)."""
+        from .results import _mean_summary
+
         summaries = []
         for name in workloads:
-            row = by_workload.get(name)
-            summaries.append(row["metrics"]["summary"] if row and row["state"] == TrialState.COMPLETE.value else None)
-        point.evaluation = self.objective.evaluate(summaries)
+            rows = [r for r in point.rows if r["meta"]["instance"] == name]
+            ok = rows and all(r["state"] == TrialState.COMPLETE.value for r in rows)
+            summaries.append(_mean_summary([r["metrics"]["summary"] for r in rows]) if ok else None)
+        evaluation = self.objective.evaluate(summaries)
+        if self.spec.denoise and evaluation.value is not None:
+            return self.denoiser.evaluate(point, workloads, evaluation, refit=refit)
+        return evaluation, None
+
+    def _evaluate(self, point: Point, workloads: list[str]) -> None:
+        point.evaluation, point.unstable = self._value(point, workloads)
         point.cost = self.objective.cost(point.evaluation, self._worst())
         self.points.append(point)
         for row in point.rows:
-            if (row.get("meta") or {}).get("cost") != point.cost:
-                self.store.update_meta(row["id"], {"cost": point.cost})
-                row.setdefault("meta", {})["cost"] = point.cost
+            update = {"cost": point.cost, **(self.denoiser.meta(row, point) if self.spec.denoise else {}),
+                      **({"unrepeated": True} if point.unrepeated else {})}
+            if any((row.get("meta") or {}).get(k) != v for k, v in update.items()):
+                self.store.update_meta(row["id"], update)
+                row.setdefault("meta", {}).update(update)
         self._update_best(point)
         if point.ran:
             self.display.trial_finished(self, point.rows[-1], point.evaluation)
 
     def _update_best(self, point: Point) -> None:
         ev = point.evaluation
-        if ev is None or ev.value is None or not ev.feasible:
+        if point.kind == "default" and self.default_point is None and ev is not None and ev.value is not None:
+            self.default_point = point
+        if ev is None or ev.value is None or not ev.feasible or point.unstable is not None or point.unrepeated:
             self.stale += 1
             return
-        if point.kind == "default" and self.default_point is None:
-            self.default_point = point
         if self.best is None or self.objective.better(ev.value, self.best.evaluation.value):
             self.best = point
             self.stale = 0
@@ -223,6 +245,7 @@ class TuningLoop:
                 replayed += bool(point.rows)
                 if not self._complete(point, default, self.spec.workloads):
                     return self._finish("budget")
+                self._remeasure(point, default, self.spec.workloads)
                 self._evaluate(point, self.spec.workloads)
                 optimizer.observe(point.config, point.cost)
                 spent(optimizer, point, pacer)
@@ -259,6 +282,8 @@ class TuningLoop:
                 if not self._complete(point, suggestion, workloads):
                     reason = "budget"
                     break
+                if not optimizer.picks_instances:    # irace repeats configurations itself, over its instances
+                    self._remeasure(point, suggestion, workloads)
                 self._evaluate(point, workloads)
                 optimizer.tell(suggestion, point.cost)   # a replaced point's cost is its suggestion's (a projection)
                 spent(optimizer, point, pacer)
@@ -281,6 +306,36 @@ class TuningLoop:
         point.ran = bool(missing)
         return True
 
+    def _remeasure(self, point: Point, suggestion: Suggestion, workloads: list[str]) -> None:
+        """--denoise: a configuration whose single run would make it the study's best is run once more before its
+        value is told (the best of many single runs is partly the luckiest): its value is then the mean of both,
+        and two runs that disagree beyond the study's noise mark it unstable. A repeat cut short is finished on
+        resume; a replayed point that has its repeat runs nothing."""
+        if not self.spec.denoise:
+            return
+        runs = {w: sum(r["meta"]["instance"] == w and r.get("failure_kind") != "interrupted" for r in point.rows)
+                for w in workloads}
+        missing = [w for w in workloads if runs[w] < 2]
+        if not missing:
+            return
+        if len(missing) == len(workloads):    # not begun: only a new incumbent is re-measured
+            provisional = self._value(point, workloads)[0]
+            best = self._value(self.best, list(self.spec.workloads), refit=False)[0] if self.best else None
+            if provisional.value is None or not provisional.feasible or (
+                    best is not None and best.value is not None
+                    and not self.objective.better(provisional.value, best.value)):
+                return
+        if self._budget_left(len(missing)) is not None:   # told its one run, but never the best on it
+            point.unrepeated = True
+            self.display.note(f"suggestion {point.number} would be the best by one run, and no budget is left to "
+                              "measure it again: it is not made the best (--denoise)")
+            return
+        self.display.note(f"suggestion {point.number} would be the best by one run: measuring it once more "
+                          "(--denoise)")
+        for name in missing:
+            point.rows.append(self._run(point, suggestion, name, repeat=True))
+        point.ran = True
+
     def _diverged(self, optimizer: Optimizer, number: int, rows: list[dict], pacer: BuildPacer | None) -> None:
         if optimizer.picks_instances:
             raise NosqltuneError(f"cannot resume: {self.spec.optimizer} now suggests a different configuration "
@@ -297,9 +352,28 @@ class TuningLoop:
         # a configuration measured several times (irace races configurations over instances): its mean counts
         from .results import best_configuration
 
+        if self.spec.denoise:
+            self._rejudge()
         found = best_configuration([r for p in self.points for r in p.rows], self.objective, self.spec.workloads,
                                    self.space)
         if found:
             self.best = Point(-1, found["config"], found["kind"], evaluation=Evaluation(found["value"], True, 0))
+        elif self.spec.denoise:   # every configuration measured was unstable or unrepeated
+            self.best = None
         self.display.finish(self, reason)
         return reason
+
+    def _rejudge(self) -> None:
+        """At the end, every repeated configuration judged against the whole study's noise (a point judged early
+        had fewer repeats beside it) and every trial's corrected value made with the final fit, so the study's
+        best compares values corrected alike; kept in the store; the elasticity said."""
+        flags = self.denoiser.final()
+        for point in self.points:
+            mine = [p for (key, _), p in flags.items() if key == self.space.key(point.config)]
+            point.unstable = min(mine) if mine else None
+            for row in point.rows:
+                update = self.denoiser.meta(row, point)
+                if any((row.get("meta") or {}).get(k) != v for k, v in update.items()):
+                    self.store.update_meta(row["id"], update)
+                    row.setdefault("meta", {}).update(update)
+        self.display.note(self.denoiser.elasticity.describe())

@@ -118,6 +118,9 @@ class ParallelLoop(TuningLoop):
         if self.spec.build_share:   # a study paced by tune --build-share, resumed with several trials at once
             raise UsageError("this study paces its dataset builds (--build-share), which follows the trials in "
                              "order: resume it without --parallel and --executor")
+        if self.spec.denoise:   # its repeats come before the optimizer hears of a point
+            raise UsageError("this study re-measures its incumbents (--denoise), one trial at a time: resume it "
+                             "without --parallel and --executor")
         optimizer = make_optimizer(self.spec.optimizer, self.space, seed=self.spec.seed, budget=self.spec.budget,
                                    workloads=self.spec.workloads, workdir=self.workdir,
                                    include_default=self.spec.include_default, options=self.spec.options)

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from ..knobs.space import TuningSpace
-from ..objective import Objective
+from ..objective import Objective, geometric_mean
 from .cost import format_split, time_split
 
 
@@ -63,12 +63,29 @@ def configurations(rows: list[dict], objective: Objective, workloads: list[str],
         means = {w: _mean_summary(per_workload[w]) for w in workloads if w in per_workload}
         partial = len(means) < len(workloads)
         evaluation = objective.evaluate([means[w] for w in workloads if w in means]) if means and not failed else None
+        metas = [row.get("meta") or {} for row in group]
         out.append({"config": canonical[key], "kind": "default" if key == default_key
                     else "suggested", "trials": len(group), "trial_ids": [r["id"] for r in group],
                     "failed": failed, "partial": partial, "per_workload": means,
-                    "value": evaluation.value if evaluation else None,
-                    "feasible": bool(evaluation and evaluation.feasible)})
+                    "value": _denoised(group, workloads, objective, evaluation.value) if evaluation else None,
+                    "feasible": bool(evaluation and evaluation.feasible),
+                    "unstable": any(m.get("unstable") is not None for m in metas),
+                    "unrepeated": any(m.get("unrepeated") for m in metas)})
     return out
+
+
+def _denoised(group: list[dict], workloads: list[str], objective: Objective, measured: float | None) -> float | None:
+    """A configuration's value: `measured` (the objective over its mean summaries) unless its trials ran with
+    --denoise (each complete one keeps `denoised`, its value corrected by the machine probe): then the corrected
+    values' mean per workload, the worst run's when the repeats were found unstable."""
+    complete = [r for r in group if r["state"] == "COMPLETE"]
+    if measured is None or not complete or any((r.get("meta") or {}).get("denoised") is None for r in complete):
+        return measured
+    flagged = any((r.get("meta") or {}).get("unstable") is not None for r in complete)
+    pick = (min if objective.maximize else max) if flagged else statistics.mean
+    per_workload = [pick([r["meta"]["denoised"] for r in complete if r["meta"]["instance"] == w]) for w in workloads
+                    if any(r["meta"]["instance"] == w for r in complete)]
+    return geometric_mean(per_workload)
 
 
 def best_configuration(rows: list[dict], objective: Objective, workloads: list[str],
@@ -78,7 +95,8 @@ def best_configuration(rows: list[dict], objective: Objective, workloads: list[s
     caller made them already (a study of thousands of trials)."""
     if entries is None:
         entries = configurations(rows, objective, workloads, space)
-    entries = [e for e in entries if e["value"] is not None and e["feasible"]]
+    entries = [e for e in entries if e["value"] is not None and e["feasible"] and not e.get("unstable")
+               and not e.get("unrepeated")]    # --denoise: never the best on disagreeing repeats or one lucky run
     complete = [e for e in entries if not e["partial"]]
     pool = complete or entries
     if not pool:
@@ -140,6 +158,7 @@ def summarize(store, study_id: int, spec, space, settings: dict[str, Any] | None
         "metric": objective.metric, "unit": objective.unit,
         "trials": len(rows), "failed_trials": len([r for r in rows if r["state"] == "FAIL"]),
         "configurations": len(entries), "best": best, "default": default,
+        "unstable": len([e for e in entries if e["unstable"]]), "denoise": spec.denoise,
         "speedup": speedup(objective, best["value"] if best else None, default["value"] if default else None),
         "changed": {k: list(v) for k, v in changed_knobs(space, best["config"]).items()} if best else {},
     }
@@ -207,6 +226,9 @@ def format_summary(result: dict[str, Any]) -> str:
         if label in found:
             said = found[label]
             lines.append(f"{label} {said['line']} ({said['of']} of its {said['trials']} trial(s))")
+    if result.get("denoise"):
+        lines.append(f"--denoise: values corrected by the trials' machine probe where it was clear; "
+                     f"{result.get('unstable', 0)} configuration(s) whose repeats disagreed, never the best")
     if found.get("counts"):
         lines.append("what limited the trials: " + ", ".join(f"{k} {n}" for k, n in found["counts"].items()))
     if result.get("time"):
