@@ -88,6 +88,15 @@ def test_an_uptime_shorter_than_the_window_shows_a_restart_the_counters_hide():
     after = Snapshot(60.0, {"a": counters(2_500, 300, uptime=40.0)})   # grew past its old value after restarting
     w = window_between(before, after)
     assert w.restarted == ("a",) and w.requests.read == 2_500
+    # a node young at the start (up 10 s), restarted 5 s into the window: 55 s of uptime is more than its old
+    # 10 s but clearly less than 10 + 60
+    young = window_between(Snapshot(0.0, {"a": counters(100, 10, uptime=10.0)}),
+                           Snapshot(60.0, {"a": counters(2_500, 300, uptime=55.0)}))
+    assert young.restarted == ("a",)
+    # a node up all the window, read a few seconds late or early, did not restart
+    steady = window_between(Snapshot(0.0, {"a": counters(100, 10, uptime=10.0)}),
+                            Snapshot(60.0, {"a": counters(2_500, 300, uptime=66.0)}))
+    assert steady.restarted == () and steady.requests.read == 2_400
 
 
 def test_missing_and_unmatched_nodes_are_named_and_left_out():
@@ -217,6 +226,8 @@ def test_idle_windows_are_no_evidence_and_the_mean_dwell_counts_the_mixes_seen()
     detector = ShiftDetector(ShiftSettings(confirm=2, min_dwell_seconds=0), PerKind(0.9, 0.1, 0.0), start=0.0)
     t, plan = 0.0, [0.9] * 10 + [0.5] * 10 + [0.9] * 10
     for i, share in enumerate(plan):
+        if i == 5:   # no mix has ended yet: no estimate, so a restart's gain is not discounted by a short age
+            assert detector.shifts == 0 and detector.mean_dwell_seconds(t) is None
         if i == 21:   # an idle minute in the middle of the streak neither counts nor resets it
             assert detector.observe(window(t, 20, 10)).state == "idle"
             t += MINUTE

@@ -39,26 +39,27 @@ def answers(readings: list[dict]) -> list[dict]:
     reading may name a node that does not answer ({"silent": "n2"})."""
     totals = {n: {"Read": 0, "Write": 0, "RangeSlice": 0} for n in NODES}
     out = [{n: _answer(totals[n], (2000.0, 800.0)) for n in NODES}]
-    for r in readings:
+    for i, r in enumerate(readings, 1):
         scan = r.get("scan", 0.0)
         shares = {"Read": r["read"], "Write": 1.0 - r["read"] - scan, "RangeSlice": scan}
         reading = {}
         for n in NODES:
             for scope, share in shares.items():
                 totals[n][scope] += round(r.get("ops", 30_000) * share)
-            reading[n] = _answer(totals[n], r.get("p99", (2000.0, 800.0)))
+            reading[n] = _answer(totals[n], r.get("p99", (2000.0, 800.0)), up_s=86_400 + i * WINDOW)
         if r.get("silent"):
             reading[r["silent"]] = TimeoutError("JMX did not answer within 15 s")
         out.append(reading)
     return out
 
 
-def _answer(totals: dict, p99: tuple[float, float]) -> dict:
+def _answer(totals: dict, p99: tuple[float, float], up_s: float = 86_400) -> dict:
+    """A node up a day at the first reading, its uptime growing with every window read after."""
     def scope(name, p):
         count = totals[name]
         return {"count": count, "p50": None if not count else p / 4, "p99": None if not count else p,
                 "unit": "microseconds", "failures": 0, "timeouts": 0, "unavailables": 0}
-    return {"uptime_ms": 86_400_000, "scopes": {"Read": scope("Read", p99[0]), "Write": scope("Write", p99[1]),
+    return {"uptime_ms": int(up_s * 1000), "scopes": {"Read": scope("Read", p99[0]), "Write": scope("Write", p99[1]),
                                                 "RangeSlice": scope("RangeSlice", 3000.0)}}
 
 
@@ -246,7 +247,7 @@ def test_a_restart_decision_is_recorded_with_its_numbers_and_not_performed(model
     summary, _, lines = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, replication_factor=2,
                             restart_seconds=(5.0,))
     _, _, records = stored(tmp_path)
-    decisions = [r["restart"] for r in records if r.get("restart")]
+    decisions = [r["restart"] for r in records if r.get("restart") and r["restart"]["verdict"] != "deferred"]
     assert len(decisions) == 2 and len(summary.restart_decisions) == 2
     for d in decisions:
         n = d["decision"]
@@ -270,7 +271,7 @@ def test_a_restart_that_pays_is_rolled_out_and_its_measured_time_prices_the_next
     summary, _, lines = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, replication_factor=2,
                             restart_seconds=(5.0,), restarter=restarter)
     _, rows, records = stored(tmp_path)
-    decisions = [r["restart"] for r in records if r.get("restart")]
+    decisions = [r["restart"] for r in records if r.get("restart") and r["restart"]["verdict"] != "deferred"]
     performed = [d for d in decisions if d.get("performed")]
     assert performed and summary.restarts == len(restarter.calls) == len(performed)
     first = performed[0]
@@ -305,16 +306,18 @@ def test_a_rolling_restart_that_stops_at_a_node_leaves_the_configuration_as_it_w
 
 
 def test_a_restart_that_does_not_pay_is_held(model_dir, tmp_path):
-    # one node, RF 1: the data is unavailable for the default 120 s restart
+    # one node, RF 1: the data is unavailable for the default 120 s restart, and the gain could only come after
+    # the 100 s horizon (no mix has ended yet, so the gain is not discounted by a dwell estimate)
     nodes = (JmxNode("n1", 7199),)
     settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
-                              duration_seconds=2 * WINDOW)
+                              duration_seconds=3 * WINDOW, horizon_seconds=100.0)
     clock = Clock()
-    reader = ScriptedReader([{"read": 0.9}] * 2)
+    reader = ScriptedReader([{"read": 0.9}] * 3)    # the decision waits for the guard on the live change
     reader.answers = [{"n1": a["n1"]} for a in reader.answers]
     summary = run_online(settings, reader=reader, applier=ScriptedApplier(), clock=clock, sleep=clock.sleep)
     (decision,) = summary.restart_decisions
     assert decision["verdict"] == "hold" and decision["cost_operations"] == pytest.approx(120 * 500.0)
+    assert decision["expected_gain_operations"] == 0
 
 
 def test_a_dry_run_applies_nothing_and_records_what_it_would_do(model_dir, tmp_path):
@@ -354,6 +357,45 @@ def test_ctrl_c_stops_cleanly_and_rolls_back_a_change_the_guard_has_not_judged(m
     study, _, _ = stored(tmp_path)
     assert study["settings"][SETTINGS_KEY]["summary"]["stopped"] == "interrupted"
     assert study["settings"][SETTINGS_KEY]["summary"]["running"] == {}
+
+
+def test_ctrl_c_while_a_live_change_is_applied_puts_every_knob_back(model_dir, tmp_path):
+    """The JMX calls run in our process group, so Ctrl-C can land in the middle of an apply: some nodes changed,
+    the others not. Every knob of the change is put back when the run stops, and the run's record kept."""
+    class Interrupted(ScriptedApplier):
+        def apply(self, changes, say):
+            outcome = super().apply(changes, say)
+            if len(self.calls) == 1:
+                raise KeyboardInterrupt
+            return outcome
+
+    applier = Interrupted()
+    summary, _, _ = run(model_dir, tmp_path, SHIFT, duration=len(SHIFT) * WINDOW, applier=applier)
+    assert summary.stopped == "interrupted" and summary.windows == 0 and summary.rollbacks == 1
+    applied, undone = applier.calls
+    assert [(c.knob, c.after) for c in undone] == [(c.knob, c.before) for c in applied]
+    assert summary.final_rollback is not None and summary.final_rollback["said"]
+    study, _, _ = stored(tmp_path)
+    assert study["settings"][SETTINGS_KEY]["summary"]["stopped"] == "interrupted"
+
+
+def test_an_error_in_the_loop_puts_a_pending_change_back_and_keeps_the_record(model_dir, tmp_path):
+    class Broken(ScriptedReader):
+        def read(self, say):
+            if self.reads == 2:    # the window after the first live change: the reading breaks
+                raise RuntimeError("JMX answered nonsense")
+            return super().read(say)
+
+    nodes = tuple(JmxNode(n, 7199, host=f"10.0.0.{i + 1}") for i, n in enumerate(NODES))
+    settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
+                              window_seconds=WINDOW, duration_seconds=len(SHIFT) * WINDOW)
+    clock, applier = Clock(), ScriptedApplier()
+    with pytest.raises(RuntimeError, match="nonsense"):
+        run_online(settings, reader=Broken(SHIFT), applier=applier, clock=clock, sleep=clock.sleep)
+    applied, undone = applier.calls
+    assert [(c.knob, c.after) for c in undone] == [(c.knob, c.before) for c in applied]
+    study, _, _ = stored(tmp_path)
+    assert study["settings"][SETTINGS_KEY]["summary"]["stopped"].startswith("failed: JMX answered nonsense")
 
 
 def test_a_mix_with_scans_is_said_and_mapped_to_the_nearest_the_model_knows(model_dir):
@@ -517,7 +559,9 @@ def test_the_report_shows_an_online_runs_timeline_and_decisions_and_renders_in_c
                run_phase=lambda phase, workload, folder: {"throughput_ops_s": 900.0, "errors": 0})
     (run,) = load_report(str(tmp_path / "online.db"))[1]
     kinds = [kind for _, kind, _ in run.events()]
-    assert kinds[:3] == ["live", "restart-hold", "kept"]   # window 1: the live change and a restart held; kept
+    # window 1: the live change, the restart decision deferred until it is judged; window 2: kept, then the
+    # restart weighed (it pays: no mix has ended yet to discount the gain) but not performed, nothing to restart
+    assert kinds[:4] == ["live", "restart-deferred", "kept", "restart-act"], kinds
     assert "shift" in kinds and kinds.index("shift") > 2
     assert [name for _, _, name in run.phases()] == ["reads", "mixed"]
     assert run.minutes()[0] == pytest.approx(0.5) and len(run.minutes()) == 16

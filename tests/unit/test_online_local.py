@@ -1,5 +1,5 @@
 """`online --nodes N` without nodes: the rolling restart of a local cluster turn by turn (the changes placed as a
-trial places them, one node at a time, a node that does not come back put back on its previous settings and the
+trial places them, one node at a time, a node that does not come back put back on the running configuration and the
 roll stopped there), and the one-line refusals of a local run. tests/integration/test_online_local.py runs it on
 real nodes."""
 
@@ -125,12 +125,32 @@ def test_a_node_that_does_not_come_back_is_put_back_and_so_are_the_nodes_before_
     turns = restarter.roll(changes(concurrent_writes=64), {}, said.append)
     assert [(t.node, t.ok) for t in turns] == [("node1", True), ("node2", False), ("node1", False)]
     assert "did not answer CQL" in turns[1].error and "\n" not in turns[1].error
-    assert "put back on its previous settings after node2 failed" in turns[2].error
+    assert "put back on the running configuration after node2 failed" in turns[2].error
     assert all("concurrent_writes" not in m.yaml_overrides for m in cluster.members)   # one configuration again
     assert [e[1] for e in cluster.events if e[0] == "node2" and e[1] != "gossip"] == ["stop", "start", "stop",
                                                                                       "start"]
     assert not any(e[0] == "node3" and e[1] != "gossip" for e in cluster.events)       # the roll stopped at node2
     assert any("restart failed" in line and "the roll stops" in line for line in said)
+
+
+def test_a_roll_writes_only_what_was_set_and_a_failed_one_keeps_the_live_changes(cluster_of):
+    """The controller's running configuration holds every knob of the model's space, unset ones at the knob file's
+    defaults: a roll must not write those (Cassandra derives the memtable space and the key cache from the heap),
+    and a node put back after a failure gets the running configuration, live changes included, not its settings
+    at its last start."""
+    space = load_space("cassandra")
+    cluster = cluster_of(3, fail_with=lambda node: node.yaml_overrides.get("concurrent_writes") == 64)
+    running = {**{k.name: k.default for k in space}, "concurrent_reads": 48,
+               "key_cache_size": space["key_cache_size"].default}
+    restarter = restarter_for(cluster, explicit=["key_cache_size"])
+    turns = restarter.roll(changes(concurrent_writes=64), running, lambda _: None)
+    assert [(t.node, t.ok) for t in turns] == [("node1", True), ("node2", False), ("node1", False)]
+    started = [e for e in cluster.events if e[1] == "start"]
+    first = started[0][2]      # node1 with the change: only what was set, the explicit knob at its default too
+    assert first["concurrent_writes"] == 64 and first["concurrent_reads"] == 48 and "key_cache_size" in first
+    assert "memtable_heap_space" not in first and "concurrent_compactors" not in first
+    for node in cluster.members[:2]:     # put back: the live value kept, the change gone
+        assert node.yaml_overrides["concurrent_reads"] == 48 and "concurrent_writes" not in node.yaml_overrides
 
 
 def test_a_roll_that_does_not_fit_or_holds_a_table_option_is_not_begun(cluster_of):

@@ -287,6 +287,23 @@ def test_a_refused_option_a_value_not_taken_and_a_silent_cluster_are_each_said_i
     assert len(said) == 1 and "memtable = trie" in said[0] and "caching_rows_per_partition = ALL" in said[0]
 
 
+def test_an_option_changed_but_not_read_back_counts_as_applied_so_the_guard_judges_it():
+    from nosqltune.online.observe import TableTarget, alter_table
+
+    class Forgetful(FakeSchema):     # the schema read after the ALTER TABLE times out
+        def execute(self, query, params=None):
+            if query.startswith("SELECT") and self.statements:
+                raise TimeoutError("Client request timeout")
+            return super().execute(query, params)
+
+    schema, said = Forgetful(), []
+    results = alter_table(_table_plan(memtable="trie"), load_space("cassandra"), TableTarget("127.0.0.1"),
+                          say=said.append, connect=schema.connect)
+    assert schema.options["memtable"] == "trie"
+    assert [(r.applied, r.read_back, r.differs) for r in results] == [(True, None, True)]
+    assert len(said) == 1 and "not read back" in said[0] and "\n" not in said[0]
+
+
 def test_the_jmx_applier_sends_table_options_to_alter_table_when_the_run_has_a_cql_address(monkeypatch):
     from nosqltune.online.observe import TableTarget
     from nosqltune.online.run import JmxApplier

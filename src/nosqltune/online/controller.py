@@ -124,6 +124,8 @@ class Controller:
         self.summary = OnlineSummary(recorder.name, dry_run=settings.dry_run)
         self._recent: list[Window] = []     # full windows with traffic of the current mix, newest last
         self._pending: _Pending | None = None
+        self._readvise: str | None = None     # "all" or "restart": advice to take up again on the next full window
+        self._advice: tuple | None = None     # the mix's features and the model's advice for it
         self._said: list[str] = []
         self._number = 0
 
@@ -149,6 +151,9 @@ class Controller:
                 previous = current
         except KeyboardInterrupt:
             stopped = "interrupted"
+        except BaseException as exc:   # a live change not judged yet is put back and the run's record kept
+            self._stop(f"failed: {exc}")
+            raise
         self._stop(stopped)
         return self.summary
 
@@ -157,6 +162,7 @@ class Controller:
             pending, self._pending = self._pending, None
             self.summary.final_rollback = self._rollback(pending, "stopped before the guard judged it",
                                                          at=self.clock())
+            self.summary.final_rollback["said"] = list(self._said)   # kept with the run: no window records them
             self._said = []
         self.summary.stopped = stopped
         default = self.advisor.space.default()
@@ -168,17 +174,25 @@ class Controller:
         record: dict[str, Any] = {"window": number}
         config = dict(self.running)   # what ran during the window
         window = window_between(before, after)
-        if self._pending is not None:
-            record["guard"] = self._judge(window)
         verdict = self.detector.observe(window)
+        if self._pending is not None:
+            record["guard"] = self._judge(window, verdict)
         record["shift"] = verdict.as_dict()
         if verdict.state != "idle" and not window.partial:
             self._recent = (self._recent + [window])[-max(self.settings.guard_windows, self.settings.shift.confirm):]
-        if verdict.state == "shift":   # the windows that confirmed it are the new mix's
+        if verdict.state == "shift":   # the windows that confirmed it are the new mix's (not a partial one's elders)
             self.summary.shifts += 1
-            self._recent = self._recent[-self.settings.shift.confirm:]
+            self._recent = [w for w in self._recent[-self.settings.shift.confirm:]
+                            if w.start >= self.detector.mix_began]
         if verdict.state in ("reference", "shift"):
+            self._readvise = None
             record.update(self._advise(window, verdict))
+        elif self._readvise and self._pending is None and not window.partial and self._advice is not None:
+            # advice left undone at the shift (no full window yet, a change still guarded, a restart held back
+            # until the live change was judged): asked again on the first full window after
+            what, self._readvise = self._readvise, None
+            record["readvised"] = what
+            record.update(self._act(window, *self._advice, live=what == "all"))
         record["said"] = list(self._said)
         self._said = []
         self.recorder.window(number, window, config, record)
@@ -186,15 +200,18 @@ class Controller:
         self.progress(self._line(number, window, verdict, record))
 
     # ------------------------------------------------------------------------------------------ the guard
-    def _judge(self, window: Window) -> dict[str, Any]:
+    def _judge(self, window: Window, shift: ShiftVerdict) -> dict[str, Any]:
         pending = self._pending
         verdict = judge_change(pending.before, window, self.settings.guard)
         out: dict[str, Any] = {"verdict": verdict.as_dict(), "changes": [c.as_dict() for c in pending.changes]}
-        if verdict.verdict == "wait":
+        moved = shift.distance is not None and shift.threshold is not None and shift.distance > shift.threshold
+        if moved:   # another mix than the baseline's: its throughput and p99 say nothing about the change
+            out["moved"] = f"the mix moved ({shift.distance:.3f} > {shift.threshold:.3f}): not judged on this window"
+        if verdict.verdict == "wait" or moved:
             pending.waits += 1
             if pending.waits < self.settings.guard_max_waits:
                 return out
-            why = f"not judged: {pending.waits} partial window(s) after it"
+            why = f"not judged: {pending.waits} window(s) after it partial or of another mix"
         elif verdict.keep:
             self._pending = None
             self.summary.live_kept += len(pending.changes)
@@ -202,8 +219,8 @@ class Controller:
             return out
         else:
             why = f"the guard: {verdict.reason}"
-        self._pending = None
         out["rollback"] = self._rollback(pending, why, at=window.end)
+        self._pending = None    # only once put back: an interrupted rollback is retried when the run stops
         return out
 
     def _rollback(self, pending: _Pending, why: str, at: float) -> dict[str, Any]:
@@ -221,18 +238,45 @@ class Controller:
 
     # ------------------------------------------------------------------------------------------ asking the model
     def _advise(self, window: Window, verdict: ShiftVerdict) -> dict[str, Any]:
+        """Ask the model for the mix (once per mix: the advice is kept for what is left undone) and act on it."""
         mix = verdict.new_reference if verdict.state == "shift" else verdict.mix
         features = self.advisor.features_for(mix)
         for note in features.notes:
             self.say(note)
         advice = self.advisor.recommend(features, self.running)
         self.summary.recommendations += 1
+        self._advice = (features, advice)
+        return {"features": features.as_dict(), "recommendation": advice.as_dict(),
+                **self._act(window, features, advice)}
+
+    def _act(self, window: Window, features: MixFeatures, advice, live: bool = True) -> dict[str, Any]:
+        """Plan the advice against the running configuration, apply the live part (unless `live` is off: a restart
+        decision taken up again), and weigh the restart part; a restart is not weighed while a live change waits
+        for its guard (the window after a roll could not tell the two apart): it is weighed once the guard has
+        judged, on the same advice."""
         plan = plan_changes(self.advisor.space.knob_space, self.running, advice.config)
-        out: dict[str, Any] = {"features": features.as_dict(), "recommendation": advice.as_dict(),
-                               "plan": plan.as_dict()}
+        out: dict[str, Any] = {"plan": plan.as_dict()}
         base = self._with(self.running, plan.live)
-        out["live"] = self._apply_live(window, plan)
-        out["restart"] = self._decide(window, plan, base, features)
+        if live and plan.live and (plan.restart or plan.rewrite):
+            # the optimum was searched with the restart knobs free: the live part alone must pay by itself, since
+            # the restart may be held
+            now, alone = self.advisor.predict([self.running, base], features)
+            if not (alone > now if self.advisor.surrogate.maximize else alone < now):
+                out["live"] = {"changes": [c.as_dict() for c in plan.live], "applied": False,
+                               "note": f"not applied: without the restart part the model predicts {alone:.4g} "
+                                       f"against {now:.4g} now"}
+                self.say(out["live"]["note"])
+                base, live = dict(self.running), False
+        if "live" not in out:
+            out["live"] = self._apply_live(window, plan) if live else {"changes": [], "applied": False,
+                                                                       "note": "restart decision only"}
+        if self._pending is not None and (plan.restart or plan.rewrite):
+            self._readvise = self._readvise or "restart"
+            out["restart"] = {"verdict": "deferred", "performed": False,
+                              "note": "the live change waits for its guard; the restart is weighed after"}
+            self.say("restart decision deferred until the guard has judged the live change")
+        else:
+            out["restart"] = self._decide(window, plan, base, features)
         return out
 
     def _apply_live(self, window: Window, plan: Plan) -> dict[str, Any]:
@@ -244,14 +288,20 @@ class Controller:
             self.say(f"dry run: would apply {', '.join(f'{c.knob} = {c.after}' for c in changes)}")
             return {**out, "applied": False, "note": "dry run: nothing applied"}
         if self._pending is not None:   # a shift while the guard still waits for a full window
+            self._readvise = "all"
             return {**out, "applied": False, "note": "not applied: the previous live change still waits for its "
-                                                     "guard"}
+                                                     "guard (asked again once it is judged)"}
         before = [w for w in self._recent if not w.partial][-self.settings.guard_windows:]
         if not before:
+            self._readvise = "all"
             return {**out, "applied": False,
-                    "note": "not applied: no full window of this mix to judge the change against"}
+                    "note": "not applied: no full window of this mix to judge the change against (asked again on "
+                            "the next full window)"}
         previous = {c.knob: self.running.get(c.knob) for c in changes}
+        # pending before the nodes are touched: a run stopped during the apply puts every knob back
+        self._pending = _Pending(tuple(changes), previous, before, window.end)
         outcome = self.applier.apply(changes, self.say)
+        self._pending = None
         done = self._take(changes, outcome)
         out.update(applied=bool(done), outcome=outcome.as_dict())
         if outcome.not_jmx:
@@ -262,7 +312,7 @@ class Controller:
         if done:
             self.summary.live_applied += len(done)
             self._pending = _Pending(done, {c.knob: previous[c.knob] for c in done}, before, window.end)
-            self.detector.note_change(window.end)
+            self.detector.note_change(max(window.end, self.clock()))   # when made, after the JMX calls
         return out
 
     def _take(self, changes: Sequence[Change], outcome: LiveOutcome) -> tuple[Change, ...]:
@@ -343,9 +393,10 @@ class Controller:
         if ok:
             for change in changes:
                 self.running[change.knob] = change.after
-        self.summary.restarts += 1
+        begun = not any((t.error or "").startswith("not begun") for t in turns)
+        self.summary.restarts += begun    # a roll refused before any node was touched is no restart
         self.summary.restart_decisions[-1]["performed"] = ok
-        self.detector.note_change(window.end)
+        self.detector.note_change(max(window.end, self.clock()))   # after the roll, not before it
         note = (f"rolling restart with {', '.join(f'{c.knob} = {c.after}' for c in changes)}: "
                 + (f"done, {sum(t.seconds for t in turns):.0f} s over {len(turns)} node(s)" if ok else
                    "stopped at " + ", ".join(f"{t.node} ({t.error})" for t in turns if not t.ok)

@@ -12,10 +12,10 @@ one at a time, each
 3. waited for until it answers CQL and every other node has seen its new incarnation in gossip, then a few
    seconds for the failure detectors and the clients' drivers, before the next node's turn.
 
-A node that does not come back is started again on its previous settings, the roll stops there, and the nodes
-restarted before it are put back on their previous settings too, so the cluster runs one configuration. A
-roll whose heaps would not fit in the machine's memory is not begun. Each node's turn is timed from the drain to
-serving again: the loop prices its next decisions with these times (controller.py).
+A node that does not come back is started again on the running configuration (live changes included, the roll's
+changes not), the roll stops there, and the nodes restarted before it are put back on it too, so the cluster runs
+one configuration. A roll whose heaps would not fit in the machine's memory is not begun. Each node's turn is timed
+from the drain to serving again: the loop prices its next decisions with these times (controller.py).
 """
 
 from __future__ import annotations
@@ -60,15 +60,18 @@ class LocalSetup:
 class LocalRestarter:
     """The controller's Restarter for the nodes of a LocalCluster this process runs; `names` name them as the
     windows do. `started_with`: the configuration the nodes started with, as placed (its keys and flags are taken
-    out of each node's own settings, so a roll places the running configuration whole instead of piling flags up)."""
+    out of each node's own settings, so a roll places the running configuration whole instead of piling flags up).
+    `explicit`: the knobs that configuration set; a roll writes those and the knobs whose running value is not the
+    knob file's default, and leaves the others to Cassandra (which derives some from the heap: the memtable space,
+    the key cache)."""
 
     def __init__(self, cluster, names: Sequence[str], space, started_with=None, timeout: float = RESTART_TIMEOUT_S,
                  clock: Callable[[], float] = time.monotonic, settle_s: float = SETTLE_S,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, explicit: Sequence[str] = ()) -> None:
         if len(names) != len(cluster.members):
             raise ValueError("one name per node")
         self.cluster, self.names, self.space, self.timeout, self.clock = cluster, tuple(names), space, timeout, clock
-        self.settle_s, self.sleep = settle_s, sleep
+        self.settle_s, self.sleep, self.explicit = settle_s, sleep, frozenset(explicit)
         yaml0, jvm0 = (dict(started_with.yaml), list(started_with.jvm)) if started_with is not None else ({}, [])
         # each node's own settings (seeds, ports, the cluster's flags) without the configuration it started with
         self.base = [({k: v for k, v in n.yaml_overrides.items() if k not in yaml0},
@@ -93,20 +96,24 @@ class LocalRestarter:
         if outside:
             raise UsageError("a rolling restart sets cassandra.yaml keys and JVM options only, not "
                              + ", ".join(sorted(outside)))
-        values = {**running, **{c.knob: c.after for c in changes}}
+        set_now = {k: v for k, v in running.items() if k in self.explicit or k not in self.space
+                   or self.space[k].default != v}
+        values = {**set_now, **{c.knob: c.after for c in changes}}
         what = ", ".join(f"{c.knob} = {c.after}" for c in changes)
         try:
             if "heap_size" in values:   # the new heaps must fit beside the client, as at the start
                 check_fits(len(self.cluster.members), int(values["heap_size"]))
             wanted = self.settings_with(values)
+            # a node that does not come back goes back to the running configuration, live changes included (its
+            # settings at its last start lack what was changed live since)
+            back = self.settings_with(set_now)
         except UsageError as exc:
             say(f"rolling restart with {what} not begun: {exc}")
             return (NodeRestart(self.names[0], False, 0.0, f"not begun: {exc}"),)
         turns: list[NodeRestart] = []
         done: list[tuple[str, Any, tuple]] = []
-        for name, node, (yaml, flags) in zip(self.names, self.cluster.members, wanted):
+        for name, node, (yaml, flags), before in zip(self.names, self.cluster.members, wanted, back):
             started = self.clock()
-            before = (dict(node.yaml_overrides), list(node.jvm_flags))
             try:
                 say(f"node {name}: draining and restarting with {what}")
                 self._restart(node, yaml, flags)
@@ -118,7 +125,7 @@ class LocalRestarter:
                 try:
                     self._restart(node, *before)
                 except Exception as again:
-                    error += f"; on its previous settings it did not come back either ({_line(again, 200)})"
+                    error += f"; on the running configuration it did not come back either ({_line(again, 200)})"
                 turns.append(NodeRestart(name, False, self.clock() - started, error))
                 say(f"node {name}: restart failed ({error}); the roll stops, and the nodes restarted before it go "
                     "back to what they ran")
@@ -127,10 +134,10 @@ class LocalRestarter:
                     try:
                         self._restart(other, *settings)
                         turns.append(NodeRestart(earlier, False, self.clock() - began,
-                                                 f"put back on its previous settings after {name} failed"))
+                                                 f"put back on the running configuration after {name} failed"))
                     except Exception as again:
                         turns.append(NodeRestart(earlier, False, self.clock() - began,
-                                                 f"not back on its previous settings: {_line(again, 200)}"))
+                                                 f"not back on the running configuration: {_line(again, 200)}"))
                 return tuple(turns)
         return tuple(turns)
 
@@ -215,6 +222,7 @@ def local_cluster(setup: LocalSetup, trace, records: int, replication_factor: in
             nodes = tuple(JmxNode(name, m.ports.jmx) for name, m in zip(names, cluster.members))
             contact = ",".join(m.address for m in cluster.members)   # the trace's client: every node a contact
             yield Started(nodes, (first.address, first.ports.native), contact,
-                          LocalRestarter(cluster, names, space, started_with=placed), boot, time.monotonic() - t0)
+                          LocalRestarter(cluster, names, space, started_with=placed, explicit=list(setup.config)),
+                          boot, time.monotonic() - t0)
     finally:
         shutil.rmtree(setup.home, ignore_errors=True)

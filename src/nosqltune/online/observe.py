@@ -331,9 +331,15 @@ def alter_table(changes: Iterable[Change], space, target: TableTarget, timeout: 
                         else:
                             value = knob.rendered(change.after)
                     sess.execute(statement(target.keyspace, target.table, {option: value}))
-                    after = _table_row(sess, target).get(option)
                 except Exception as exc:   # refused by Cassandra: said, the other options go on
                     failed(group, exc)
+                    continue
+                try:
+                    after = _table_row(sess, target).get(option)
+                except Exception as exc:   # applied, but not read back: reported as nothing read back
+                    say(f"table {target.keyspace}.{target.table}: {option} changed, but its schema was not read "
+                        f"back ({_one_line(exc)})")
+                    results.extend(ReadBack(c.knob, "schema", c.after) for c in group)
                     continue
                 for change in group:
                     knob = space[change.knob]

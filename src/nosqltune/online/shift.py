@@ -155,12 +155,18 @@ class ShiftDetector:
     def shifts(self) -> int:
         return len(self._dwells)
 
+    @property
+    def mix_began(self) -> float | None:
+        """When the current mix began (the start of the first window that confirmed it), None before any window."""
+        return self._since
+
     def mean_dwell_seconds(self, now: float) -> float | None:
         """How long a mix lasts, estimated from what was seen: the time observed (every earlier mix's duration
         plus the current one's age) over the number of shifts. That is the exponential model's estimate with the
-        current mix counted as still running. Before any shift it is the current mix's age. None before
-        any window."""
-        if self._since is None:
+        current mix counted as still running. None before the first shift: with no mix seen to end there
+        is no estimate (the mix's age alone, a window or two at the start, would make every restart look futile),
+        so the gain is not discounted."""
+        if self._since is None or not self._dwells:
             return None
         observed = sum(self._dwells) + max(0.0, now - self._since)
         return observed / max(1, len(self._dwells))

@@ -27,6 +27,7 @@ from typing import Mapping
 from ..errors import UsageError
 
 KINDS = ("read", "write", "scan")   # ClientRequest scopes Read, Write, RangeSlice
+UPTIME_SLACK_S = 10.0                 # how much less than a window a node up all of it may seem to age (slow reads)
 
 
 @dataclass(frozen=True)
@@ -215,8 +216,8 @@ def window_between(before: Snapshot, after: Snapshot, settings: WindowSettings =
     """The window from `before` to `after`: each node's deltas of requests, failures and timeouts, and its
     percentiles at `after`.
 
-    A node restarted within the window shows counters smaller than before, or an uptime smaller than at `before`
-    (when only `after` has one: shorter than the window).
+    A node restarted within the window shows counters smaller than before, or an uptime that grew by clearly less
+    than the window (UPTIME_SLACK_S less; when only `after` has one: shorter than the window).
     Its counters then hold what it served since the restart, and those become its deltas: the operations served
     before the restart inside this window are lost to the reading, so the window is partial (a lower bound),
     never negative. A node in `before` that is absent from `after` did not answer and is named in `missing`. A
@@ -231,7 +232,9 @@ def window_between(before: Snapshot, after: Snapshot, settings: WindowSettings =
         now.check(name)
         old = before.nodes.get(name)
         if old is not None and old.uptime_seconds is not None and now.uptime_seconds is not None:
-            fresh = now.uptime_seconds < old.uptime_seconds   # both read from the node: no clock of ours between
+            # a node up all the window aged by about its length (the readings' own delays aside): one that aged
+            # clearly less restarted within it, even when it was itself young at the start
+            fresh = now.uptime_seconds < old.uptime_seconds + seconds - min(UPTIME_SLACK_S, seconds / 2)
         else:
             fresh = now.uptime_seconds is not None and now.uptime_seconds < seconds
         if old is None and not fresh:
