@@ -398,6 +398,22 @@ def test_an_error_in_the_loop_puts_a_pending_change_back_and_keeps_the_record(mo
     assert study["settings"][SETTINGS_KEY]["summary"]["stopped"].startswith("failed: JMX answered nonsense")
 
 
+def test_the_advice_keeps_the_knob_rules_with_the_heap_the_nodes_have(model_dir):
+    """A model without the heap (wide24) still advises memtables within half the heap the nodes run with: where
+    no memtable space the model knows fits (a 768 MiB heap against its range from 512 MiB), the knob is left as it
+    runs. The first real rolling restart (2026-11-26) wrote 935 MiB of memtables on 768 MiB heaps before this."""
+    advisor = Advisor.load(model_dir)
+    features = advisor.features_for(PerKind(0.95, 0.05, 0.0))
+    running = advisor.running_config({})
+    advisor.hold({"heap_size": 4096})
+    roomy = advisor.recommend(features, running)
+    assert roomy.config["memtable_heap_space"] <= 2048
+    advisor.hold({"heap_size": 768})
+    tight = advisor.recommend(features, running)
+    assert tight.config["memtable_heap_space"] == running["memtable_heap_space"]
+    assert "memtable_heap_space" in tight.pinned
+
+
 def test_a_mix_with_scans_is_said_and_mapped_to_the_nearest_the_model_knows(model_dir):
     advisor = Advisor.load(model_dir)
     features = advisor.features_for(PerKind(0.6, 0.1, 0.3))

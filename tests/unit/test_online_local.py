@@ -246,10 +246,13 @@ def test_a_local_cluster_prices_its_first_restart_by_its_own_start(monkeypatch, 
     seen = []
     monkeypatch.setattr(local, "local_cluster", started)
     monkeypatch.setattr(run, "_watch", lambda settings, *a, **kw: seen.append((settings, kw)))
-    advisor = type("A", (), {"space": type("S", (), {"names": (), "knob_space": None})()})()
+    advisor = type("A", (), {"space": type("S", (), {"names": (), "knob_space": None})(),
+                             "hold": lambda self, values: held.append(values)})()
+    held = []
     base = dict(nodes=(), model="m", study=str(tmp_path / "o.db"), local=LocalSetup(nodes=2, home=tmp_path / "c"),
                 trace=load_trace("shifting"), replication_factor=2)
     run.run_online(OnlineSettings(**base), advisor=advisor)
     run.run_online(OnlineSettings(**base, restart_seconds=(12.0,)), advisor=advisor)
     assert seen[0][0].restart_seconds == (40.0 / 2 + local.SETTLE_S,) and seen[1][0].restart_seconds == (12.0,)
     assert seen[0][1]["contact"] == "127.0.0.1,127.0.0.2" and seen[0][0].cql == ("127.0.0.1", 9042)
+    assert held[0] == {"heap_size": 1024}    # a model without the heap keeps the rules with the nodes' own heap

@@ -119,8 +119,15 @@ class Advisor:
             raise UsageError(f"the model in {source} does not describe its features ({exc}): fit it again with "
                              "`nosqltune model fit`") from None
         self.space = self.surrogate.space
+        self.held: dict[str, Any] = {}      # knobs outside the model's space whose values hold on the cluster
         self.check()
         self.read_ratios = _training_read_ratios(self.meta)
+
+    def hold(self, values: Mapping[str, Any]) -> None:
+        """Values of knobs the model does not search that hold on the cluster (a local cluster's heap): the knob
+        rules are checked against them, not against the knob file's defaults (memtables within half the heap
+        the nodes really have)."""
+        self.held = {k: v for k, v in values.items() if k not in self.space.names}
 
     @classmethod
     def load(cls, directory: str | Path, **options: Any) -> "Advisor":
@@ -207,17 +214,35 @@ class Advisor:
         from ..surrogate.search import search
 
         started = time.perf_counter()
-        codec = _pin(self.surrogate.codec(features.for_model()), running, self.pinned())
+        codec = self.surrogate.codec(features.for_model())
+        if self.held:   # the rules over the knobs held as they are on the cluster
+            from ..knobs.space import TuningSpace
+            from ..surrogate.search import Codec
+
+            codec = Codec(TuningSpace(self.space.knob_space, fixed=self.held), codec.prefix.tolist())
+        pinned = self.pinned()
         sign = 1.0 if self.surrogate.maximize else -1.0
 
         def score(rows: np.ndarray) -> np.ndarray:
             return sign * np.log(self.surrogate.model.predict(rows))
 
-        result = search(codec, score, method=self.method, seed=self.seed, start=[codec.genome(dict(running))])
-        config = {**running, **result.config, **{k: running[k] for k in self.pinned() if k in running}}
+        try:
+            result = search(_pin(codec, running, pinned), score, method=self.method, seed=self.seed,
+                            start=[codec.genome(dict(running))])
+        except ValueError:
+            if not self.held:
+                raise
+            # no value within the model's ranges keeps a rule with the knobs held as they are (a 768 MiB heap
+            # leaves no memtable space the model knows): the knobs of the rules are left as they run
+            ruled = {n for rule in self.space.knob_space.rules for n in rule.knobs} & set(self.space.names)
+            pinned = (*pinned, *sorted(ruled - set(pinned)))
+            codec = self.surrogate.codec(features.for_model())
+            result = search(_pin(codec, running, pinned), score, method=self.method, seed=self.seed,
+                            start=[codec.genome(dict(running))])
+        config = {**running, **result.config, **{k: running[k] for k in pinned if k in running}}
         predicted, now = self.predict([config, dict(running)], features)
         return Advice(config, predicted, now, self.method, result.evaluations, time.perf_counter() - started,
-                      self.pinned())
+                      tuple(pinned))
 
     def describe(self) -> dict[str, Any]:
         spec = self.surrogate.spec

@@ -96,6 +96,8 @@ def run_online(settings: OnlineSettings, *, say: Say = lambda _: None, progress:
     if settings.local is not None and "heap_size" in advisor.space.names and "heap_size" not in settings.running:
         # the heap the nodes start with (--heap), not the knob file's default
         settings = replace(settings, running={**settings.running, "heap_size": settings.local.heap_mb})
+    elif settings.local is not None:   # a model without the heap: its advice still keeps the rules over the real one
+        advisor.hold({"heap_size": settings.local.heap_mb})
     if settings.local is None:
         return _watch(settings, advisor, settings.record(), say=say, progress=progress, reader=reader,
                       applier=applier, run_phase=run_phase, restarter=restarter, clock=clock, sleep=sleep)
