@@ -54,7 +54,9 @@ def test_requests_grow_with_the_traffic_and_carry_percentiles(traffic):
         assert now["unit"] == "microseconds"
         assert all(isinstance(now[k], int) and now[k] >= 0 for k in ("failures", "timeouts", "unavailables"))
     # 1000 inserts, the warm-up and 3000 measured operations, each coordinated once by the only node
-    window = window_between(snapshot_of(0.0, {"n1": before}), snapshot_of(60.0, {"n1": after}))
+    # the window as long as the node's uptime grew (a restart shows as an uptime that grew by less than the window)
+    seconds = (after["uptime_ms"] - before["uptime_ms"]) / 1000
+    window = window_between(snapshot_of(0.0, {"n1": before}), snapshot_of(seconds, {"n1": after}))
     assert not window.partial
     assert window.operations >= 1000 + 3000
     assert window.requests.write >= 1000 and window.requests.read > 0 and window.requests.scan > 0
@@ -148,7 +150,8 @@ def test_each_phase_of_a_trace_shows_the_node_the_mix_it_declares(node, traffic,
         before = client_requests(node.ports.jmx)
         metrics = client(phase, workload, folder)
         after = client_requests(node.ports.jmx)
-        seen[phase.name] = window_between(snapshot_of(0.0, {"n1": before}), snapshot_of(6.0, {"n1": after}))
+        seconds = (after["uptime_ms"] - before["uptime_ms"]) / 1000    # the phase's length as the node saw it
+        seen[phase.name] = window_between(snapshot_of(0.0, {"n1": before}), snapshot_of(seconds, {"n1": after}))
         return metrics
 
     rows = drive(trace, run_phase, records=1000, folder=tmp_path)
