@@ -151,6 +151,15 @@ def unstable(groups: dict[Any, Sequence[float]], p_max: float = UNSTABLE_P, judg
     return out
 
 
+def combine(per_workload: Sequence[Sequence[float]], maximize: bool, unstable_runs: bool) -> float:
+    """A configuration's value from its corrected runs, per workload: their mean (the worst run when its repeats
+    are unstable), then the geometric mean over the workloads, as the objective combines workloads."""
+    from ..objective import geometric_mean
+
+    pick = (min if maximize else max) if unstable_runs else statistics.fmean
+    return geometric_mean([pick(runs) for runs in per_workload])
+
+
 def judge(groups: dict[Any, list[tuple[float | None, float | None]]], probe: str, centre: float | None,
           keys=None, family: bool = False) -> dict[Any, float]:
     """Which of `keys` (default: every configuration run more than once) are unstable: key -> p. Each is judged
@@ -212,7 +221,7 @@ class Denoiser:
         workload the mean of its runs' corrected values (the worst run's when unstable), geometric mean over
         workloads; feasibility as measured. Refits the elasticity over everything so far and this point first
         (without this point when it is unstable), unless `refit` is off."""
-        from ..objective import Evaluation, geometric_mean
+        from ..objective import Evaluation
 
         groups = self._groups(also=point)
         mine = [(self.key(point.config), name) for name in workloads]
@@ -220,14 +229,11 @@ class Denoiser:
         flag = min(flagged.values()) if flagged else None
         if refit:
             self.elasticity = self._fit(groups, leave_out=flagged)
-        pick = (min if self.objective.maximize else max) if flag is not None else statistics.fmean
-        per_workload = []
-        for name in workloads:
-            corrected = [v * self.elasticity.factor(p) for v, p in self._runs(point, name)]
-            if not corrected:
-                return evaluation, None
-            per_workload.append(pick(corrected))
-        return Evaluation(geometric_mean(per_workload), evaluation.feasible, evaluation.violation), flag
+        per_workload = [[v * self.elasticity.factor(p) for v, p in self._runs(point, name)] for name in workloads]
+        if not all(per_workload):
+            return evaluation, None
+        value = combine(per_workload, self.objective.maximize, flag is not None)
+        return Evaluation(value, evaluation.feasible, evaluation.violation), flag
 
     def meta(self, row: dict, point) -> dict[str, Any]:
         """What a trial's row keeps: its corrected value, the factor used, and its configuration's flag."""

@@ -195,11 +195,8 @@ class TuningLoop:
         point.cost = self.objective.cost(point.evaluation, self._worst())
         self.points.append(point)
         for row in point.rows:
-            update = {"cost": point.cost, **(self.denoiser.meta(row, point) if self.spec.denoise else {}),
-                      **({"unrepeated": True} if point.unrepeated else {})}
-            if any((row.get("meta") or {}).get(k) != v for k, v in update.items()):
-                self.store.update_meta(row["id"], update)
-                row.setdefault("meta", {}).update(update)
+            self._keep(row, {"cost": point.cost, **(self.denoiser.meta(row, point) if self.spec.denoise else {}),
+                             **({"unrepeated": True} if point.unrepeated else {})})
         self._update_best(point)
         if point.ran:
             self.display.trial_finished(self, point.rows[-1], point.evaluation)
@@ -367,13 +364,18 @@ class TuningLoop:
         """At the end, every repeated configuration judged against the whole study's noise (a point judged early
         had fewer repeats beside it) and every trial's corrected value made with the final fit, so the study's
         best compares values corrected alike; kept in the store; the elasticity said."""
-        flags = self.denoiser.final()
+        flags: dict[Any, list[float]] = {}
+        for (key, _), p in self.denoiser.final().items():
+            flags.setdefault(key, []).append(p)
         for point in self.points:
-            mine = [p for (key, _), p in flags.items() if key == self.space.key(point.config)]
+            mine = flags.get(self.space.key(point.config))
             point.unstable = min(mine) if mine else None
             for row in point.rows:
-                update = self.denoiser.meta(row, point)
-                if any((row.get("meta") or {}).get(k) != v for k, v in update.items()):
-                    self.store.update_meta(row["id"], update)
-                    row.setdefault("meta", {}).update(update)
+                self._keep(row, self.denoiser.meta(row, point))
         self.display.note(self.denoiser.elasticity.describe())
+
+    def _keep(self, row: dict, update: dict[str, Any]) -> None:
+        """Store what changed of a trial's meta (and keep the row in memory as stored)."""
+        if any((row.get("meta") or {}).get(k) != v for k, v in update.items()):
+            self.store.update_meta(row["id"], update)
+            row.setdefault("meta", {}).update(update)

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from ..knobs.space import TuningSpace
-from ..objective import Objective, geometric_mean
+from ..objective import Objective
 from .cost import format_split, time_split
 
 
@@ -81,11 +81,11 @@ def _denoised(group: list[dict], workloads: list[str], objective: Objective, mea
     complete = [r for r in group if r["state"] == "COMPLETE"]
     if measured is None or not complete or any((r.get("meta") or {}).get("denoised") is None for r in complete):
         return measured
+    from .denoise import combine
+
     flagged = any((r.get("meta") or {}).get("unstable") is not None for r in complete)
-    pick = (min if objective.maximize else max) if flagged else statistics.mean
-    per_workload = [pick([r["meta"]["denoised"] for r in complete if r["meta"]["instance"] == w]) for w in workloads
-                    if any(r["meta"]["instance"] == w for r in complete)]
-    return geometric_mean(per_workload)
+    per_workload = [[r["meta"]["denoised"] for r in complete if r["meta"]["instance"] == w] for w in workloads]
+    return combine([runs for runs in per_workload if runs], objective.maximize, flagged)
 
 
 def best_configuration(rows: list[dict], objective: Objective, workloads: list[str],
