@@ -25,7 +25,7 @@ Two parts, each written to bench/results/study_cost.{md,json}:
 
   python3 bench/study_cost.py replay
   python3 bench/study_cost.py restage [--rounds 6]      # resumable: finished rounds are kept
-  python3 bench/study_cost.py study [--share 0.2] [--compare-rounds 10]   # resumable (tune --resume, compare)
+  python3 bench/study_cost.py study [--share 0.2] [--compare-rounds 10] [--told ran]   # resumable
   python3 bench/study_cost.py write                     # the results files from what is stored
 """
 
@@ -51,9 +51,11 @@ DB = FOLDER / "restage.db"
 CONFIG = FOLDER / "restage-config.yaml"
 ARMS = {"restaged": [], "built": ["--restore", "reload"]}
 BEFORE = (RESULTS / "impact" / "disk-bound.db", "smac")     # impact_tuning.md's SMAC study of disk-bound
-PACED = (FOLDER / "paced.db", "smac-paced")
+# the paced studies, by what the optimizer was told of a suggestion the pacer ran on data built before: its cost
+# as the suggestion's (a projection; the first study, 2026-11-26), or the configuration that ran (Optimizer.tell_ran)
+PACED = {"projection": (FOLDER / "paced.db", "smac-paced"), "ran": (FOLDER / "paced-ran.db", "smac-paced-ran")}
+COMPARISONS = {"projection": FOLDER / "paced-compare.json", "ran": FOLDER / "paced-ran-compare.json"}
 BEFORE_BEST = FOLDER / "disk-bound-smac-best.yaml"           # its confirmed best, a candidate of the comparison
-COMPARISON = FOLDER / "paced-compare.json"
 SEARCH_TAGS = ("tune", "confirm")                            # a study's search and its confirmation
 
 
@@ -160,11 +162,11 @@ def _arm_summary(rows: list[dict]) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ study
-def run_study(share: float, rounds: int) -> None:
+def run_study(share: float, rounds: int, told: str) -> None:
     import yaml
 
     FOLDER.mkdir(parents=True, exist_ok=True)
-    db, name = PACED
+    db, name = PACED[told]
     begun = name in _trials(db) if db.exists() else False
     args = ["--resume"] if begun else ["--scenario", "disk-bound", "--knobs", "v5", "--optimizer", "smac", "--budget",
                                        "60", "--build-share", str(share)]
@@ -174,7 +176,7 @@ def run_study(share: float, rounds: int) -> None:
         BEFORE_BEST.write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
     out = nosqltune("compare", "--study", str(db), "--study-name", name, "--candidates", f"best,{BEFORE_BEST}",
                     "--repeat", str(rounds), "--json", ok=(0, 1))
-    COMPARISON.write_text(out)
+    COMPARISONS[told].write_text(out)
     write()
 
 
@@ -239,9 +241,10 @@ def write() -> None:
 
 def _study_lines() -> list[str]:
     """The paced SMAC study against the one before, and the comparison of their bests."""
-    paced = _search_cost(*PACED)
-    costs = {"before (impact_tuning.md)": _search_cost(*BEFORE), "--build-share": paced}
-    if paced is None:
+    costs = {"before (impact_tuning.md)": _search_cost(*BEFORE),
+             "--build-share, told the projection": _search_cost(*PACED["projection"]),
+             "--build-share, told what ran": _search_cost(*PACED["ran"])}
+    if costs["--build-share, told the projection"] is None:
         return ["", "## A paced SMAC study (`study`): not run yet"]
     lines = ["", "## SMAC on disk-bound, 60 trials, before and with --build-share (`study`, its --share)", "",
              "The search's trials only (tagged tune: the confirmation's and the comparisons' rounds apart). *Build h*: the dataset builds; "
@@ -258,19 +261,26 @@ def _study_lines() -> list[str]:
         lines.append(f"| {label} | {c['trials']} | {c['machine_s'] / 3600:.2f} | {build / 3600:.2f} | "
                      f"{(c['machine_s'] - build) / 3600:.2f} | {share} | {c['builds']} | {c.get('replaced', 0)} | "
                      f"{wall} |")
-    if COMPARISON.exists() and COMPARISON.read_text().strip():
-        from common import ratio_text
-
-        comparison = json.loads(COMPARISON.read_text())
-        (workload,) = comparison["workloads"].values()
-        values, stats = workload["values"], workload["stats"]
-        before = next(k for k in values if k not in ("default", "best"))
-        vs = paired(values["best"], values[before], True)
-        lines += ["", f"Interleaved cold rounds ({len(values['default'])}), throughput against the default: paced "
-                      f"best {ratio_text(stats['best'])} (p = {stats['best'].get('p_value')}), the best before "
-                      f"{ratio_text(stats[before])} (p = {stats[before].get('p_value')}); paced best against the best "
-                      f"before x{vs['mean_ratio']:.3f} (p = {vs['p']})." if vs["mean_ratio"] else ""]
+    for told, path in COMPARISONS.items():
+        if path.exists() and path.read_text().strip():
+            lines += _comparison_lines(told, json.loads(path.read_text()))
     return lines
+
+
+def _comparison_lines(told: str, comparison: dict) -> list[str]:
+    """One paced study's comparison: its best and the best before, against the default and each other."""
+    from common import ratio_text
+
+    (workload,) = comparison["workloads"].values()
+    values, stats = workload["values"], workload["stats"]
+    before = next(k for k in values if k not in ("default", "best"))
+    vs = paired(values["best"], values[before], True)
+    if not vs["mean_ratio"]:
+        return []
+    return ["", f"Told {told}: interleaved cold rounds ({len(values['default'])}), throughput against the default: "
+                f"paced best {ratio_text(stats['best'])} (p = {stats['best'].get('p_value')}), the best before "
+                f"{ratio_text(stats[before])} (p = {stats[before].get('p_value')}); paced best against the best "
+                f"before x{vs['mean_ratio']:.3f} (p = {vs['p']})."]
 
 
 def main() -> int:
@@ -279,6 +289,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--share", type=float, default=0.2)
     p.add_argument("--compare-rounds", type=int, default=10)
+    p.add_argument("--told", choices=sorted(PACED), default="ran",
+                   help="the paced study to run: its optimizer told what ran (default) or the projection (the first)")
     a = p.parse_args()
     if a.rounds < 2 or a.compare_rounds < 2 or not 0 < a.share < 1:
         print("study_cost: give 2 rounds or more and a share between 0 and 1", file=sys.stderr)
@@ -286,7 +298,7 @@ def main() -> int:
     if a.part == "restage":
         run_restage(a.rounds)
     elif a.part == "study":
-        run_study(a.share, a.compare_rounds)
+        run_study(a.share, a.compare_rounds, a.told)
     else:
         write()
     return 0

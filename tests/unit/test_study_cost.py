@@ -147,3 +147,56 @@ def test_a_paced_study_keeps_its_build_share_and_resumes_to_the_same_trials(tmp_
     again = study(resumed_store, 40, 0.2, datasets)
     assert [(r["config"], r["meta"].get("replaced")) for r in again] == \
         [(r["config"], r["meta"].get("replaced")) for r in paced]
+
+
+@pytest.mark.parametrize("name", ["smac", "gp"])
+def test_a_model_learns_the_configuration_the_pacer_ran_not_the_one_it_asked(tmp_path, name):
+    from nosqltune.optimizers import make_optimizer
+
+    space = _shaped_space()
+    opt = make_optimizer(name, space, seed=3, budget=20, workloads=["w"], workdir=tmp_path)
+    try:
+        asked = opt.ask()
+        ran = {**asked.config, "compression": "none" if asked.config["compression"] != "none" else "LZ4Compressor"}
+        opt.tell_ran(asked, ran, 2.5)
+        if name == "smac":
+            rh = opt.smac.runhistory
+            told = [(dict(rh.get_config(k.config_id)), v.cost) for k, v in rh.items() if v.status.name == "SUCCESS"]
+            assert [(opt._to_config(c), cost) for c, cost in told] == [(space.canonical(ran), 2.5)]
+            assert [opt._to_config(c) for c in rh.get_running_configs()] == [asked.config]   # left unanswered
+        else:
+            assert opt._configs == [space.canonical(ran)] and opt._costs == [2.5] and not opt._pending
+        assert opt.ask() is not None   # and it goes on asking
+    finally:
+        opt.close()
+
+
+def test_a_paced_smac_study_resumes_to_the_same_trials(tmp_path):
+    from nosqltune.store import open_store
+    from nosqltune.tuning.loop import TuneSpec, TuningLoop
+
+    space = _shaped_space()
+
+    def study(store, budget, runner):
+        spec = TuneSpec(optimizer="smac", workloads=["w"], budget=budget, seed=5,
+                        objective={"metric": "throughput", "constraints": []}, build_share=0.2)
+        TuningLoop(store, store.study("paced"), spec, space, runner, workdir=tmp_path).run()
+        return store.trials(store.study("paced"))
+
+    whole = study(open_store(str(tmp_path / "s.db")), 16, _shaped_runner(space))
+    assert any(r["meta"].get("replaced") for r in whole)
+    # the same study stopped in its ninth trial (SMAC's initial design follows the budget: the same budget resumes)
+    resumed_store, datasets, calls = open_store(str(tmp_path / "r.db")), _shaped_runner(space), []
+
+    def stopping(config, workload):
+        calls.append(1)
+        if len(calls) == 9:
+            raise KeyboardInterrupt
+        return datasets(config, workload)
+
+    with pytest.raises(KeyboardInterrupt):
+        study(resumed_store, 16, stopping)
+    again = study(resumed_store, 16, datasets)
+    ran = lambda rows: [(r["config"], r["meta"].get("replaced")) for r in rows  # noqa: E731
+                        if r["state"] == "COMPLETE"]
+    assert ran(again) == ran(whole)

@@ -66,6 +66,16 @@ class Optimizer:
     def observe(self, config: dict[str, Any], cost: float) -> None:
         """The cost of a configuration this optimizer did not suggest (the measured default)."""
 
+    def tell_ran(self, suggestion: Suggestion, config: dict[str, Any], cost: float) -> None:
+        """The cost of a suggestion that ran as another configuration: tune --build-share put its dataset-shaping
+        knobs to data the study had built (tuning.cost.BuildPacer). Here it is told as the suggestion's cost, a
+        projection of the point onto the built data: what an optimizer that moves its own points (annealing's
+        chain, a GA's population, irace's race, LlamaTune's synthetic points) can take. An optimizer whose model
+        takes any point (SMAC, GP, RAFIKI's) learns the configuration that ran instead, and drops the suggestion
+        unanswered: on disk-bound the data's shape is the largest effect, and its projected cost told the model
+        that shapes never measured ran as the default's data did."""
+        self.tell(suggestion, cost)
+
     def spent(self, config: dict[str, Any], seconds: float, built: bool) -> None:
         """The machine time a configuration's trials took, told after its cost, and whether one of them built a
         dataset: what a cost-aware optimizer learns a suggestion's price from (gp with `cost_aware`)."""

@@ -74,6 +74,10 @@ class GaussianProcessBO(Optimizer):
         self._pending.pop(id(suggestion), None)
         self.observe(suggestion.config, cost)
 
+    def tell_ran(self, suggestion: Suggestion, config: dict[str, Any], cost: float) -> None:
+        self._pending.pop(id(suggestion), None)
+        self.observe(config, cost)
+
     def observe(self, config: dict[str, Any], cost: float) -> None:
         self._configs.append(self.space.canonical(config))
         self._costs.append(float(cost))

@@ -302,6 +302,12 @@ class SMACOptimizer(Optimizer):
         self.smac.tell(info, TrialValue(cost=float(cost)), save=False)
         self._refusals.seen(float(cost))
 
+    def tell_ran(self, suggestion: Suggestion, config: dict[str, Any], cost: float) -> None:
+        # the asked trial stays without a result: SMAC's intensifier skips a configuration still running, and its
+        # forest learns only finished trials; what ran is told as a configuration SMAC did not suggest
+        self._pending.pop(id(suggestion))
+        self.observe(config, cost)
+
     def observe(self, config: dict[str, Any], cost: float) -> None:
         from ConfigSpace import Configuration
         from smac.runhistory.dataclasses import TrialInfo, TrialValue

@@ -97,6 +97,10 @@ class SurrogateSearch(Optimizer):
         self._pending.pop(id(suggestion), None)
         self.observe(suggestion.config, cost)
 
+    def tell_ran(self, suggestion: Suggestion, config: dict[str, Any], cost: float) -> None:
+        self._pending.pop(id(suggestion), None)
+        self.observe(config, cost)
+
     def observe(self, config: dict[str, Any], cost: float) -> None:
         # the trust region grows after an improvement and shrinks after two misses in a row; when it gets
         # too small, it starts again at full size around the best (TuRBO's rule, Eriksson et al. 2019)

@@ -282,7 +282,10 @@ class TuningLoop:
                 if not optimizer.picks_instances:    # irace repeats configurations itself, over its instances
                     self._remeasure(point, suggestion, workloads)
                 self._evaluate(point, workloads)
-                optimizer.tell(suggestion, point.cost)   # a replaced point's cost is its suggestion's (a projection)
+                if replaced:   # the pacer ran it on data built before: what ran, as the optimizer can take it
+                    optimizer.tell_ran(suggestion, config, point.cost)
+                else:
+                    optimizer.tell(suggestion, point.cost)
                 spent(optimizer, point, pacer)
                 number += 1
                 if replayed and not rows:
