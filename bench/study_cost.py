@@ -22,10 +22,13 @@ Two parts, each written to bench/results/study_cost.{md,json}:
            rounds (`compare`, in the new study). Per study: the machine time of its search and confirmation, the
            build share, the builds, the suggestions run on data built before, the wall time; per candidate the
            ratio to the default with its interval and p. Hours of cold trials: nothing else may run.
+           The first paced study (paced.db, 2026-11-26) told SMAC a suggestion's cost where the pacer ran it on
+           data built before (a projection); `study` now runs the second (paced-ran.db), where SMAC is told the
+           configuration that ran (Optimizer.tell_ran). `write` reports both.
 
   python3 bench/study_cost.py replay
   python3 bench/study_cost.py restage [--rounds 6]      # resumable: finished rounds are kept
-  python3 bench/study_cost.py study [--share 0.2] [--compare-rounds 10] [--told ran]   # resumable
+  python3 bench/study_cost.py study [--share 0.2] [--compare-rounds 10]   # resumable (tune --resume, compare)
   python3 bench/study_cost.py write                     # the results files from what is stored
 """
 
@@ -162,10 +165,12 @@ def _arm_summary(rows: list[dict]) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ study
-def run_study(share: float, rounds: int, told: str) -> None:
+def run_study(share: float, rounds: int) -> None:
+    """The paced study whose optimizer is told what ran (the first one, told the projection, is kept as run)."""
     import yaml
 
     FOLDER.mkdir(parents=True, exist_ok=True)
+    told = "ran"
     db, name = PACED[told]
     begun = name in _trials(db) if db.exists() else False
     args = ["--resume"] if begun else ["--scenario", "disk-bound", "--knobs", "v5", "--optimizer", "smac", "--budget",
@@ -289,8 +294,6 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--share", type=float, default=0.2)
     p.add_argument("--compare-rounds", type=int, default=10)
-    p.add_argument("--told", choices=sorted(PACED), default="ran",
-                   help="the paced study to run: its optimizer told what ran (default) or the projection (the first)")
     a = p.parse_args()
     if a.rounds < 2 or a.compare_rounds < 2 or not 0 < a.share < 1:
         print("study_cost: give 2 rounds or more and a share between 0 and 1", file=sys.stderr)
@@ -298,7 +301,7 @@ def main() -> int:
     if a.part == "restage":
         run_restage(a.rounds)
     elif a.part == "study":
-        run_study(a.share, a.compare_rounds, a.told)
+        run_study(a.share, a.compare_rounds)
     else:
         write()
     return 0

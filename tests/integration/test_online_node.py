@@ -70,12 +70,15 @@ def test_a_live_knob_reads_back_its_new_value(node):
     try:
         assert (reads["name"], reads["value_asked"], reads["value_read_back"]) == ("concurrent_reads", 24, 24)
         assert throughput["value_read_back"] == 16 and throughput["unit"] == "MiB/s"
+        # what each ran before, read in the same call: the node's 5.0 defaults (what a rollback would put back)
+        assert reads["value_before"] == 32 and throughput["value_before"] == 64
         assert "setConcurrency" in reads["via"] and "CompactionThroughput" in throughput["via"]
         plan = plan_changes(load_space("cassandra"), {"concurrent_reads": 24, "compaction_throughput": 16},
                             {"concurrent_reads": 40, "compaction_throughput": 32})
         outcome = apply_live(plan.live, [JmxNode("n1", node.ports.jmx)])
         assert outcome.ok, outcome.as_dict()
         assert {r.knob: r.read_back for r in outcome.results} == {"concurrent_reads": 40, "compaction_throughput": 32}
+        assert {r.knob: r.before for r in outcome.results} == {"concurrent_reads": 24, "compaction_throughput": 16}
     finally:   # the module's node as it was started (5.0's defaults)
         set_live(node.ports.jmx, "concurrent_reads", 32)
         set_live(node.ports.jmx, "compaction_throughput", 64)

@@ -31,6 +31,7 @@ def _default_dataset():
     return dataset_for(cassandra_dataset_key(CASSANDRA_VERSION, shape, {}, 1024, "bulk"))
 
 
+@pytest.mark.slow   # 55 s (a build and a restaged trial): make test-all; make test keeps within 10 minutes
 def test_a_bloom_filter_chance_is_brought_to_restored_data_without_a_build(nosqltune_home, dataset_cache,
                                                                           tmp_path, capsys):
     dataset = _default_dataset()
@@ -51,7 +52,7 @@ def test_a_bloom_filter_chance_is_brought_to_restored_data_without_a_build(nosql
     assert 0.3 < small / default_filters < 0.7, (small, default_filters)
 
 
-@pytest.mark.slow   # 60 s: make test-all (make test keeps the restaged trial above)
+@pytest.mark.slow   # 60 s: make test-all
 def test_a_restaged_filter_is_the_size_of_one_loaded_with_the_chance(nosqltune_home, tmp_path, capsys):
     brought = _bench(tmp_path / "brought.db", capsys, "--set", "bloom_filter_fp_chance=0.1")
     # the same chance set by the node that loads the data for the trial itself

@@ -79,11 +79,13 @@ class ScriptedReader:
 
 
 class ScriptedApplier:
-    """Records each call; every node reads back what it was given, or `differ[knob]`."""
+    """Records each call; every node reads back what it was given, or `differ[knob]`; before the first change of a
+    knob it reports `ran[knob]` (a node whose value the run did not know), then what it was last given."""
 
-    def __init__(self, differ: dict | None = None) -> None:
+    def __init__(self, differ: dict | None = None, ran: dict | None = None) -> None:
         self.calls: list[list] = []
         self.differ = differ or {}
+        self.ran = dict(ran or {})
 
     def apply(self, changes, say):
         self.calls.append(list(changes))
@@ -92,9 +94,12 @@ class ScriptedApplier:
             if c.applies in ("table", "keyspace"):
                 not_jmx.append(c)
                 continue
+            before = self.ran.get(c.knob)
+            back = self.differ.get(c.knob, c.after)
             for n in NODES:
-                back = self.differ.get(c.knob, c.after)
-                results.append(ReadBack(c.knob, n, c.after, float(back) if not isinstance(back, str) else None))
+                results.append(ReadBack(c.knob, n, c.after, float(back) if not isinstance(back, str) else None,
+                                        before=before))
+            self.ran[c.knob] = back
         return LiveOutcome(tuple(results), tuple(not_jmx))
 
 
@@ -221,6 +226,26 @@ def test_the_guard_rolls_a_live_change_back_when_the_next_window_is_worse(model_
     assert "throughput" in guard["rollback"]["reason"]
     assert rows[2]["config"] == rows[0]["config"]   # the window after the rollback ran the configuration before
     assert any(line.startswith("rollback of ") for line in lines)
+
+
+def test_a_rollback_puts_back_what_the_nodes_ran_before_not_what_the_run_assumed(model_dir, tmp_path):
+    """A cluster the run did not start (or one changed by hand since): each node reports a knob's value just
+    before it is set, and the guard's rollback restores that value, said once, rather than the one assumed."""
+    readings = [{"read": 0.9}, {"read": 0.9, "ops": 18_000, "p99": (5000.0, 2000.0)}, {"read": 0.9}]
+    probe = ScriptedApplier()
+    (tmp_path / "probe").mkdir()
+    run(model_dir, tmp_path / "probe", readings, duration=3 * WINDOW, applier=probe)
+    # the first node setting the model changes with a number, and a value the run does not assume it has
+    change = next(c for c in probe.calls[0] if c.applies not in ("table", "keyspace")
+                  and isinstance(c.before, (int, float)) and not isinstance(c.before, bool))
+    knob, by_hand = change.knob, change.before + 3
+    summary, applier, lines = run(model_dir, tmp_path, readings, duration=3 * WINDOW,
+                                  applier=ScriptedApplier(ran={knob: by_hand}))
+    assert summary.rollbacks == 1
+    applied, undone = applier.calls
+    back = {c.knob: c.after for c in undone}
+    assert back[knob] == by_hand and back == {**{c.knob: c.before for c in applied}, knob: by_hand}
+    assert sum(f"{knob}: the nodes ran {by_hand} before the change" in line for line in lines) == 1
 
 
 def test_the_guard_waits_for_a_full_window_to_judge_a_change(model_dir, tmp_path):

@@ -108,9 +108,9 @@ def test_read_snapshot_asks_every_node_and_goes_on_without_the_one_that_fails():
 
 # ------------------------------------------------------------------------------------------ live changes
 
-def _set_answer(name, asked, read_back, unit=None):
+def _set_answer(name, asked, read_back, unit=None, before=None):
     return {"name": name, "value_asked": asked, "value_read_back": read_back, "unit": unit,
-            "via": "StorageService ..."}
+            "via": "StorageService ...", "value_before": before}
 
 
 def _live_plan():
@@ -124,7 +124,7 @@ def test_each_live_change_reaches_every_node_and_reads_back():
     def setter(port, knob, value, timeout, host):
         calls.append((port, knob, value))
         unit = {"compaction_throughput": "MiB/s", "key_cache_size": "MiB"}.get(knob)
-        return _set_answer(knob, value, float(value) if unit else value, unit)
+        return _set_answer(knob, value, float(value) if unit else value, unit, before=7 if port == 7299 else None)
 
     plan = _live_plan()
     assert {c.knob for c in plan.live} == {"concurrent_reads", "compaction_throughput", "key_cache_size"}
@@ -134,6 +134,9 @@ def test_each_live_change_reaches_every_node_and_reads_back():
     assert [(port, knob) for port, knob, _ in calls[:2]] == [(7199, calls[0][1]), (7299, calls[0][1])]   # knob by knob
     by = {(r.node, r.knob): r for r in outcome.results}
     assert by[("n2", "compaction_throughput")].read_back == 16.0 and by[("n2", "compaction_throughput")].unit == "MiB/s"
+    # what each node reported before the change, where it did: what a rollback puts back
+    assert by[("n2", "key_cache_size")].before == 7.0 and by[("n1", "key_cache_size")].before is None
+    assert by[("n2", "key_cache_size")].as_dict()["before"] == 7.0
 
 
 def test_a_value_read_back_that_differs_is_reported():
@@ -152,7 +155,7 @@ def test_a_value_read_back_that_differs_is_reported():
     assert said == ["node n2: key_cache_size asked 50 MiB, read back 25 MiB"]
     stored = [r for r in outcome.as_dict()["results"] if r["differs"]]
     assert stored == [{"knob": "key_cache_size", "node": "n2", "asked": 50, "read_back": 25.0, "unit": "MiB",
-                       "error": None, "differs": True}]
+                       "error": None, "differs": True, "before": None}]
 
 
 def test_a_node_that_refuses_or_does_not_answer_is_said_and_the_others_go_on():

@@ -149,7 +149,7 @@ def test_a_paced_study_keeps_its_build_share_and_resumes_to_the_same_trials(tmp_
         [(r["config"], r["meta"].get("replaced")) for r in paced]
 
 
-@pytest.mark.parametrize("name", ["smac", "gp"])
+@pytest.mark.parametrize("name", ["smac", "gp", "rafiki"])
 def test_a_model_learns_the_configuration_the_pacer_ran_not_the_one_it_asked(tmp_path, name):
     from nosqltune.optimizers import make_optimizer
 
@@ -164,9 +164,16 @@ def test_a_model_learns_the_configuration_the_pacer_ran_not_the_one_it_asked(tmp
             told = [(dict(rh.get_config(k.config_id)), v.cost) for k, v in rh.items() if v.status.name == "SUCCESS"]
             assert [(opt._to_config(c), cost) for c, cost in told] == [(space.canonical(ran), 2.5)]
             assert [opt._to_config(c) for c in rh.get_running_configs()] == [asked.config]   # left unanswered
-        else:
+            assert len({k.seed for k in rh.keys()}) == 1   # on the seed of SMAC's own trials: compared with them
+        elif name == "gp":
             assert opt._configs == [space.canonical(ran)] and opt._costs == [2.5] and not opt._pending
-        assert opt.ask() is not None   # and it goes on asking
+            assert space.key(asked.config) in opt._seen()   # never suggested again
+        else:
+            assert list(opt._observed.values()) == [(space.canonical(ran), 2.5)] and not opt._pending
+            assert opt._taken(asked.config)
+        # it goes on asking, and neither for what it asked nor for what ran
+        later = [space.key(opt.ask().config) for _ in range(5)]
+        assert space.key(asked.config) not in later and space.key(ran) not in later
     finally:
         opt.close()
 
@@ -200,3 +207,15 @@ def test_a_paced_smac_study_resumes_to_the_same_trials(tmp_path):
     ran = lambda rows: [(r["config"], r["meta"].get("replaced")) for r in rows  # noqa: E731
                         if r["state"] == "COMPLETE"]
     assert ran(again) == ran(whole)
+
+
+def test_a_paced_study_stored_before_pacer_tells_resumes_telling_the_projection():
+    from nosqltune.tuning.loop import TuneSpec
+
+    spec = TuneSpec(optimizer="smac", workloads=["w"], budget=60, objective={"metric": "throughput"}, build_share=0.2)
+    assert spec.pacer_tells == "ran" and TuneSpec.from_stored(spec.to_dict()).pacer_tells == "ran"
+    before = {k: v for k, v in spec.to_dict().items() if k != "pacer_tells"}   # as the first paced study stored it
+    assert TuneSpec.from_stored(before).pacer_tells == "projection"
+    assert TuneSpec.from_stored({**before, "build_share": None}).pacer_tells == "ran"   # not paced: no matter
+    with pytest.raises(ValueError, match="pacer_tells"):
+        TuneSpec(optimizer="smac", workloads=["w"], budget=6, objective={}, pacer_tells="both")

@@ -72,7 +72,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             if not stored:
                 raise UsageError(f"nothing to resume: study '{study_name}' in {args.study} has no tuning run "
                                  "(start one without --resume)")
-            spec = TuneSpec(**stored["spec"])
+            spec = TuneSpec.from_stored(stored["spec"])
             if args.budget is not None:
                 spec.budget = args.budget
             if args.max_time is not None:

@@ -63,7 +63,7 @@ def study_of(store, record: dict[str, Any]) -> TuningStudy:
     tune = record["settings"]["tune"]
     settings = TrialSettings.from_dict(tune["harness"])
     full_space = trial_target(settings).knob_space(settings)   # the datastore's (a surrogate answers for a subset)
-    spec = TuneSpec(**tune["spec"])
+    spec = TuneSpec.from_stored(tune["spec"])
     return TuningStudy(store=store, record=record, settings=settings, full_space=full_space, spec=spec,
                        objective=Objective.from_dict(spec.objective),
                        space=TuningSpace(full_space.subset(tune["knobs"]), tune["fixed"]))

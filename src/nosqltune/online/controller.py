@@ -311,7 +311,8 @@ class Controller:
             self.say(out["note"])
         if done:
             self.summary.live_applied += len(done)
-            self._pending = _Pending(done, {c.knob: previous[c.knob] for c in done}, before, window.end)
+            previous = {c.knob: self._before(c, outcome, previous[c.knob]) for c in done}
+            self._pending = _Pending(done, previous, before, window.end)
             self.detector.note_change(max(window.end, self.clock()))   # when made, after the JMX calls
         return out
 
@@ -326,12 +327,34 @@ class Controller:
             backs = {r.read_back for r in results if r.read_back is not None}
             value = change.after
             if len(backs) == 1 and any(r.differs for r in results):   # every node runs another value than asked
-                try:
-                    value = self.advisor.space.knob_space[change.knob].coerce(backs.pop(), allow_outside_range=True)
-                except Exception:
-                    value = change.after
+                value = self._value(change.knob, backs.pop(), change.after, "read back")
             self.running[change.knob] = value
         return tuple(done)
+
+    def _before(self, change: Change, outcome: LiveOutcome, assumed: Any) -> Any:
+        """What the nodes ran before a live change, read from them just before it was set: what a rollback puts
+        back. The value this run assumed (the configuration it started them with, or set last) where the nodes
+        did not report one, or reported several (said)."""
+        befores = {r.before for r in outcome.results if r.knob == change.knob and r.applied and r.before is not None}
+        if len(befores) > 1:
+            self.say(f"{change.knob}: the nodes ran different values before the change ({sorted(befores)}); a "
+                     f"rollback puts {assumed} back on all of them")
+        if len(befores) != 1:
+            return assumed
+        value = self._value(change.knob, befores.pop(), assumed, "read before the change")
+        if value != assumed:
+            self.say(f"{change.knob}: the nodes ran {value} before the change, not the {assumed} this run assumed; "
+                     f"a rollback puts {value} back")
+        return value
+
+    def _value(self, knob: str, reported: Any, fallback: Any, what: str) -> Any:
+        """A value a node reported, in the knob's terms; `fallback` (said) when the knob file cannot hold it."""
+        try:
+            return self.advisor.space.knob_space[knob].coerce(reported, allow_outside_range=True)
+        except Exception as exc:   # noqa: BLE001 - any refusal of the value: the run goes on with the fallback
+            self.say(f"{knob}: the value {what}, {reported!r}, is not one the knob takes ({exc}); "
+                     f"{fallback} is used instead")
+            return fallback
 
     @staticmethod
     def _with(config: Mapping[str, Any], changes: Sequence[Change]) -> dict[str, Any]:

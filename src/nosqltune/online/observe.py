@@ -154,8 +154,9 @@ def read_snapshot(nodes: Sequence[JmxNode], timeout: float = 15.0, say: Callable
 @dataclass(frozen=True)
 class ReadBack:
     """One live change on one node (or on the table's schema, node `schema`): the value asked, the value reported
-    after it (None if none was; a number for a node setting, the knob's own choice for a table option), and why it
-    was not applied (`error`, None when it was)."""
+    after it (None if none was; a number for a node setting, the knob's own choice for a table option), why it
+    was not applied (`error`, None when it was), and the value the node reported just before it was set (`before`:
+    what a rollback puts back; None where it was not read)."""
 
     knob: str
     node: str
@@ -163,6 +164,7 @@ class ReadBack:
     read_back: Any = None
     unit: str | None = None
     error: str | None = None
+    before: Any = None
 
     @property
     def applied(self) -> bool:
@@ -184,7 +186,7 @@ class ReadBack:
 
     def as_dict(self) -> dict:
         return {"knob": self.knob, "node": self.node, "asked": self.asked, "read_back": self.read_back,
-                "unit": self.unit, "error": self.error, "differs": self.differs}
+                "unit": self.unit, "error": self.error, "differs": self.differs, "before": self.before}
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,7 @@ def apply_live(changes: Iterable[Change], nodes: Sequence[JmxNode], timeout: flo
                 continue
             answer = answer if isinstance(answer, Mapping) else {}
             result = ReadBack(change.knob, node.name, change.after, _number(answer.get("value_read_back")),
-                              answer.get("unit"))
+                              answer.get("unit"), before=_number(answer.get("value_before")))
             if result.differs:
                 unit = f" {result.unit}" if result.unit else ""
                 got = "nothing" if result.read_back is None else f"{result.read_back:g}{unit}"

@@ -69,10 +69,10 @@ class Optimizer:
     def tell_ran(self, suggestion: Suggestion, config: dict[str, Any], cost: float) -> None:
         """The cost of a suggestion that ran as another configuration: tune --build-share put its dataset-shaping
         knobs to data the study had built (tuning.cost.BuildPacer). Here it is told as the suggestion's cost, a
-        projection of the point onto the built data: what an optimizer that moves its own points (annealing's
-        chain, a GA's population, irace's race, LlamaTune's synthetic points) can take. An optimizer whose model
-        takes any point (SMAC, GP, RAFIKI's) learns the configuration that ran instead, and drops the suggestion
-        unanswered: on disk-bound the data's shape is the largest effect, and its projected cost told the model
+        projection of the point onto the built data: what random search (which learns nothing), irace (its race
+        holds its own candidates) and LlamaTune (its inner optimizer sees only synthetic points) can take. An
+        optimizer whose model takes any point (SMAC, GP, RAFIKI's and the annealing surrogate search) learns the
+        configuration that ran instead, and never asks for the suggestion again: on disk-bound the data's shape is the largest effect, and its projected cost told the model
         that shapes never measured ran as the default's data did."""
         self.tell(suggestion, cost)
 

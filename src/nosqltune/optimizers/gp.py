@@ -48,6 +48,7 @@ class GaussianProcessBO(Optimizer):
         self._configs: list[dict[str, Any]] = []
         self._costs: list[float] = []
         self._pending: dict[int, dict[str, Any]] = {}   # asked, not told yet: id(suggestion) -> config
+        self._replaced: set = set()              # asked, and run as another configuration (tell_ran): never again
         self._asked = 0
         self.cost_aware = bool(self.options.get("cost_aware", False))
         self._datasets: set[tuple] = set()       # the dataset keys the study has (built or restored)
@@ -76,6 +77,7 @@ class GaussianProcessBO(Optimizer):
 
     def tell_ran(self, suggestion: Suggestion, config: dict[str, Any], cost: float) -> None:
         self._pending.pop(id(suggestion), None)
+        self._replaced.add(self.space.key(suggestion.config))
         self.observe(config, cost)
 
     def observe(self, config: dict[str, Any], cost: float) -> None:
@@ -102,7 +104,7 @@ class GaussianProcessBO(Optimizer):
 
     # -- internals
     def _seen(self) -> set:
-        return {self.space.key(c) for c in [*self._configs, *self._pending.values()]}
+        return {self.space.key(c) for c in [*self._configs, *self._pending.values()]} | self._replaced
 
     def _fresh(self, draw) -> dict[str, Any]:
         seen = self._seen()

@@ -296,21 +296,25 @@ class SMACOptimizer(Optimizer):
         return suggestion
 
     def tell(self, suggestion: Suggestion, cost: float) -> None:
-        from smac.runhistory.dataclasses import TrialValue
-
         info = self._pending.pop(id(suggestion))
-        self.smac.tell(info, TrialValue(cost=float(cost)), save=False)
+        self.smac.tell(info, self._value(cost), save=False)
         self._refusals.seen(float(cost))
 
     def tell_ran(self, suggestion: Suggestion, config: dict[str, Any], cost: float) -> None:
         # the asked trial stays without a result: SMAC's intensifier skips a configuration still running, and its
         # forest learns only finished trials; what ran is told as a configuration SMAC did not suggest
-        self._pending.pop(id(suggestion))
-        self.observe(config, cost)
+        info = self._pending.pop(id(suggestion))
+        if not self._observe(config, cost):   # what ran is outside SMAC's space: told as the suggestion's cost
+            self.smac.tell(info, self._value(cost), save=False)
 
     def observe(self, config: dict[str, Any], cost: float) -> None:
+        self._observe(config, cost)
+
+    def _observe(self, config: dict[str, Any], cost: float) -> bool:
+        """Tell SMAC a configuration it did not suggest; False when its values are outside SMAC's space (a default
+        outside the tuning range), which SMAC cannot be told."""
         from ConfigSpace import Configuration
-        from smac.runhistory.dataclasses import TrialInfo, TrialValue
+        from smac.runhistory.dataclasses import TrialInfo
 
         self._refusals.seen(float(cost))
         canonical = self.space.canonical(config)
@@ -321,9 +325,20 @@ class SMACOptimizer(Optimizer):
                 values[knob.name] = _label(value) if categorical(knob) else value
         try:
             configuration = Configuration(self.cs, values=values)
-        except Exception:  # a value outside SMAC's space (e.g. a default outside the tuning range): skip it
-            return
-        self.smac.tell(TrialInfo(config=configuration, seed=self.seed), TrialValue(cost=float(cost)), save=False)
+        except Exception:  # noqa: BLE001 - ConfigSpace refuses a value in several ways
+            return False
+        # on the seed SMAC's own trials use (its intensifier takes the first one its run history holds), so that
+        # the configuration is compared with them and never asked for again on another seed
+        rh = self.smac.runhistory
+        seed = next(iter(rh.keys())).seed if len(rh) else self.seed
+        self.smac.tell(TrialInfo(config=configuration, seed=seed), self._value(cost), save=False)
+        return True
+
+    @staticmethod
+    def _value(cost: float):
+        from smac.runhistory.dataclasses import TrialValue
+
+        return TrialValue(cost=float(cost))
 
     def close(self) -> None:
         shutil.rmtree(self._outdir, ignore_errors=True)

@@ -39,6 +39,7 @@ class SurrogateSearch(Optimizer):
         self._initial = [self.space.sample(self._rng) for _ in range(initial)]
         self._observed: dict[str, tuple[dict[str, Any], float]] = {}
         self._pending: dict[int, str] = {}   # asked, not told yet (a parallel study): never suggested twice
+        self._replaced: set[str] = set()     # asked, and run as another configuration (tell_ran): never again
         self._asked = 0
         self._radius = self.RADIUS[0]
         self._best: float | None = None
@@ -51,7 +52,7 @@ class SurrogateSearch(Optimizer):
 
     def _taken(self, config: dict[str, Any]) -> bool:
         key = self.space.key(config)
-        return key in self._observed or key in self._pending.values()
+        return key in self._observed or key in self._pending.values() or key in self._replaced
 
     def _next(self) -> Suggestion:
         self._asked += 1
@@ -98,7 +99,7 @@ class SurrogateSearch(Optimizer):
         self.observe(suggestion.config, cost)
 
     def tell_ran(self, suggestion: Suggestion, config: dict[str, Any], cost: float) -> None:
-        self._pending.pop(id(suggestion), None)
+        self._replaced.add(self._pending.pop(id(suggestion), self.space.key(suggestion.config)))
         self.observe(config, cost)
 
     def observe(self, config: dict[str, Any], cost: float) -> None:

@@ -95,8 +95,8 @@ class BuildPacer:
     `start` trials of the mean trial time (so a study may build a first few datasets before it has run many
     trials). Otherwise the suggestion's shaping knobs are replaced by those of the nearest dataset the study has
     (fewest shaping knobs that differ; the first built wins a tie): the trial runs what was built, and the
-    optimizer is told what ran as it can take it (Optimizer.tell_ran: SMAC, GP and RAFIKI's search learn the
-    configuration that ran; annealing, the GA, irace and LlamaTune are told its cost as the suggestion's, a
+    optimizer is told what ran as it can take it (Optimizer.tell_ran: SMAC, GP, RAFIKI and the annealing search
+    learn the configuration that ran; random search, irace and LlamaTune are told its cost as the suggestion's, a
     projection of their point onto the built data). The builds are thus paced through the study:
     a later, model-guided suggestion still gets a build once the trials since the last one earned it.
 

@@ -50,12 +50,27 @@ class TuneSpec:
     max_seconds: float | None = None     # wall-time budget over all sessions of the study
     patience: int | None = None          # stop when the best configuration is unchanged for this many suggestions
     build_share: float | None = None     # dataset builds kept to this share of the machine time (cost.BuildPacer)
+    pacer_tells: str = "ran"             # what the optimizer is told of a suggestion the pacer ran on built data:
+    #                                      "ran" (Optimizer.tell_ran) or "projection" (its cost as the suggestion's)
     denoise: bool = False                # values corrected by the trial's machine probe, incumbents re-measured once,
     #                                      configurations whose repeats disagree never the best (tuning.denoise)
     options: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.pacer_tells not in ("ran", "projection"):
+            raise ValueError(f"pacer_tells is 'ran' or 'projection', got {self.pacer_tells!r}")
+
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any]) -> "TuneSpec":
+        """The spec a study was stored with. A paced study stored before `pacer_tells` existed told its optimizers
+        the projection, and resumes doing so (its replay then asks what it asked)."""
+        stored = dict(stored)
+        if stored.get("build_share") and "pacer_tells" not in stored:
+            stored["pacer_tells"] = "projection"
+        return cls(**stored)
 
 
 Runner = Callable[[dict, str], TrialResult]   # (overrides, workload name) -> the trial's result
@@ -282,8 +297,8 @@ class TuningLoop:
                 if not optimizer.picks_instances:    # irace repeats configurations itself, over its instances
                     self._remeasure(point, suggestion, workloads)
                 self._evaluate(point, workloads)
-                if replaced:   # the pacer ran it on data built before: what ran, as the optimizer can take it
-                    optimizer.tell_ran(suggestion, config, point.cost)
+                if replaced and self.spec.pacer_tells == "ran":   # run on data built before: what ran, as the
+                    optimizer.tell_ran(suggestion, config, point.cost)   # optimizer can take it
                 else:
                     optimizer.tell(suggestion, point.cost)
                 spent(optimizer, point, pacer)

@@ -114,10 +114,11 @@ def _value_text(value) -> str:
 
 def set_live(jmx_port: int, knob_name: str, value, timeout: float = 30.0, host: str | None = None) -> dict:
     """Apply one knob live over JMX, in the knob file's unit (MiB, KiB, MiB/s), and read it back from the node:
-    {"name", "value_asked", "value_read_back", "unit", "via"} (`via`: the MBean operation used). The change lasts
+    {"name", "value_asked", "value_read_back", "value_before", "unit", "via"} (`via`: the MBean operation used;
+    `value_before`: what the node reported just before the change, None if nothing). The change lasts
     until the node restarts. UsageError for a knob without a JMX path (refused before any JVM starts), TrialError
     when the node does not answer or refuses the value."""
     knob = jmx_knob(knob_name)
     args = ["set", "--name", knob.name, "--value", _value_text(value), "--timeout-seconds", str(max(1, int(timeout))),
             *(["--host", host] if host else [])]
-    return json.loads(_run(jmx_port, args, timeout + 15))
+    return json.loads(_run(jmx_port, args, 3 * timeout + 15))   # three calls: read, set, read back

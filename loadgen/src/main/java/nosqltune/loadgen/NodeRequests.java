@@ -243,6 +243,8 @@ final class NodeRequests {
       long timeoutSeconds) throws NodeInternals.Failure {
     LiveKnob k = knob(name);
     long value = wholeValue(name, text);
+    // what the node ran before: the value a rollback puts back (the caller's idea of it may be stale)
+    Object before = NodeInternals.call(ex, timeoutSeconds, "read " + name, () -> k.readBack.read(mbs));
     NodeInternals.call(ex, timeoutSeconds, "set " + name, () -> {
       k.apply.apply(mbs, value);
       return null;
@@ -252,6 +254,7 @@ final class NodeRequests {
     o.put("name", name);
     o.put("value_asked", value);
     o.put("value_read_back", readBack instanceof Number ? readBack : null);
+    o.put("value_before", before instanceof Number ? before : null);
     o.put("unit", k.unit);
     o.put("via", k.via);
     return o;
