@@ -64,18 +64,22 @@ def _answer(totals: dict, p99: tuple[float, float], up_s: float = 86_400) -> dic
 
 
 class ScriptedReader:
-    """The node side as observe.snapshot_of makes it, from scripted answers, one reading per window."""
+    """The node side as observe.snapshot_of makes it, from scripted answers, one per window. With the run's clock,
+    a reading is the answer of the window boundary nearest its time (a reading taken again after a change, with
+    no traffic scripted between); without one, the next answer at each reading."""
 
-    def __init__(self, readings: list[dict]) -> None:
+    def __init__(self, readings: list[dict], clock=None) -> None:
         self.answers = answers(readings)
         self.reads = 0
+        self.clock = clock
 
     def read(self, say):
-        if self.reads >= len(self.answers):
+        at = self.clock() if self.clock else self.reads * WINDOW
+        index = int(round(at / WINDOW)) if self.clock else self.reads
+        if index >= len(self.answers):
             raise KeyboardInterrupt   # the script is over: as Ctrl-C
-        snapshot = snapshot_of(self.reads * WINDOW, self.answers[self.reads], say)
         self.reads += 1
-        return snapshot
+        return snapshot_of(at, self.answers[index], say)
 
 
 class ScriptedApplier:
@@ -141,7 +145,8 @@ def run(model_dir, tmp_path, readings, *, applier=None, lines=None, restarter=No
     clock = Clock()
     applier = applier or ScriptedApplier()
     out = lines if lines is not None else []
-    summary = run_online(settings, reader=ScriptedReader(readings), applier=applier, clock=clock, sleep=clock.sleep,
+    summary = run_online(settings, reader=ScriptedReader(readings, clock), applier=applier, clock=clock,
+                         sleep=clock.sleep,
                          say=out.append, progress=out.append, restarter=restarter)
     return summary, applier, out
 
@@ -248,6 +253,31 @@ def test_a_rollback_puts_back_what_the_nodes_ran_before_not_what_the_run_assumed
     assert sum(f"{knob}: the nodes ran {by_hand} before the change" in line for line in lines) == 1
 
 
+def test_the_window_after_a_live_change_starts_once_the_change_is_made(model_dir, tmp_path):
+    """The JMX calls of a change take seconds a node: the traffic before they end is not the change's, so the
+    window the guard judges starts when the nodes are read again after them."""
+    class Slow(ScriptedApplier):
+        def __init__(self, clock):
+            super().__init__()
+            self.clock = clock
+
+        def apply(self, changes, say):
+            self.clock.t += 20.0   # the calls to both nodes
+            return super().apply(changes, say)
+
+    nodes = tuple(JmxNode(n, 7199, host=f"10.0.0.{i + 1}") for i, n in enumerate(NODES))
+    settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
+                              window_seconds=WINDOW, duration_seconds=3 * WINDOW)
+    clock = Clock()
+    applier = Slow(clock)
+    run_online(settings, reader=ScriptedReader([{"read": 0.9}] * 3, clock), applier=applier, clock=clock,
+               sleep=clock.sleep)
+    (applied,) = applier.calls   # at the end of window 1, kept by the guard on window 2
+    _, rows, _ = stored(tmp_path)
+    spans = [(r["timings"]["window_start"], r["timings"]["window_end"]) for r in rows]
+    assert spans == [(0.0, WINDOW), (WINDOW + 20.0, 2 * WINDOW), (2 * WINDOW, 3 * WINDOW)]
+
+
 def test_the_guard_waits_for_a_full_window_to_judge_a_change(model_dir, tmp_path):
     readings = [{"read": 0.9}, {"read": 0.9, "silent": "n2"}, {"read": 0.9}, {"read": 0.9}]
     summary, _, _ = run(model_dir, tmp_path, readings, duration=4 * WINDOW)
@@ -337,7 +367,7 @@ def test_a_restart_that_does_not_pay_is_held(model_dir, tmp_path):
     settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
                               duration_seconds=3 * WINDOW, horizon_seconds=100.0)
     clock = Clock()
-    reader = ScriptedReader([{"read": 0.9}] * 3)    # the decision waits for the guard on the live change
+    reader = ScriptedReader([{"read": 0.9}] * 3, clock)    # the decision waits for the guard on the live change
     reader.answers = [{"n1": a["n1"]} for a in reader.answers]
     summary = run_online(settings, reader=reader, applier=ScriptedApplier(), clock=clock, sleep=clock.sleep)
     (decision,) = summary.restart_decisions
@@ -551,8 +581,9 @@ def test_a_trace_is_driven_while_watched_and_its_phases_are_stored_with_the_run(
                               trace_records=5000)
     assert settings.watch_seconds == 360
     clock = Clock()
-    summary = run_online(settings, reader=ScriptedReader([{"read": 1.0}] * 3 + [{"read": 0.1}] * 3 + [{"read": 0.5}]),
-                         applier=ScriptedApplier(), clock=clock, sleep=clock.sleep, run_phase=run_phase)
+    reader = ScriptedReader([{"read": 1.0}] * 3 + [{"read": 0.1}] * 3 + [{"read": 0.5}], clock)
+    summary = run_online(settings, reader=reader, applier=ScriptedApplier(), clock=clock, sleep=clock.sleep,
+                         run_phase=run_phase)
     assert summary.windows == 6 and summary.stopped == "duration"            # the trace's 360 s, not the script's
     assert ran == [("reads", None, 5000, 180), ("writes", 900, 5000, 180)]
     assert [r["phase"] for r in summary.trace] == ["reads", "writes"] and summary.trace_error is None
@@ -574,7 +605,7 @@ def test_a_trace_whose_client_fails_is_said_and_the_loop_goes_on(model_dir, tmp_
     settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
                               window_seconds=WINDOW, trace=trace, cql=("10.0.0.1", 9042))
     clock, lines = Clock(), []
-    summary = run_online(settings, reader=ScriptedReader([{"read": 0.5}] * 3), applier=ScriptedApplier(),
+    summary = run_online(settings, reader=ScriptedReader([{"read": 0.5}] * 3, clock), applier=ScriptedApplier(),
                          clock=clock, sleep=clock.sleep, run_phase=run_phase, say=lines.append)
     assert summary.windows == 2 and summary.trace == []
     assert summary.trace_error == "YCSB run failed (exit 1): no host was reachable"
@@ -596,7 +627,7 @@ def test_the_report_shows_an_online_runs_timeline_and_decisions_and_renders_in_c
     settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
                               window_seconds=WINDOW, trace=trace, cql=("10.0.0.1", 9042))
     clock = Clock()
-    run_online(settings, reader=ScriptedReader(SHIFT), applier=ScriptedApplier(), clock=clock, sleep=clock.sleep,
+    run_online(settings, reader=ScriptedReader(SHIFT, clock), applier=ScriptedApplier(), clock=clock, sleep=clock.sleep,
                run_phase=lambda phase, workload, folder: {"throughput_ops_s": 900.0, "errors": 0})
     (run,) = load_report(str(tmp_path / "online.db"))[1]
     kinds = [kind for _, kind, _ in run.events()]
@@ -628,7 +659,8 @@ def test_the_report_shows_an_online_runs_timeline_and_decisions_and_renders_in_c
 def test_the_command_runs_the_loop_and_prints_a_line_per_window(model_dir, tmp_path, monkeypatch):
     import nosqltune.online.run as online_run
 
-    monkeypatch.setattr(online_run, "JmxReader", lambda nodes: ScriptedReader([{"read": 0.9}] * 3))
+    # on the machine's clock: a reading per window, and one more after each live change (a spare is scripted)
+    monkeypatch.setattr(online_run, "JmxReader", lambda nodes: ScriptedReader([{"read": 0.9}] * 5))
     given = {}
     monkeypatch.setattr(online_run, "JmxApplier", lambda nodes, **kw: given.update(kw) or ScriptedApplier())
     import io

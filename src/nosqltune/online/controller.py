@@ -128,6 +128,7 @@ class Controller:
         self._advice: tuple | None = None     # the mix's features and the model's advice for it
         self._said: list[str] = []
         self._number = 0
+        self._touched = False   # a setting changed live in the current window's step
 
     def say(self, line: str) -> None:
         self._said.append(line)
@@ -147,8 +148,9 @@ class Controller:
                     self.sleep(wait)
                 current = self.reader.read(self.say)
                 number += 1
-                self._step(number, previous, current)
-                previous = current
+                # a window starts after the changes made at its start: the next one is read from the nodes' counters
+                # once the JMX calls are done (they take seconds a node), so the guard judges traffic after them only
+                previous = self.reader.read(self.say) if self._step(number, previous, current) else current
         except KeyboardInterrupt:
             stopped = "interrupted"
         except BaseException as exc:   # a live change not judged yet is put back and the run's record kept
@@ -169,8 +171,10 @@ class Controller:
         self.summary.running = {k: v for k, v in self.running.items() if default.get(k) != v}
         self.recorder.finish(self.summary.as_dict())
 
-    def _step(self, number: int, before: Snapshot, after: Snapshot) -> None:
+    def _step(self, number: int, before: Snapshot, after: Snapshot) -> bool:
+        """One window: judged, recorded, acted on; True when a setting was changed live (applied or rolled back)."""
         self._number = number
+        self._touched = False
         record: dict[str, Any] = {"window": number}
         config = dict(self.running)   # what ran during the window
         window = window_between(before, after)
@@ -198,6 +202,7 @@ class Controller:
         self.recorder.window(number, window, config, record)
         self.summary.windows += 1
         self.progress(self._line(number, window, verdict, record))
+        return self._touched
 
     # ------------------------------------------------------------------------------------------ the guard
     def _judge(self, window: Window, shift: ShiftVerdict) -> dict[str, Any]:
@@ -232,7 +237,8 @@ class Controller:
         out: dict[str, Any] = {"reason": why, "changes": [c.as_dict() for c in back]}
         outcome = self.applier.apply(back, self.say)
         out["applied"] = outcome.as_dict()
-        self._take(back, outcome)
+        if self._take(back, outcome):
+            self._touched = True
         self.detector.note_change(at)
         return out
 
@@ -303,6 +309,8 @@ class Controller:
         outcome = self.applier.apply(changes, self.say)
         self._pending = None
         done = self._take(changes, outcome)
+        if done:
+            self._touched = True
         out.update(applied=bool(done), outcome=outcome.as_dict())
         if outcome.not_jmx:
             out["not_applied"] = [c.as_dict() for c in outcome.not_jmx]
