@@ -278,6 +278,24 @@ def test_the_window_after_a_live_change_starts_once_the_change_is_made(model_dir
     assert spans == [(0.0, WINDOW), (WINDOW + 20.0, 2 * WINDOW), (2 * WINDOW, 3 * WINDOW)]
 
 
+def test_what_could_not_be_applied_is_said_for_what_it_is(model_dir, tmp_path):
+    """A table option without a CQL address, and a node setting the nodes cannot change over JMX (JmxApplier hands
+    both back): each named with its own reason."""
+    class Unreachable(ScriptedApplier):
+        def apply(self, changes, say):
+            outcome = super().apply(changes, say)
+            kept = [r for r in outcome.results if r.knob != "concurrent_writes"]
+            cannot = tuple(c for c in changes if c.knob == "concurrent_writes")
+            return LiveOutcome(tuple(kept), outcome.not_jmx + cannot)
+
+    run(model_dir, tmp_path, [{"read": 0.9}] * 2, duration=2 * WINDOW, applier=Unreachable())
+    _, _, records = stored(tmp_path)
+    note = records[0]["live"]["note"]
+    assert "concurrent_writes not applied: no JMX operation changes it on a running node" in note
+    assert not any("concurrent_writes" in part for part in note.split("; ") if "no CQL address" in part)
+    assert "concurrent_writes" in {c["knob"] for c in records[0]["live"]["not_applied"]}
+
+
 def test_the_guard_waits_for_a_full_window_to_judge_a_change(model_dir, tmp_path):
     readings = [{"read": 0.9}, {"read": 0.9, "silent": "n2"}, {"read": 0.9}, {"read": 0.9}]
     summary, _, _ = run(model_dir, tmp_path, readings, duration=4 * WINDOW)

@@ -314,8 +314,13 @@ class Controller:
         out.update(applied=bool(done), outcome=outcome.as_dict())
         if outcome.not_jmx:
             out["not_applied"] = [c.as_dict() for c in outcome.not_jmx]
-            out["note"] = (f"{', '.join(c.knob for c in outcome.not_jmx)} not applied: a table or keyspace "
-                           "option, and this run has no CQL address to change it through")
+            options = [c.knob for c in outcome.not_jmx if c.applies in ("table", "keyspace")]
+            settings = [c.knob for c in outcome.not_jmx if c.applies not in ("table", "keyspace")]
+            notes = ([f"{', '.join(options)} not applied: a table or keyspace option, and this run has no CQL "
+                      "address to change it through"] if options else []) + \
+                    ([f"{', '.join(settings)} not applied: no JMX operation changes it on a running node"]
+                     if settings else [])
+            out["note"] = "; ".join(notes)
             self.say(out["note"])
         if done:
             self.summary.live_applied += len(done)
