@@ -72,8 +72,9 @@ class Optimizer:
         projection of the point onto the built data: what random search (which learns nothing), irace (its race
         holds its own candidates) and LlamaTune (its inner optimizer sees only synthetic points) can take. An
         optimizer whose model takes any point (SMAC, GP, RAFIKI's and the annealing surrogate search) learns the
-        configuration that ran instead, and never asks for the suggestion again: on disk-bound the data's shape is the largest effect, and its projected cost told the model
-        that shapes never measured ran as the default's data did."""
+        configuration that ran instead, and never asks for the suggestion again: on disk-bound the data's shape
+        is the largest effect, and its projected cost told the model that shapes never measured ran as the
+        default's data did."""
         self.tell(suggestion, cost)
 
     def spent(self, config: dict[str, Any], seconds: float, built: bool) -> None:
