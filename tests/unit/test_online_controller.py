@@ -75,7 +75,7 @@ class ScriptedReader:
 
     def read(self, say):
         at = self.clock() if self.clock else self.reads * WINDOW
-        index = int(round(at / WINDOW)) if self.clock else self.reads
+        index = int(at / WINDOW + 1e-6) if self.clock else self.reads
         if index >= len(self.answers):
             raise KeyboardInterrupt   # the script is over: as Ctrl-C
         self.reads += 1
@@ -257,25 +257,30 @@ def test_the_window_after_a_live_change_starts_once_the_change_is_made(model_dir
     """The JMX calls of a change take seconds a node: the traffic before they end is not the change's, so the
     window the guard judges starts when the nodes are read again after them."""
     class Slow(ScriptedApplier):
-        def __init__(self, clock):
+        def __init__(self, clock, seconds):
             super().__init__()
-            self.clock = clock
+            self.clock, self.seconds = clock, seconds
 
         def apply(self, changes, say):
-            self.clock.t += 20.0   # the calls to both nodes
+            self.clock.t += self.seconds   # the calls to both nodes
             return super().apply(changes, say)
 
-    nodes = tuple(JmxNode(n, 7199, host=f"10.0.0.{i + 1}") for i, n in enumerate(NODES))
-    settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(tmp_path / "online.db"),
-                              window_seconds=WINDOW, duration_seconds=3 * WINDOW)
-    clock = Clock()
-    applier = Slow(clock)
-    run_online(settings, reader=ScriptedReader([{"read": 0.9}] * 3, clock), applier=applier, clock=clock,
-               sleep=clock.sleep)
-    (applied,) = applier.calls   # at the end of window 1, kept by the guard on window 2
-    _, rows, _ = stored(tmp_path)
-    spans = [(r["timings"]["window_start"], r["timings"]["window_end"]) for r in rows]
-    assert spans == [(0.0, WINDOW), (WINDOW + 20.0, 2 * WINDOW), (2 * WINDOW, 3 * WINDOW)]
+    def spans(seconds, folder):
+        folder.mkdir()
+        nodes = tuple(JmxNode(n, 7199, host=f"10.0.0.{i + 1}") for i, n in enumerate(NODES))
+        settings = OnlineSettings(nodes=nodes, model=str(model_dir), study=str(folder / "online.db"),
+                                  window_seconds=WINDOW, duration_seconds=4 * WINDOW)
+        clock = Clock()
+        applier, reader = Slow(clock, seconds), ScriptedReader([{"read": 0.9}] * 4, clock)
+        run_online(settings, reader=reader, applier=applier, clock=clock, sleep=clock.sleep)
+        (applied,) = applier.calls   # at the end of window 1, kept by the guard on the window after
+        assert reader.reads == 1 + len(stored(folder)[1]) + 1   # the first reading, one a window, one after it
+        return [(r["timings"]["window_start"], r["timings"]["window_end"]) for r in stored(folder)[1]]
+
+    assert spans(20.0, tmp_path / "a") == [(0.0, WINDOW), (WINDOW + 20.0, 2 * WINDOW), (2 * WINDOW, 3 * WINDOW),
+                                           (3 * WINDOW, 4 * WINDOW)]
+    # calls that take more than half a window: the window after them ends on the grid one window later
+    assert spans(40.0, tmp_path / "b") == [(0.0, WINDOW), (WINDOW + 40.0, 3 * WINDOW), (3 * WINDOW, 4 * WINDOW)]
 
 
 def test_what_could_not_be_applied_is_said_for_what_it_is(model_dir, tmp_path):
@@ -291,7 +296,7 @@ def test_what_could_not_be_applied_is_said_for_what_it_is(model_dir, tmp_path):
     run(model_dir, tmp_path, [{"read": 0.9}] * 2, duration=2 * WINDOW, applier=Unreachable())
     _, _, records = stored(tmp_path)
     note = records[0]["live"]["note"]
-    assert "concurrent_writes not applied: no JMX operation changes it on a running node" in note
+    assert "concurrent_writes not applied: a node setting no JMX operation changes on a running node" in note
     assert not any("concurrent_writes" in part for part in note.split("; ") if "no CQL address" in part)
     assert "concurrent_writes" in {c["knob"] for c in records[0]["live"]["not_applied"]}
 
@@ -690,9 +695,11 @@ def test_the_command_runs_the_loop_and_prints_a_line_per_window(model_dir, tmp_p
                           str(tmp_path / "online.db"), "--window", "0.01", "--duration", "0.03", "--json"])
     assert code == 0, err
     summary = json.loads(out.getvalue())
-    assert summary["windows"] == 3 and summary["recommendations"] == 1 and summary["stopped"] == "duration"
+    # on the machine's clock, the model's advice outlasts a 0.01 s window: the window after the live change ends
+    # on the grid half a window after the nodes are read again, so fewer than 3 windows may fit
+    assert 1 <= summary["windows"] <= 3 and summary["recommendations"] == 1 and summary["stopped"] == "duration"
     # no --cql and no --trace: no CQL address is guessed (a wrong one could reach another cluster), so table
     # options are left unapplied, and said so (tests/unit/test_online_observe.py)
     assert given["table"] is None and given["space"] is not None
     progress = [json.loads(line)["progress"] for line in err.splitlines()]
-    assert sum(p.startswith("window ") for p in progress) == 3
+    assert sum(p.startswith("window ") for p in progress) == summary["windows"]

@@ -141,16 +141,24 @@ class Controller:
         stopped = "duration"
         try:
             previous = self.reader.read(self.say)
-            number = 0
-            while s.watch_seconds is None or (number + 1) * s.window_seconds <= s.watch_seconds + 1e-9:
-                wait = started + (number + 1) * s.window_seconds - self.clock()
+            number = slot = 0   # windows read; `slot`: the grid of window ends (started + slot x window)
+            width = s.window_seconds
+            while s.watch_seconds is None or (slot + 1) * width <= s.watch_seconds + 1e-9:
+                wait = started + (slot + 1) * width - self.clock()
                 if wait > 0:
                     self.sleep(wait)
                 current = self.reader.read(self.say)
                 number += 1
-                # a window starts after the changes made at its start: the next one is read from the nodes' counters
-                # once the JMX calls are done (they take seconds a node), so the guard judges traffic after them only
-                previous = self.reader.read(self.say) if self._step(number, previous, current) else current
+                slot += 1
+                if not self._step(number, previous, current):
+                    previous = current
+                    continue
+                # a window starts after the changes made at its start (JMX calls take seconds a node, a roll
+                # minutes): the nodes are read again once they are done, and the next window ends on the grid at
+                # least half a window later, so the guard judges a window of traffic that ran with the change
+                previous = self.reader.read(self.say)
+                while started + (slot + 1) * width - self.clock() < width / 2:
+                    slot += 1
         except KeyboardInterrupt:
             stopped = "interrupted"
         except BaseException as exc:   # a live change not judged yet is put back and the run's record kept
@@ -239,7 +247,7 @@ class Controller:
         out["applied"] = outcome.as_dict()
         if self._take(back, outcome):
             self._touched = True
-        self.detector.note_change(at)
+        self.detector.note_change(max(at, self.clock()))   # when made, after the JMX calls
         return out
 
     # ------------------------------------------------------------------------------------------ asking the model
@@ -314,13 +322,7 @@ class Controller:
         out.update(applied=bool(done), outcome=outcome.as_dict())
         if outcome.not_jmx:
             out["not_applied"] = [c.as_dict() for c in outcome.not_jmx]
-            options = [c.knob for c in outcome.not_jmx if c.applies in ("table", "keyspace")]
-            settings = [c.knob for c in outcome.not_jmx if c.applies not in ("table", "keyspace")]
-            notes = ([f"{', '.join(options)} not applied: a table or keyspace option, and this run has no CQL "
-                      "address to change it through"] if options else []) + \
-                    ([f"{', '.join(settings)} not applied: no JMX operation changes it on a running node"]
-                     if settings else [])
-            out["note"] = "; ".join(notes)
+            out["note"] = "; ".join(self._why_not(outcome.not_jmx))
             self.say(out["note"])
         if done:
             self.summary.live_applied += len(done)
@@ -328,6 +330,17 @@ class Controller:
             self._pending = _Pending(done, previous, before, window.end)
             self.detector.note_change(max(window.end, self.clock()))   # when made, after the JMX calls
         return out
+
+    def _why_not(self, left: Sequence[Change]) -> list[str]:
+        """Why each kind of change left unapplied was: one phrase per kind, naming its knobs."""
+        table = "a table option, and " + ("this run has no CQL address to change it through (--cql)"
+                                          if self.settings.cql is None else "the run could not change it")
+        reasons = {"table": table, "keyspace": "a keyspace option, which online does not change"}
+        kinds: dict[str, list[str]] = {}
+        for change in left:
+            why = reasons.get(change.applies, "a node setting no JMX operation changes on a running node")
+            kinds.setdefault(why, []).append(change.knob)
+        return [f"{', '.join(knobs)} not applied: {why}" for why, knobs in kinds.items()]
 
     def _take(self, changes: Sequence[Change], outcome: LiveOutcome) -> tuple[Change, ...]:
         """Update the running configuration from what the nodes read back; the changes that reached a node."""
@@ -431,6 +444,7 @@ class Controller:
                 self.running[change.knob] = change.after
         begun = not any((t.error or "").startswith("not begun") for t in turns)
         self.summary.restarts += begun    # a roll refused before any node was touched is no restart
+        self._touched = self._touched or begun   # the next window starts once the nodes serve again
         self.summary.restart_decisions[-1]["performed"] = ok
         self.detector.note_change(max(window.end, self.clock()))   # after the roll, not before it
         note = (f"rolling restart with {', '.join(f'{c.knob} = {c.after}' for c in changes)}: "

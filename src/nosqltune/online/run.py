@@ -61,8 +61,7 @@ class JmxApplier:
             try:
                 jmx_knob(change.knob)
                 over_jmx.append(change)
-            except UsageError as exc:
-                say(f"{change.knob} not applied: {exc}")
+            except UsageError:   # handed back: the controller says what was not applied, and why
                 other.append(change)
         outcome = apply_live(over_jmx, self.nodes, timeout=self.timeout, say=say)
         left = outcome.not_jmx
