@@ -113,6 +113,7 @@ def test_a_warm_start_fills_the_nodes_memory_group_to_its_cap_index_files_last_p
     assert not volume_leftovers(tmp_path)
 
 
+@pytest.mark.slow   # 48 s (its own dataset and a capped trial): make test-all; make test keeps the process caps above
 def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, dataset_cache, tmp_path, capsys):
     study = tmp_path / "vol.db"
     # 32 threads keep enough reads waiting that the cap, not the threads, sets the pace
