@@ -444,7 +444,8 @@ class Controller:
                 self.running[change.knob] = change.after
         begun = not any((t.error or "").startswith("not begun") for t in turns)
         self.summary.restarts += begun    # a roll refused before any node was touched is no restart
-        self._touched = self._touched or begun   # the next window starts once the nodes serve again
+        if begun:   # the next window starts once the nodes serve again
+            self._touched = True
         self.summary.restart_decisions[-1]["performed"] = ok
         self.detector.note_change(max(window.end, self.clock()))   # after the roll, not before it
         note = (f"rolling restart with {', '.join(f'{c.knob} = {c.after}' for c in changes)}: "
