@@ -46,7 +46,8 @@ import javax.management.remote.JMXServiceURL;
  * <p>{@code import} is {@code nodetool import}: the table's {@code importNewSSTables} moves the SSTables
  * of each directory into the table's data directory and makes them live (without {@code --verify}
  * their checksums and tokens are not checked first; without {@code --keep-level} their compaction levels and
- * repair state are reset, as for freshly written data). It fails if any directory could not be imported.
+ * repair state are reset, as for freshly written data). It fails if any directory could not be imported. Then it
+ * asks the node to start the table's background compactions at once (see {@link #startCompactions}).
  *
  * <p>{@code stats} prints one JSON object on stdout; a metric that cannot be read (e.g. the
  * table does not exist yet) is null. Exit codes: 0 ok, 2 bad usage, 3 cannot connect,
@@ -254,6 +255,7 @@ public final class NodeInternals {
             throw new Failure(EXIT_OPERATION, "import into " + a.keyspace + "." + a.tables.get(0)
                 + " failed for " + failed + " (the node's log says why)");
           }
+          startCompactions(ex, mbs, a);
           System.err.println("import of " + a.directories + " into " + a.keyspace + "." + a.tables.get(0)
               + " completed");
           break;
@@ -336,6 +338,18 @@ public final class NodeInternals {
         new Object[] {directories, !a.keepLevel, !a.keepLevel, a.verify, a.verify, true, false, false},
         new String[] {Set.class.getName(), b, b, b, b, b, b, b}));
     return failed == null ? List.of() : (List<String>) failed;
+  }
+
+  /**
+   * The table's background compactions asked for now (StorageService's enableAutoCompaction, as
+   * {@code nodetool enableautocompaction}: it submits them, and compaction stays on). An import makes its SSTables
+   * live without asking: left alone, the node's own periodic check first asks 5 minutes after it started (then every
+   * minute), so a leveled dataset built by import waited about 5 minutes with the CPU idle.
+   */
+  static void startCompactions(ExecutorService ex, MBeanServerConnection mbs, Args a) throws Failure {
+    call(ex, a.timeoutSeconds, "enableAutoCompaction", () -> mbs.invoke(new ObjectName(STORAGE_SERVICE),
+        "enableAutoCompaction", new Object[] {a.keyspace, new String[] {a.tables.get(0)}},
+        new String[] {String.class.getName(), String[].class.getName()}));
   }
 
   static JMXConnector connect(ExecutorService ex, Args a) throws Failure {
