@@ -268,12 +268,34 @@ def _study_lines() -> list[str]:
                      f"{wall} |")
     for told, path in COMPARISONS.items():
         if path.exists() and path.read_text().strip():
-            lines += _comparison_lines(told, json.loads(path.read_text()))
+            lines += _comparison_lines(told, json.loads(path.read_text()), PACED[told][0])
     return lines
 
 
-def _comparison_lines(told: str, comparison: dict) -> list[str]:
-    """One paced study's comparison: its best and the best before, against the default and each other."""
+def _sessions(db: Path, group: str, gap_s: float = 3600.0) -> list[list[int]]:
+    """The rounds of one comparison (`group`) by the session that ran them: a round on another machine (the
+    trials' stored environment: a session may get a new machine) or begun more than `gap_s` after the round
+    before starts a new session, compared apart too."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT meta, started_at, environment_id FROM trials WHERE tag = 'compare' AND "
+                            "state = 'COMPLETE'").fetchall()
+    began: dict[int, tuple[float, int]] = {}
+    for meta, started, environment in rows:
+        meta = json.loads(meta or "{}")
+        if meta.get("group") == group and (meta["round"] not in began or started < began[meta["round"]][0]):
+            began[meta["round"]] = (started, environment)
+    sessions: list[list[int]] = []
+    for r in sorted(began, key=began.get):
+        last = began[sessions[-1][-1]] if sessions else None
+        if last is None or began[r][1] != last[1] or began[r][0] - last[0] > gap_s:
+            sessions.append([])
+        sessions[-1].append(r)
+    return sessions
+
+
+def _comparison_lines(told: str, comparison: dict, db: Path) -> list[str]:
+    """One paced study's comparison: its best and the best before, against the default and each other; when its
+    rounds ran in more than one session, each session's rounds apart as well."""
     from common import ratio_text
 
     (workload,) = comparison["workloads"].values()
@@ -282,10 +304,24 @@ def _comparison_lines(told: str, comparison: dict) -> list[str]:
     vs = paired(values["best"], values[before], True)
     if not vs["mean_ratio"]:
         return []
-    return ["", f"Told {told}: interleaved cold rounds ({len(values['default'])}), throughput against the default: "
-                f"paced best {ratio_text(stats['best'])} (p = {stats['best'].get('p_value')}), the best before "
-                f"{ratio_text(stats[before])} (p = {stats[before].get('p_value')}); paced best against the best "
-                f"before x{vs['mean_ratio']:.3f} (p = {vs['p']})."]
+    lines = ["", f"Told {told}: interleaved cold rounds ({len(values['default'])}), throughput against the default: "
+                 f"paced best {ratio_text(stats['best'])} (p = {stats['best'].get('p_value')}), the best before "
+                 f"{ratio_text(stats[before])} (p = {stats[before].get('p_value')}); paced best against the best "
+                 f"before x{vs['mean_ratio']:.3f} (p = {vs['p']})."]
+    sessions = _sessions(db, workload["group"])
+    for rounds in sessions if len(sessions) > 1 else []:
+        def part(label):
+            return [values[label][r] for r in rounds]
+
+        figures = {k: paired(part(a), part(b), True) for k, (a, b) in
+                   {"paced best / default": ("best", "default"), "best before / default": (before, "default"),
+                    "paced best / best before": ("best", before)}.items()}
+        means = ", ".join(f"{label} {statistics.mean(x for x in part(label) if x is not None):,.0f}"
+                          for label in ("default", "best", before))
+        lines.append(f"- rounds {rounds[0] + 1}-{rounds[-1] + 1} ({len(rounds)}, one session; mean ops/s {means}): "
+                     + "; ".join(f"{k} x{v['mean_ratio']:.3f} (p = {v['p']:.3g})" for k, v in figures.items()
+                                 if v["mean_ratio"]))
+    return lines
 
 
 def main() -> int:
