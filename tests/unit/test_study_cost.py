@@ -4,7 +4,7 @@ best found is followed against the machine hours spent."""
 
 import pytest
 
-from nosqltune.tuning.cost import PHASES, best_by_machine_time, format_split, time_split, trial_phases
+from nosqltune.tuning.cost import PHASES, best_by_machine_time, format_split, result_hours, time_split, trial_phases
 
 
 def _row(number, total, value=None, tag="tune", **timings):
@@ -55,6 +55,27 @@ def test_the_best_against_machine_hours_counts_failed_and_confirmation_trials_ti
     assert [v for _, v in curve] == [5.0, 7.0, 7.0, 7.0, 7.0]
     low = best_by_machine_time(ROWS, lambda r: r.get("value"), maximize=False)
     assert [v for _, v in low] == [5.0, 5.0, 5.0, 5.0, 5.0]
+
+
+def test_a_confirmed_result_is_placed_at_the_hours_of_its_search_and_confirmation_only():
+    confirm = {**_row(5, 30.0, 6.0, tag="compare", measure_s=20.0), "meta": {"group": "confirm-after-4:ycsb-b"}}
+    later = {**_row(6, 500.0, 6.0, tag="compare", measure_s=20.0), "meta": {"group": "ycsb-b-x1:best+latest"}}
+    # the search's 3 finished trials (100 + 40 + 70 s, the failed one too) and the confirmation's 30 s; neither the
+    # comparison run after it nor a trial of another tag
+    assert result_hours([*ROWS, confirm, later]) * 3600 == pytest.approx(240.0)
+    assert result_hours([later]) == 0.0
+
+
+def test_best_says_after_how_many_machine_hours_its_confirmed_result_came():
+    from nosqltune.tuning.results import format_summary
+
+    result = {"optimizer": "smac", "workloads": ["ycsb-b"], "objective": "throughput (maximize)", "unit": "ops/s",
+              "trials": 3, "failed_trials": 0, "configurations": 3, "changed": {}, "speedup": 1.1, "result_hours": 2.125,
+              "default": {"value": 100.0, "trials": 3},
+              "best": {"value": 110.0, "trials": 3, "confirmed": True, "interval": [105.0, 115.0]}}
+    text = format_summary(result)
+    assert "+10.0% vs the default's mean in the same rounds, after 2.12 machine hours (search and confirmation)" \
+        in text
 
 
 # ------------------------------------------------------------------------------------------------ build pacing

@@ -116,7 +116,7 @@ def _value_interval(entry: dict[str, Any] | None) -> dict[str, Any] | None:
 def summary_view(opened, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The study's summary: its objective, the best against the default (confirmed or single runs), the stored
     confirmation and comparisons, the machine time split, what limited its trials, knob importance, the knobs."""
-    from ..tuning.cost import time_split
+    from ..tuning.cost import result_hours, time_split
     from ..tuning.results import (best_configuration, changed_knobs, configurations, confirmed_best, counted,
                                   speedup)
 
@@ -160,7 +160,7 @@ def summary_view(opened, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "changed": {k: [str(a), str(b)] for k, (a, b) in changed_knobs(space, best["config"]).items()} if best else {},
         "confirmation": _confirmation(confirm, opened.tune.get("confirm") or {}),
         "comparisons": _comparisons(settings.get("compare") or {}),
-        "time": time_split(rows),
+        "time": {**time_split(rows), "result_hours": result_hours(rows) if confirm else None},
         "bottlenecks": dict(sorted(counts.items(), key=lambda kv: -kv[1])),
         "importance": knob_importance(entries, space),
         "knobs": knobs,

@@ -59,6 +59,18 @@ def time_split(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "replaced": sum(1 for r in rows if (r.get("meta") or {}).get("replaced"))}   # tune --build-share
 
 
+def result_hours(rows: list[dict[str, Any]]) -> float:
+    """Machine hours a study's result took: its search's trials (tag tune) and its confirmation's rounds (tag
+    compare, group confirm-after-N:...), not comparisons run after it."""
+    seconds = 0.0
+    for row in rows:
+        group = str((row.get("meta") or {}).get("group") or "")
+        if row.get("tag") == "tune" or (row.get("tag") == "compare" and group.startswith("confirm-")):
+            phases = trial_phases(row.get("timings"))
+            seconds += sum(phases.values()) if phases else 0.0
+    return seconds / 3600.0
+
+
 def best_by_machine_time(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], float | None],
                          maximize: bool) -> list[tuple[float, float]]:
     """(machine hours spent so far, best value so far) after each trial, in the order run: the gain against the

@@ -9,7 +9,7 @@ import orjson
 
 from ..knobs.space import TuningSpace
 from ..objective import Objective
-from .cost import format_split, time_split
+from .cost import format_split, result_hours, time_split
 
 
 def _mean_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -153,7 +153,7 @@ def summarize(store, study_id: int, spec, space, settings: dict[str, Any] | None
     entries = configurations(rows, objective, spec.workloads, space)
     return {
         "bottlenecks": bottlenecks(rows, space, [("default", default), ("best", best)], settings),
-        "time": time_split(everything),
+        "time": time_split(everything), "result_hours": result_hours(everything),
         "optimizer": spec.optimizer, "workloads": spec.workloads, "objective": objective.describe(),
         "metric": objective.metric, "unit": objective.unit,
         "trials": len(rows), "failed_trials": len([r for r in rows if r["state"] == "FAIL"]),
@@ -208,7 +208,9 @@ def format_summary(result: dict[str, Any]) -> str:
             lines.append(f"best:    {value(best['value'])} (confirmed: mean of interleaved cold rounds"
                          + (f", 95% interval {value(interval[0])} .. {value(interval[1])}" if interval else "")
                          + ")" + (f", {(result['speedup'] - 1) * 100:+.1f}% vs the default's mean in the same rounds"
-                                  if result["speedup"] else ""))
+                                  if result["speedup"] else "")
+                         + (f", after {result['result_hours']:.2f} machine hours (search and confirmation)"
+                            if result.get("result_hours") else ""))
         else:
             lines.append(f"best:    {value(best['value'])} ({best['trials']} trials)"
                          + (f", {(result['speedup'] - 1) * 100:+.1f}% vs default (single cold runs: confirm with "

@@ -308,6 +308,8 @@ function drawTime(s) {
     .map(([k, v]) => `<tr><td>${esc(k)}</td><td class="num">${clock(v)}</td><td class="num">${((split.shares[k] || 0) * 100).toFixed(0)}%</td></tr>`);
   $("time").innerHTML = `<div><span class="big">${clock(split.machine_s)}</span> <span class="muted">over ${split.trials} trials` +
     `${split.wall_s ? `, wall ${clock(split.wall_s)}` : ""}, ${split.builds} dataset builds</span></div>` +
+    (split.result_hours ? `<div class="muted">the confirmed best came after ${clock(split.result_hours * 3600)} ` +
+      `of it (the search and its confirmation)</div>` : "") +
     `<table>${rows.join("")}</table>`;
 }
 
