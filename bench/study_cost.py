@@ -268,17 +268,23 @@ def _study_lines() -> list[str]:
                      f"{wall} |")
     for told, path in COMPARISONS.items():
         if path.exists() and path.read_text().strip():
-            lines += _comparison_lines(told, json.loads(path.read_text()), PACED[told][0])
+            lines += _comparison_lines(told, json.loads(path.read_text()), *PACED[told])
     return lines
 
 
-def _sessions(db: Path, group: str, gap_s: float = 3600.0) -> list[list[int]]:
-    """The rounds of one comparison (`group`) by the session that ran them: a round on another machine (the
-    trials' stored environment: a session may get a new machine) or begun more than `gap_s` after the round
-    before starts a new session, compared apart too."""
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        rows = conn.execute("SELECT meta, started_at, environment_id FROM trials WHERE tag = 'compare' AND "
-                            "state = 'COMPLETE'").fetchall()
+def _sessions(db: Path, study: str, group: str, gap_s: float = 3600.0) -> list[list[int]]:
+    """The rounds of one comparison (`group` of study `study`) by the session that ran them: a round on another
+    machine (the trials' stored environment: a session may get a new machine) or begun more than `gap_s` after the
+    round before starts a new session, compared apart too."""
+    if not db.exists():
+        return []
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT t.meta, t.started_at, t.environment_id FROM trials t JOIN studies s ON "
+                            "s.id = t.study_id WHERE s.name = ? AND t.tag = 'compare' AND t.state = 'COMPLETE'",
+                            (study,)).fetchall()
+    finally:
+        conn.close()
     began: dict[int, tuple[float, int]] = {}
     for meta, started, environment in rows:
         meta = json.loads(meta or "{}")
@@ -293,7 +299,7 @@ def _sessions(db: Path, group: str, gap_s: float = 3600.0) -> list[list[int]]:
     return sessions
 
 
-def _comparison_lines(told: str, comparison: dict, db: Path) -> list[str]:
+def _comparison_lines(told: str, comparison: dict, db: Path, study: str) -> list[str]:
     """One paced study's comparison: its best and the best before, against the default and each other; when its
     rounds ran in more than one session, each session's rounds apart as well."""
     from common import ratio_text
@@ -308,19 +314,23 @@ def _comparison_lines(told: str, comparison: dict, db: Path) -> list[str]:
                  f"paced best {ratio_text(stats['best'])} (p = {stats['best'].get('p_value')}), the best before "
                  f"{ratio_text(stats[before])} (p = {stats[before].get('p_value')}); paced best against the best "
                  f"before x{vs['mean_ratio']:.3f} (p = {vs['p']})."]
-    sessions = _sessions(db, workload["group"])
+    sessions = _sessions(db, study, workload["group"])
     for rounds in sessions if len(sessions) > 1 else []:
         def part(label):
-            return [values[label][r] for r in rounds]
+            return [values[label][r] for r in rounds if r < len(values[label])]
 
         figures = {k: paired(part(a), part(b), True) for k, (a, b) in
                    {"paced best / default": ("best", "default"), "best before / default": (before, "default"),
                     "paced best / best before": ("best", before)}.items()}
-        means = ", ".join(f"{label} {statistics.mean(x for x in part(label) if x is not None):,.0f}"
-                          for label in ("default", "best", before))
-        lines.append(f"- rounds {rounds[0] + 1}-{rounds[-1] + 1} ({len(rounds)}, one session; mean ops/s {means}): "
-                     + "; ".join(f"{k} x{v['mean_ratio']:.3f} (p = {v['p']:.3g})" for k, v in figures.items()
-                                 if v["mean_ratio"]))
+        said = "; ".join(f"{k} x{v['mean_ratio']:.3f} (p = {v['p']:.3g})" for k, v in figures.items()
+                         if v["mean_ratio"])
+        if not said:   # fewer than 2 paired rounds in this session
+            continue
+        means = ", ".join(f"{label} {statistics.mean(xs):,.0f}" for label in ("default", "best", before)
+                          if (xs := [x for x in part(label) if x is not None]))
+        which = (f"{rounds[0] + 1}-{rounds[-1] + 1}" if rounds == list(range(rounds[0], rounds[-1] + 1))
+                 else ", ".join(str(r + 1) for r in rounds))
+        lines.append(f"- rounds {which} ({len(rounds)}, one session; mean ops/s {means}): {said}")
     return lines
 
 

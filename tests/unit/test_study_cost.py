@@ -4,7 +4,8 @@ best found is followed against the machine hours spent."""
 
 import pytest
 
-from nosqltune.tuning.cost import PHASES, best_by_machine_time, format_split, result_hours, time_split, trial_phases
+from nosqltune.tuning.cost import (PHASES, best_by_machine_time, format_split, hours_at_result, result_hours, time_split,
+                                  trial_phases)
 
 
 def _row(number, total, value=None, tag="tune", **timings):
@@ -64,13 +65,22 @@ def test_a_confirmed_result_is_placed_at_the_hours_of_its_search_and_confirmatio
     # comparison run after it nor a trial of another tag
     assert result_hours([*ROWS, confirm, later]) * 3600 == pytest.approx(240.0)
     assert result_hours([later]) == 0.0
+    # a resumed search not confirmed again: its trials came after the result
+    resumed = _row(7, 60.0, 8.0)
+    assert result_hours([*ROWS, confirm, later, resumed]) * 3600 == pytest.approx(240.0)
+    assert result_hours(ROWS) * 3600 == pytest.approx(210.0)   # no confirmation: the search's hours
+    # on the axis of best_by_machine_time (every trial in the order started), where the confirmation ended: the
+    # search, the trial tagged confirm, the confirmation; not the later comparison nor the resumed search
+    assert hours_at_result([*ROWS, confirm, later, resumed]) * 3600 == pytest.approx(285.0)
+    assert hours_at_result(ROWS) is None
 
 
 def test_best_says_after_how_many_machine_hours_its_confirmed_result_came():
     from nosqltune.tuning.results import format_summary
 
     result = {"optimizer": "smac", "workloads": ["ycsb-b"], "objective": "throughput (maximize)", "unit": "ops/s",
-              "trials": 3, "failed_trials": 0, "configurations": 3, "changed": {}, "speedup": 1.1, "result_hours": 2.125,
+              "trials": 3, "failed_trials": 0, "configurations": 3, "changed": {}, "speedup": 1.1,
+              "result_hours": 2.125,
               "default": {"value": 100.0, "trials": 3},
               "best": {"value": 110.0, "trials": 3, "confirmed": True, "interval": [105.0, 115.0]}}
     text = format_summary(result)

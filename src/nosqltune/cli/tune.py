@@ -357,6 +357,7 @@ def cmd_best(args: argparse.Namespace) -> int:
                 confirmation = confirm_best(study, confirm, say=_progress(args))
             finally:
                 lease.release()
+            result = summarize(store, study.id, spec, space, tune["harness"])   # its rounds took machine time too
     finally:
         store.close()
     apply_confirmation(result, confirmation, space, spec)   # the best is the confirmed one, if confirmed

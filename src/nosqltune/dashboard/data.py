@@ -160,7 +160,7 @@ def summary_view(opened, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "changed": {k: [str(a), str(b)] for k, (a, b) in changed_knobs(space, best["config"]).items()} if best else {},
         "confirmation": _confirmation(confirm, opened.tune.get("confirm") or {}),
         "comparisons": _comparisons(settings.get("compare") or {}),
-        "time": {**time_split(rows), "result_hours": result_hours(rows) if confirm else None},
+        "time": {**time_split(rows), "result_hours": result_hours(rows) if best and best.get("confirmed") else None},
         "bottlenecks": dict(sorted(counts.items(), key=lambda kv: -kv[1])),
         "importance": knob_importance(entries, space),
         "knobs": knobs,

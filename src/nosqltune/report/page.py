@@ -250,7 +250,8 @@ def _tuning_study(view: TuningView, figures: Figures) -> list[str]:
                  "<h3>Where the machine's time went</h3>",
                  figures.add(f"{slug}-time", lambda v=view: plots.study_time(v),
                              "every trial's time split into building its dataset, restoring it, booting, warming "
-                             "up and measuring (tuning/cost.py), and the best found against the hours spent",
+                             "up and measuring (tuning/cost.py), and the best found against the hours spent (a "
+                             "confirmed best where its confirmation ended)",
                              "no trial with stored timings"),
                  "<h3>Node internals over the measured phase: default vs best</h3>",
                  figures.add(f"{slug}-internals", lambda v=view: plots.internals(v),

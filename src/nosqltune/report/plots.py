@@ -369,7 +369,7 @@ def study_time(view: TuningView):
     """Where the study's machine time went (tuning/cost.py: building datasets, restoring, booting, warming up,
     measuring) and the best single run found against the machine hours spent, tuning trials and the
     confirmation's and comparison's alike; a confirmed best is marked where its search and confirmation ended."""
-    from ..tuning.cost import best_by_machine_time, result_hours, time_split
+    from ..tuning.cost import best_by_machine_time, hours_at_result, time_split
 
     rows = view.all_rows or view.rows
     split = time_split(rows)
@@ -397,9 +397,10 @@ def study_time(view: TuningView):
     left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
     if curve:
         right.step([h for h, _ in curve], [v for _, v in curve], where="post", linewidth=2, color="#4c72b0")
-    if view.best and view.best.get("confirmed"):   # the confirmed gain, where the machine's time reached it
+    confirmed = bool(view.best and view.best.get("confirmed")) and hours_at_result(rows) is not None
+    if confirmed:   # the confirmed gain, where the machine's time reached it
         low, high = view.best.get("interval") or (view.best["value"], view.best["value"])
-        right.errorbar([result_hours(rows)], [view.best["value"]], yerr=[[view.best["value"] - low],
+        right.errorbar([hours_at_result(rows)], [view.best["value"]], yerr=[[view.best["value"] - low],
                        [high - view.best["value"]]], fmt="D", color="#c44e52", capsize=3,
                        label="confirmed best (mean, 95% interval)")
     if view.default and view.default["value"]:
@@ -408,7 +409,8 @@ def study_time(view: TuningView):
         right.legend(fontsize=7)
     right.set_xlabel("machine hours spent")
     right.set_ylabel(view.objective.metric)
-    right.set_title("best single run so far, and the confirmed best, against the machine's time", fontsize=10)
+    right.set_title("best single run so far" + (", and the confirmed best," if confirmed else "")
+                    + " against the machine's time", fontsize=10)
     right.grid(alpha=0.3)
     fig.suptitle(f"{view.name}: the study's machine time", fontsize=10)
     fig.tight_layout()

@@ -59,16 +59,40 @@ def time_split(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "replaced": sum(1 for r in rows if (r.get("meta") or {}).get("replaced"))}   # tune --build-share
 
 
+def _confirmation(row: dict[str, Any]) -> bool:
+    return row.get("tag") == "compare" and str((row.get("meta") or {}).get("group") or "").startswith("confirm-")
+
+
 def result_hours(rows: list[dict[str, Any]]) -> float:
-    """Machine hours a study's result took: its search's trials (tag tune) and its confirmation's rounds (tag
-    compare, group confirm-after-N:...), not comparisons run after it."""
+    """Machine hours a study's result took: its search's trials (tag tune) and its confirmations' rounds (tag
+    compare, group confirm-after-N:...) up to the end of its last confirmation; not comparisons run after it, nor
+    search trials of a resume that has not been confirmed yet. Without a confirmation: the search's hours."""
+    confirmations = [r for r in rows if _confirmation(r) and r.get("started_at") is not None]
+    end = max((r.get("finished_at") or r["started_at"] for r in confirmations), default=None)
     seconds = 0.0
     for row in rows:
-        group = str((row.get("meta") or {}).get("group") or "")
-        if row.get("tag") == "tune" or (row.get("tag") == "compare" and group.startswith("confirm-")):
-            phases = trial_phases(row.get("timings"))
-            seconds += sum(phases.values()) if phases else 0.0
+        if row.get("tag") != "tune" and not _confirmation(row):
+            continue
+        if end is not None and (row.get("started_at") or 0.0) > end:
+            continue
+        phases = trial_phases(row.get("timings"))
+        seconds += sum(phases.values()) if phases else 0.0
     return seconds / 3600.0
+
+
+def hours_at_result(rows: list[dict[str, Any]]) -> float | None:
+    """Where the last confirmation ended on the axis of best_by_machine_time (the machine hours of every trial
+    started before it ended, any tag), or None without a confirmation."""
+    confirmations = [r for r in rows if _confirmation(r) and r.get("started_at") is not None]
+    if not confirmations:
+        return None
+    end = max(r.get("finished_at") or r["started_at"] for r in confirmations)
+    spent = 0.0
+    for row in rows:
+        if row.get("started_at") is not None and row["started_at"] <= end:
+            phases = trial_phases(row.get("timings"))
+            spent += sum(phases.values()) if phases else 0.0
+    return spent / 3600.0
 
 
 def best_by_machine_time(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], float | None],
