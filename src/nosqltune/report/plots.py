@@ -397,10 +397,11 @@ def study_time(view: TuningView):
     left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
     if curve:
         right.step([h for h, _ in curve], [v for _, v in curve], where="post", linewidth=2, color="#4c72b0")
-    confirmed = bool(view.best and view.best.get("confirmed")) and hours_at_result(rows) is not None
+    at = hours_at_result(rows)
+    confirmed = bool(view.best and view.best.get("confirmed")) and at is not None
     if confirmed:   # the confirmed gain, where the machine's time reached it
         low, high = view.best.get("interval") or (view.best["value"], view.best["value"])
-        right.errorbar([hours_at_result(rows)], [view.best["value"]], yerr=[[view.best["value"] - low],
+        right.errorbar([at], [view.best["value"]], yerr=[[view.best["value"] - low],
                        [high - view.best["value"]]], fmt="D", color="#c44e52", capsize=3,
                        label="confirmed best (mean, 95% interval)")
     if view.default and view.default["value"]:

@@ -63,36 +63,33 @@ def _confirmation(row: dict[str, Any]) -> bool:
     return row.get("tag") == "compare" and str((row.get("meta") or {}).get("group") or "").startswith("confirm-")
 
 
+def _confirmation_end(rows: list[dict[str, Any]]) -> float | None:
+    """When the study's last confirmation round ended (None without one)."""
+    return max((r.get("finished_at") or r["started_at"] for r in rows
+                if _confirmation(r) and r.get("started_at") is not None), default=None)
+
+
+def _hours(rows) -> float:
+    """The trials' machine hours (those without a total count nothing)."""
+    return sum(sum((trial_phases(r.get("timings")) or {}).values()) for r in rows) / 3600.0
+
+
 def result_hours(rows: list[dict[str, Any]]) -> float:
     """Machine hours a study's result took: its search's trials (tag tune) and its confirmations' rounds (tag
     compare, group confirm-after-N:...) up to the end of its last confirmation; not comparisons run after it, nor
     search trials of a resume that has not been confirmed yet. Without a confirmation: the search's hours."""
-    confirmations = [r for r in rows if _confirmation(r) and r.get("started_at") is not None]
-    end = max((r.get("finished_at") or r["started_at"] for r in confirmations), default=None)
-    seconds = 0.0
-    for row in rows:
-        if row.get("tag") != "tune" and not _confirmation(row):
-            continue
-        if end is not None and (row.get("started_at") or 0.0) > end:
-            continue
-        phases = trial_phases(row.get("timings"))
-        seconds += sum(phases.values()) if phases else 0.0
-    return seconds / 3600.0
+    end = _confirmation_end(rows)
+    return _hours(r for r in rows if (r.get("tag") == "tune" or _confirmation(r))
+                  and (end is None or (r.get("started_at") or 0.0) <= end))
 
 
 def hours_at_result(rows: list[dict[str, Any]]) -> float | None:
     """Where the last confirmation ended on the axis of best_by_machine_time (the machine hours of every trial
     started before it ended, any tag), or None without a confirmation."""
-    confirmations = [r for r in rows if _confirmation(r) and r.get("started_at") is not None]
-    if not confirmations:
+    end = _confirmation_end(rows)
+    if end is None:
         return None
-    end = max(r.get("finished_at") or r["started_at"] for r in confirmations)
-    spent = 0.0
-    for row in rows:
-        if row.get("started_at") is not None and row["started_at"] <= end:
-            phases = trial_phases(row.get("timings"))
-            spent += sum(phases.values()) if phases else 0.0
-    return spent / 3600.0
+    return _hours(r for r in rows if r.get("started_at") is not None and r["started_at"] <= end)
 
 
 def best_by_machine_time(rows: list[dict[str, Any]], value: Callable[[dict[str, Any]], float | None],
