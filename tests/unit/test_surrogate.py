@@ -578,12 +578,17 @@ def test_tune_ends_with_a_confirmation_counted_in_its_budget(tmp_path, capsys, m
     import json
 
     from nosqltune.cli import main
-    from nosqltune.evaluation.confirmation import confirm_plan
+    from nosqltune.evaluation.confirmation import CONFIRM_ROUNDS, CONFIRM_TOP, asked_confirmation, confirm_plan
     from nosqltune.store import open_store
 
     assert confirm_plan(60, 1, 3, 3) == {"top": 3, "rounds": 3, "trials": 12, "search_budget": 48, "skipped": None}
     assert confirm_plan(20, 1, 3, 3)["search_budget"] == 20 and "under twice" in confirm_plan(20, 1, 3, 3)["skipped"]
     assert confirm_plan(60, 2, 0, 3) == {"top": 0, "rounds": 3, "trials": 0, "search_budget": 60, "skipped": None}
+    # a new study asks the defaults; a resumed one what it stored (none if stored before confirmations existed)
+    assert asked_confirmation(None) == {"top": CONFIRM_TOP, "rounds": CONFIRM_ROUNDS}
+    assert asked_confirmation({"spec": {}}) == {"top": 0, "rounds": CONFIRM_ROUNDS}
+    assert asked_confirmation({"confirm": {"top": 2, "rounds": 4}}, rounds=5) == {"top": 2, "rounds": 5}
+    assert asked_confirmation(None, top=0) == {"top": 0, "rounds": CONFIRM_ROUNDS}
     monkeypatch.setenv("NOSQLTUNE_CACHE", str(surrogate_cache))
     study = tmp_path / "end.db"
     assert main(["tune", "--system", "surrogate:wide24", "--knobs", "rafiki5", "--workload", "read90",

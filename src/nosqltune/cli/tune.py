@@ -14,8 +14,8 @@ from typing import Any
 from ..errors import NosqltuneError, UsageError
 from ..tuning.loop import DEFAULT_BUDGET, DEFAULT_STUDY_NAME
 from ..tuning.results import format_summary, stored_subset, summarize, yaml_fragment
-from ..evaluation.confirmation import (CONFIRM_ROUNDS, CONFIRM_TOP, ConfirmSettings, apply_confirmation, confirm_best,
-                                      confirm_plan)
+from ..evaluation.confirmation import (CONFIRM_ROUNDS, CONFIRM_TOP, ConfirmSettings, apply_confirmation,
+                                      asked_confirmation, confirm_best, confirm_plan)
 from .compare import format_confirmation
 from ..store import store_exists
 from .options import DEFAULT_STUDY, _common, _progress, study_path
@@ -96,11 +96,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                     raise UsageError(f"study '{study_name}' in {args.study} already has trials: add --resume to "
                                      "continue it, or pick another --study-name")
         space = TuningSpace(subset, fixed)
-        # a study begun before confirmations existed keeps its whole budget for the search unless asked
-        asked = (stored.get("confirm") or {"top": 0, "rounds": CONFIRM_ROUNDS}) if stored and args.resume \
-            else {"top": CONFIRM_TOP, "rounds": CONFIRM_ROUNDS}
-        asked = {"top": asked["top"] if args.confirm_top is None else args.confirm_top,
-                 "rounds": asked["rounds"] if args.confirm_rounds is None else args.confirm_rounds}
+        asked = asked_confirmation(stored if args.resume else None, args.confirm_top, args.confirm_rounds)
         plan = confirm_plan(spec.budget, len(workloads), asked["top"], asked["rounds"])
         store.update_study_settings(study_id, {"tune": {
             "spec": spec.to_dict(), "workloads": [w.to_dict() for w in workloads], "fixed": fixed,
@@ -183,21 +179,12 @@ def _check_parallel(args: argparse.Namespace) -> None:
 
 
 def _check_parallel_fits(args: argparse.Namespace, settings) -> None:
-    """Trials run at once on this machine (--parallel N, local executor) must fit in its memory together: N
-    Cassandra trials hold N times the nodes of one, each with its heap (a Ray cluster's machines decide for
-    themselves). A recorded surrogate or an external target starts no node here."""
-    if (args.parallel or 1) <= 1 or args.executor == "ray" or settings.system != "cassandra":
-        return
-    from ..systems.cassandra.cluster import MAX_NODES, check_fits
+    """--parallel N local Cassandra trials must fit in this machine's memory together (a Ray cluster's machines
+    decide for themselves; a recorded surrogate or an external target starts no node here)."""
+    if (args.parallel or 1) > 1 and args.executor != "ray" and settings.system == "cassandra":
+        from ..systems.cassandra.cluster import check_trials_fit
 
-    nodes = (args.parallel or 1) * settings.cassandra.nodes
-    if nodes > MAX_NODES:
-        raise UsageError(f"--parallel {args.parallel}: {nodes} Cassandra nodes at once on this machine, at most "
-                         f"{MAX_NODES} run side by side; give a smaller --parallel, or --executor ray")
-    try:
-        check_fits(nodes, settings.cassandra.heap_mb)
-    except UsageError as exc:
-        raise UsageError(f"--parallel {args.parallel} runs {nodes} nodes at once: {exc}") from None
+        check_trials_fit(args.parallel, settings.cassandra.nodes, settings.cassandra.heap_mb)
 
 
 def _stale_after(args: argparse.Namespace) -> float:
@@ -386,7 +373,6 @@ def cmd_best(args: argparse.Namespace) -> int:
             print("not confirmed: the best of single cold runs is partly luck; `nosqltune best --confirm` "
                   "re-measures the top configurations")
     return 0
-
 
 
 def add_parsers(sub) -> None:

@@ -107,6 +107,16 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
     return result
 
 
+def asked_confirmation(stored: dict[str, Any] | None, top: int | None = None,
+                       rounds: int | None = None) -> dict[str, int]:
+    """The confirmation a study asks for: a resumed study's stored tuning settings keep what it asked (one begun
+    before confirmations existed asked none: its whole budget stays the search's), a new study (None) the
+    defaults; `top` and `rounds`, when given, override either."""
+    asked = (stored.get("confirm") or {"top": 0, "rounds": CONFIRM_ROUNDS}) if stored \
+        else {"top": CONFIRM_TOP, "rounds": CONFIRM_ROUNDS}
+    return {"top": asked["top"] if top is None else top, "rounds": asked["rounds"] if rounds is None else rounds}
+
+
 def confirm_plan(budget: int, workloads: int, top: int, rounds: int) -> dict[str, Any]:
     """How a study's budget is split between the search and the confirmation at its end: the confirmation takes
     (top + 1) x rounds trials per workload (the default runs beside the top configurations in every round) and

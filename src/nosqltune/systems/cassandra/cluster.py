@@ -63,6 +63,19 @@ def check_fits(nodes: int, heap_mb: int, available: int | None = None) -> None:
                          + ("" if nodes == 1 else " or fewer nodes"))
 
 
+def check_trials_fit(parallel: int, nodes_per_trial: int, heap_mb: int) -> None:
+    """Refuse (one line) `parallel` trials at once on this machine whose nodes, each with its heap, would not fit
+    together (more nodes than run side by side, or more memory than the machine has)."""
+    nodes = parallel * nodes_per_trial
+    if nodes > MAX_NODES:
+        raise UsageError(f"--parallel {parallel}: {nodes} Cassandra nodes at once on this machine, at most "
+                         f"{MAX_NODES} run side by side; give a smaller --parallel, or --executor ray")
+    try:
+        check_fits(nodes, heap_mb)
+    except UsageError as exc:
+        raise UsageError(f"--parallel {parallel} runs {nodes} nodes at once: {exc}") from None
+
+
 def fitting_heap(nodes: int, wanted: int = DEFAULT_HEAP_MB, available: int | None = None) -> int:
     """The heap per node of a cluster for which the user named none: `wanted`, or when `nodes` nodes with
     it would not fit, the largest multiple of 256 MiB that fits; refused (check_fits) below 512 MiB."""
