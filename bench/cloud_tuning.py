@@ -10,7 +10,9 @@ Study files: bench/results/impact/cloud-disk.db (studies `smac` and `irace`, eac
 and bench/results/impact/cloud-slo.db (study `reference`: the default measured at the scenario's rate, and the
 comparison of the bests found on cloud-disk; studies `smac` and `irace` searched there, with their comparisons);
 bench/results/impact/cloud-slo-70.db holds the same for cloud-slo as it was until 2026-11-27 (70% of the maximum:
-the default limited by the rate), kept and reported, never resumed. Every step is resumable (tune --resume, best
+the default limited by the rate), kept and reported, never resumed. `--slo-only --latency-ms L` runs the cloud-slo
+comparison on a volume whose every I/O waits L ms first (--disk-latency-ms, delayfs), in its own store
+bench/results/impact/cloud-slo-Lms.db, the default's rate measured there. Every step is resumable (tune --resume, best
 --confirm and compare continue their rounds); the search may be stopped early (Ctrl-C, or --search-only then stop),
 and `--after-search` confirms and compares what it found; `--slo-only` runs just the cloud-slo comparison of the
 bests found so far. Writes
@@ -67,16 +69,22 @@ def after_search(optimizer: str, rounds: int, also: list[str], scenario: str = "
               ",".join(["best", "latest", *also]), "--repeat", str(rounds), "--metrics", metrics, "--json", ok=(0, 1))
 
 
-def slo(rounds: int) -> None:
+def slo_store(latency_ms: float | None) -> Path:
+    return SLO if not latency_ms else FOLDER / f"cloud-slo-{latency_ms:g}ms.db"
+
+
+def slo(rounds: int, latency_ms: float | None = None) -> None:
     """The bests found at full speed, at cloud-slo's fixed rate: does a node that reads less from the volume answer
-    sooner when the load is held below its maximum?"""
+    sooner when the load is held below its maximum? With `latency_ms`, on a volume whose I/Os wait that long."""
     bests = [str(best_file(o)) for o in OPTIMIZERS if best_file(o).exists()]
     if not bests:
         raise SystemExit("cloud_tuning.py: no best found on cloud-disk yet (run the search and --after-search first)")
-    if not study_rows(SLO, "reference"):   # the default at the scenario's fixed rate: the study compare runs in
-        nosqltune("tune", "--scenario", "cloud-slo", "--knobs", "cloud", "--optimizer", "random", "--budget", "1",
-                  "--confirm-top", "0", "--study", str(SLO), "--study-name", "reference", "--json")
-    nosqltune("compare", "--study", str(SLO), "--study-name", "reference", "--candidates",
+    db = slo_store(latency_ms)
+    if not study_rows(db, "reference"):   # the default at the scenario's fixed rate: the study compare runs in
+        waits = ["--disk-latency-ms", f"{latency_ms:g}"] if latency_ms else []
+        nosqltune("tune", "--scenario", "cloud-slo", *waits, "--knobs", "cloud", "--optimizer", "random", "--budget",
+                  "1", "--confirm-top", "0", "--study", str(db), "--study-name", "reference", "--json")
+    nosqltune("compare", "--study", str(db), "--study-name", "reference", "--candidates",
               ",".join([*bests, "latest"]), "--repeat", str(rounds), "--metrics", "p99-read,throughput,io-per-op",
               "--json", ok=(0, 1))
 
@@ -133,7 +141,8 @@ def collect() -> dict:
     from nosqltune.tuning.cost import time_split
 
     results: dict = {"scenarios": {}}
-    slo = [(db, name) for db in (SLO, SLO_70) for name in ("reference", *OPTIMIZERS)]
+    waiting = sorted(FOLDER.glob("cloud-slo-*ms.db"))   # --latency-ms stores
+    slo = [(db, name) for db in (SLO, *waiting, SLO_70) for name in ("reference", *OPTIMIZERS)]
     for scenario, db, name in (*(("cloud-disk", DISK, o) for o in OPTIMIZERS), *(("cloud-slo", *s) for s in slo)):
         study = _study(db, name)
         if study is None:
@@ -165,7 +174,8 @@ def collect() -> dict:
                 entry["comparisons"][key] = block
         entry["scenario"] = scenario
         entry["heading"] = (f"{scenario} at 70% of the default's maximum (until 2026-11-27)" if db == SLO_70
-                            else scenario)
+                            else f"{scenario}, every I/O waiting {db.stem.split('-')[-1][:-2]} ms (delayfs)"
+                            if db in waiting else scenario)
         results["scenarios"][f"{entry['heading']}/{name}"] = entry
     return results
 
@@ -253,6 +263,8 @@ def main() -> int:
                    help="comma-separated YAML files of knob values compared beside the best and latest (e.g. a "
                         "hand-picked reference: bench/results/impact/cloud-disk-heap512.yaml)")
     p.add_argument("--no-slo", action="store_true", help="compare at full speed only (cloud-disk), not at cloud-slo's rate")
+    p.add_argument("--latency-ms", type=float, default=None, metavar="L",
+                   help="the cloud-slo comparison on a volume whose every I/O waits L ms (its own store)")
     a = p.parse_args()
     FOLDER.mkdir(parents=True, exist_ok=True)
     if not (a.write_only or a.slo_only):
@@ -261,7 +273,7 @@ def main() -> int:
         if not a.search_only:
             after_search(a.optimizer, a.rounds, [f for f in a.also.split(",") if f], a.scenario)
     if a.scenario == "cloud-disk" and (a.slo_only or not (a.write_only or a.search_only or a.no_slo)):
-        slo(a.rounds)
+        slo(a.rounds, a.latency_ms)
     write(collect())
     return 0
 

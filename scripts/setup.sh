@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything nosqltune needs on a fresh Debian machine, idempotently:
-# Java 17 + Maven, R's irace, redis-server, PostgreSQL 15's server binaries, chromium (apt-get, only if missing), the Python package with its test extras (pip: psycopg and Ray among them),
+# Java 17 + Maven, gcc with libfuse 3's headers (delayfs), R's irace, redis-server, PostgreSQL 15's server binaries, chromium (apt-get, only if missing), the Python package with its test extras (pip: psycopg and Ray among them),
 # Cassandra's jars (Maven, into ~/.cache/nosqltune) and the loadgen YCSB client (Maven build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,11 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v taskset >/dev/null 2>&1 || need_apt+=(util-linux)
 # mkfs.ext4 makes the filesystem of a node's own volume (--volume, the cloud scenarios)
 command -v mkfs.ext4 >/dev/null 2>&1 || need_apt+=(e2fsprogs)
+# delayfs, a latency per I/O of a node's volume (--disk-latency-ms), is built from its C source on first use with
+# libfuse 3 (runtime/delayfs.c)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+{ command -v pkg-config >/dev/null 2>&1 && pkg-config --exists fuse3; } || need_apt+=(libfuse3-dev)
 # irace, the R package (seed 001), from Debian; without recommends it is about 56 MB instead of 650 MB
 [ -x /usr/lib/R/site-library/irace/bin/irace ] || need_apt+=(r-base-core r-cran-irace)
 # Debian's redis-server (Redis 7.0), the second datastore (issue 7); no service is started for it

@@ -238,6 +238,8 @@ def test_the_cloud_scenarios_put_each_node_on_a_capped_volume_and_flags_win(monk
     assert named.volume["read_iops"] == 3000
     capped = trial_settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).cassandra
     assert capped.volume["read_mbps"] == 42 and capped.volume["read_iops"] == 500
+    waits = trial_settings(_args("--scenario", "cloud-slo", "--disk-latency-ms", "1")).cassandra
+    assert waits.volume["latency_ms"] == 1.0 and waits.volume["read_iops"] == 1000
     slo = scenario("cloud-slo")
     assert slo.rate_fraction == 0.92 and slo.objective == "p99-read" and slo.volume == "aws-gp3"
     assert trial_settings(_args()).cassandra.volume is None
@@ -280,7 +282,9 @@ def test_a_volume_without_its_machinery_is_one_line_exit_3_and_bad_input_exit_2(
     for argv, words in ((["--disk-mbps", "0"], "--disk-mbps 0"), (["--volume", "ebs-io9"], "unknown volume"),
                         (["--system", "redis", "--volume", "aws-gp3"], "for Cassandra's nodes"),
                         (["--disk-iops", "100", "--restore", "reload"], "--restore reload with a volume"),
-                        (["--set", "read_ahead_kb=64"], "read_ahead_kb sets the node's own volume")):
+                        (["--set", "read_ahead_kb=64"], "read_ahead_kb sets the node's own volume"),
+                        (["--disk-latency-ms", "1"], "--disk-latency-ms is the wait of a node's own volume"),
+                        (["--volume", "aws-gp3", "--disk-latency-ms", "-1"], "--disk-latency-ms -1.0: give")):
         assert main(["bench", *argv]) == 2, argv
         err = capsys.readouterr().err.strip()
         assert words in err and err.count("\n") == 0, err

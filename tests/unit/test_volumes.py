@@ -11,7 +11,7 @@ import pytest
 from nosqltune import volumes
 from nosqltune.errors import SetupError, UsageError
 from nosqltune.objective import Objective, metric_unit, metric_value
-from nosqltune.runtime import blkio, cgroup
+from nosqltune.runtime import blkio, cgroup, delayfs
 from nosqltune.runtime.blkio import IOGroup
 from nosqltune.runtime.volume import usable as volume_usable
 from nosqltune.volumes import Volume, presets, resolve
@@ -257,10 +257,14 @@ def test_parallel_trials_on_one_dataset_each_get_an_image_of_their_own(tmp_path)
 
 
 @pytest.mark.skipif(bool(volume_usable() or blkio.usable()), reason="no loop devices or blkio controller here")
-def test_what_a_killed_run_left_mounted_is_swept_by_the_next(tmp_path):
-    """A tuner killed while its trial's volume was mounted leaves the mount (and so its loop device) and an empty
-    I/O group; the next trial on the machine unmounts, detaches and removes them before removing the folder, and
-    the dataset's image keeps its files."""
+@pytest.mark.parametrize("latency_ms", [0.0, 1.0])
+def test_what_a_killed_run_left_mounted_is_swept_by_the_next(tmp_path, latency_ms):
+    """A tuner killed while its trial's volume was mounted leaves the mount (and so its loop device), delayfs under
+    it when the volume has a latency, and an empty I/O group; the next trial on the machine unmounts, detaches and
+    removes them before removing the folder (delayfs ends with its mount), and the dataset's image keeps its
+    files."""
+    if latency_ms and delayfs.usable():
+        pytest.skip(delayfs.usable())
     import json
     import socket
 
@@ -275,7 +279,8 @@ def test_what_a_killed_run_left_mounted_is_swept_by_the_next(tmp_path):
     trial.mkdir(parents=True)
     (trial / paths.OWNER_FILE).write_text(json.dumps({"host": socket.gethostname(), "pid": 1 << 22,
                                                       "started": "0"}))   # a pid no process has
-    vol = LoopVolume.mount(image, trial / "volume", 128)
+    vol = LoopVolume.mount(image, trial / "volume", 128, latency_ms)
+    assert (vol.delayed is not None) == bool(latency_ms) and attached(image) == [vol.number]
     (vol.point / "node").mkdir()
     group = IOGroup.create("nodes-deadbeef0001-4000-io", vol.device, {"read_iops": 100})
     lock.close()   # the killed tuner's lock went with it
@@ -285,11 +290,69 @@ def test_what_a_killed_run_left_mounted_is_swept_by_the_next(tmp_path):
         assert not [p for _, p in mounts() if p.startswith(str(trial))]
         assert not attached(image)   # its loop device detached (autoclear)
         assert not group.path.exists()
+        if vol.delayed is not None:   # delayfs ended when its mount went
+            vol.delayed._process.wait(timeout=10)
     finally:
-        if any(p == str(vol.point) for _, p in mounts()):
+        if any(p.startswith(str(trial)) for _, p in mounts()):
             vol.close()
         group.close()
     lock = lock_image(image)
     with LoopVolume.mount(image, tmp_path / "again", 128) as again:   # the image's own files are intact
         assert (again.point / "dataset").is_dir()
     lock.close()
+
+
+@pytest.mark.skipif(bool(volume_usable() or delayfs.usable()), reason="no loop devices or no FUSE build here")
+def test_a_volume_with_a_latency_makes_each_io_wait(tmp_path):
+    """Every 4 KiB O_DIRECT read of a file on a volume with 2 ms of latency takes at least 2 ms (delayfs waits
+    before it reads the image), where the same reads without it take a fraction of that; the volume is attached
+    through the served file, the mount's source names the image, and nothing is left after it is closed."""
+    import mmap
+    import random
+    import time
+
+    from nosqltune.runtime.volume import LoopVolume, attached, lock_image, loop_backing_file, mounts, prepare_image
+
+    image = tmp_path / "v.img"
+    lock = lock_image(image)
+    try:
+        prepare_image(image, {"t": 1}, 1 << 30, lambda root: (root / "f.bin").write_bytes(os.urandom(8 * MiB)),
+                      tmp_path / "prep", 128)
+        per_read = {}
+        for latency in (0.0, 2.0):
+            with LoopVolume.mount(image, tmp_path / "trial" / "mnt", 128, latency) as vol:
+                assert vol.direct_io()
+                if latency:
+                    served = str(vol.delayed.point)
+                    assert loop_backing_file(vol.number) == served and attached(image) == [vol.number]
+                    assert (f"delayfs:{os.path.realpath(image)}", served) in mounts()
+                fd = os.open(vol.point / "f.bin", os.O_RDONLY | os.O_DIRECT)
+                buf = mmap.mmap(-1, 4096)
+                started = time.monotonic()
+                for _ in range(100):
+                    os.preadv(fd, [buf], random.randrange(0, 2048) * 4096)
+                per_read[latency] = (time.monotonic() - started) / 100 * 1000
+                os.close(fd)
+        assert per_read[2.0] >= 2.0 and per_read[0.0] < 1.0, per_read
+    finally:
+        lock.close()
+    assert not [p for _, p in mounts() if p.startswith(str(tmp_path))] and not attached(image)
+
+
+def test_a_latency_is_a_volumes_and_bounded():
+    gp3 = resolve("aws-gp3", latency_ms=1.5)
+    assert gp3.latency_ms == 1.5 and gp3.read_iops == 3000 and "1.5 ms per I/O" in gp3.describe()
+    assert resolve("aws-gp3").latency_ms == 0.0 and "per I/O" not in resolve("aws-gp3").describe()
+    assert Volume.from_dict({"read_iops": 10}).latency_ms == 0.0   # a volume stored before latencies: none
+    assert Volume.from_dict(gp3.to_dict()) == gp3
+    assert "latency_ms" not in resolve("aws-gp3").to_dict()   # stored as volumes were before latencies
+    for bad, match in ((-1, "from 0 to 100"), (101, "from 0 to 100"), (float("nan"), "from 0 to 100"),
+                       (0.0001, "below a microsecond")):
+        with pytest.raises(UsageError, match=match):
+            resolve("aws-gp3", latency_ms=bad)
+    with pytest.raises(UsageError, match="give --volume NAME, --disk-iops or --disk-mbps with it"):
+        resolve(latency_ms=1.0)
+    with pytest.raises(ValueError, match="latency_ms"):
+        volumes._parse("x", {"summary": "s", "source": "s", "read_on": "d", "iops": 10, "latency_ms": -2})
+    assert volumes._parse("x", {"summary": "s", "source": "s", "read_on": "d", "iops": 10,
+                                "latency_ms": 0.5}).volume.latency_ms == 0.5

@@ -157,7 +157,7 @@ def trial_volume(args: argparse.Namespace, scenario, system: str):
     own = {} if given else scenario.volume_caps   # a volume named on the command line comes with its own caps
     iops, mbps = getattr(args, "disk_iops", None), getattr(args, "disk_mbps", None)
     volume = resolve(given or scenario.volume, own.get("iops") if iops is None else iops,
-                     own.get("mbps") if mbps is None else mbps)
+                     own.get("mbps") if mbps is None else mbps, latency_ms=getattr(args, "disk_latency_ms", None))
     if volume is None:
         return None
     if system != "cassandra":
@@ -166,9 +166,10 @@ def trial_volume(args: argparse.Namespace, scenario, system: str):
     if getattr(args, "restore", "link") == "reload":
         raise UsageError("--restore reload with a volume: the volume keeps a copy of the dataset made once and "
                          "restores from it; use --restore link (default) or copy")
-    from ..runtime import blkio, volume as loop
+    from ..runtime import blkio, delayfs, volume as loop
 
-    why = loop.usable() or (blkio.usable() if volume.capped else None)
+    why = loop.usable() or (blkio.usable() if volume.capped else None) or (delayfs.usable() if volume.latency_ms
+                                                                           else None)
     if why:
         raise SetupError(f"a volume per node cannot be made here: {why}")
     return volume

@@ -101,6 +101,10 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                    help="cap each node's volume at N reads/s and N writes/s (wins over --volume's)")
     v.add_argument("--disk-mbps", type=int, metavar="M", default=None,
                    help="cap each node's volume at M MiB/s of reads and M MiB/s of writes (wins over --volume's)")
+    v.add_argument("--disk-latency-ms", type=float, metavar="L", default=None,
+                   help="make every read and write of each node's volume wait L ms first, as a network volume's "
+                        "round trip (through FUSE: delayfs; about 0.3-0.5 ms more per I/O is FUSE's own; default: "
+                        "the volume's, none in the presets)")
     h.add_argument("--server-cpus", metavar="LIST", help="pin the datastore to these CPUs (taskset list, e.g. 0)")
     h.add_argument("--client-cpus", metavar="LIST", help="pin the YCSB client to these CPUs (e.g. 1)")
     h.add_argument("--restore", choices=["link", "copy", "reload"], default="link",

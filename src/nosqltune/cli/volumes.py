@@ -20,8 +20,9 @@ def cmd_volumes(args: argparse.Namespace) -> int:
         print(textwrap.fill(p.summary, width=110, initial_indent="  ", subsequent_indent="  "))
         print(textwrap.fill(f"source (read {p.read_on}): {p.source}", width=110, initial_indent="  ",
                             subsequent_indent="    "))
-    print("\nEach direction is capped on its own (a provider caps reads and writes together), no latency is added "
-          "per I/O, and on cgroup v1 buffered write-back passes uncapped: each trial's bottleneck line says how much.")
+    print("\nEach direction is capped on its own (a provider caps reads and writes together); no latency is added "
+          "per I/O unless a preset or --disk-latency-ms gives one (then through FUSE, with its own ~0.3-0.5 ms); on "
+          "cgroup v1 buffered write-back passes uncapped: each trial's bottleneck line says how much.")
     return 0
 
 
@@ -29,7 +30,7 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("volumes", help="list the cloud volumes (--volume NAME): caps, read-ahead, sources",
                        description="The volume presets bench, tune, compare, calibrate and collect take with "
                                    "--volume NAME: each node's data on a loop-mounted filesystem of its own, its I/O "
-                                   "capped as the provider caps one such volume (--disk-iops and --disk-mbps win "
-                                   "over a preset's figures).")
+                                   "capped as the provider caps one such volume (--disk-iops, --disk-mbps and "
+                                   "--disk-latency-ms win over a preset's figures).")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_volumes)

@@ -127,14 +127,23 @@ def mounts() -> list[tuple[str, str]]:
     return out
 
 
-def attached(image: Path) -> list[int]:
-    """The loop devices that still use `image`: mounted, or detached lazily and still held by a process (such a
-    filesystem is out of mountinfo but alive: mounting the image again would corrupt it)."""
+def _served(image: Path) -> list[str]:
+    """The mount points where delayfs serves `image` (runtime/delayfs.py)."""
+    from .delayfs import image_of
+
     target = os.path.realpath(image)
+    return [point for source, point in mounts() if image_of(source) == target]
+
+
+def attached(image: Path) -> list[int]:
+    """The loop devices that still use `image`, directly or through delayfs: mounted, or detached lazily and still
+    held by a process (such a filesystem is out of mountinfo but alive: mounting the image again would corrupt
+    it)."""
+    targets = {os.path.realpath(image), *_served(image)}
     found = []
     for entry in SYS_BLOCK.glob("loop*"):
         number = entry.name[4:]
-        if number.isdigit() and loop_backing_file(int(number)) == target:
+        if number.isdigit() and loop_backing_file(int(number)) in targets:
             found.append(int(number))
     return sorted(found)
 
@@ -166,33 +175,43 @@ def _unmount(point: str | Path, wait_s: float = 15.0) -> None:
 
 
 def release_mounts_under(folder: Path) -> list[str]:
-    """Unmount every mount at or under `folder` (deepest first); their autoclear loop devices detach. Returns the
-    mount points released. For the folders of a killed run, before they are removed."""
+    """Unmount every mount at or under `folder` (deepest first, delayfs last: a loop device may stand on what it
+    serves); their autoclear loop devices detach, and delayfs ends with its mount. Returns the mount points
+    released. For the folders of a killed run, before they are removed."""
+    from .delayfs import image_of
+
     top = os.path.realpath(folder)
-    found = [point for _source, point in mounts() if point == top or point.startswith(top + os.sep)]
-    for point in sorted(found, key=len, reverse=True):
+    found = [(image_of(source) is not None, point) for source, point in mounts()
+             if point == top or point.startswith(top + os.sep)]
+    for _served_last, point in sorted(found, key=lambda f: (f[0], -len(f[1]))):
         _unmount(point)
-    return found
+    return [point for _, point in found]
 
 
 def release_image(image: Path) -> list[str]:
-    """Unmount wherever `image` is mounted (a dead holder's mount); the caller holds its lock."""
-    target = os.path.realpath(image)
+    """Unmount wherever `image` is mounted (a dead holder's mount), directly or through delayfs, and then delayfs
+    itself; the caller holds its lock."""
+    served = _served(image)
+    targets = {os.path.realpath(image), *served}
     released = []
     for source, point in mounts():
-        if source.startswith("/dev/loop") and source[9:].isdigit() and loop_backing_file(int(source[9:])) == target:
+        if source.startswith("/dev/loop") and source[9:].isdigit() and loop_backing_file(int(source[9:])) in targets:
             _unmount(point)
             released.append(point)
+    for point in served:
+        _unmount(point)
+        released.append(point)
     return released
 
 
 class LoopVolume:
     """An image mounted at a folder through its own loop device; `close()` unmounts it (the device detaches)."""
 
-    def __init__(self, image: Path, point: Path, number: int) -> None:
+    def __init__(self, image: Path, point: Path, number: int, delayed=None) -> None:
         self.image = image
         self.point = point
         self.number = number
+        self.delayed = delayed   # delayfs.DelayedImage under the loop device, when I/Os wait (latency_ms)
         self._closed = False
 
     @property
@@ -219,16 +238,32 @@ class LoopVolume:
         return int((SYS_BLOCK / self.name / "queue" / "read_ahead_kb").read_text())
 
     @classmethod
-    def mount(cls, image: Path, point: Path, read_ahead_kb: int) -> LoopVolume:
-        """Attach and mount `image` at `point` (made if missing) with this read-ahead; the caller holds the image's
-        lock (`lock_image`). What a dead holder left mounted is unmounted first."""
+    def mount(cls, image: Path, point: Path, read_ahead_kb: int, latency_ms: float = 0.0) -> LoopVolume:
+        """Attach and mount `image` at `point` (made if missing) with this read-ahead, every I/O made to wait
+        `latency_ms` first (through delayfs, served at `.<point's name>.delayfs` beside it); the caller holds the
+        image's lock (`lock_image`). What a dead holder left mounted is unmounted first."""
         release_image(image)
         still = attached(image)
         if still:
             raise SetupError(f"{image} is still attached to /dev/loop{still[0]} (a filesystem unmounted lazily and "
                              "still held by a process): mounting it again would corrupt it")
         point.mkdir(parents=True, exist_ok=True)
-        fd, number = _attach(image)
+        delayed = None
+        if latency_ms:
+            from .delayfs import DelayedImage
+
+            delayed = DelayedImage.serve(image, point.parent / f".{point.name}.delayfs", latency_ms, latency_ms)
+        try:
+            volume = cls._mount(image, point, read_ahead_kb, delayed)
+        except BaseException:
+            if delayed is not None:
+                delayed.close()
+            raise
+        return volume
+
+    @classmethod
+    def _mount(cls, image: Path, point: Path, read_ahead_kb: int, delayed) -> LoopVolume:
+        fd, number = _attach(delayed.point if delayed is not None else image)
         try:
             (SYS_BLOCK / f"loop{number}" / "queue" / "read_ahead_kb").write_text(str(read_ahead_kb))
             if (SYS_BLOCK / f"loop{number}" / "loop" / "dio").read_text().strip() != "1":
@@ -243,13 +278,15 @@ class LoopVolume:
                 raise SetupError(f"cannot mount {image} at {point}: {os.strerror(err)}")
         finally:
             os.close(fd)   # autoclear: without a mount the device detaches here
-        return cls(image, point, number)
+        return cls(image, point, number, delayed)
 
     def close(self) -> None:
-        """Unmount (the loop device detaches); safe to call twice."""
+        """Unmount (the loop device detaches, then delayfs goes); safe to call twice."""
         if self._closed:
             return
         _unmount(self.point)
+        if self.delayed is not None:
+            self.delayed.close()
         self._closed = True
 
     def __enter__(self) -> LoopVolume:

@@ -1,6 +1,7 @@
-"""One node's volume for one trial (`--volume`, `--disk-iops`, `--disk-mbps`): the node's folders (data, commit log,
-caches, hints) on a loop-mounted filesystem of its own, its I/O on that device capped by a blkio cgroup, and its
-data restored by hard links from a copy of the dataset kept inside the same filesystem.
+"""One node's volume for one trial (`--volume`, `--disk-iops`, `--disk-mbps`, `--disk-latency-ms`): the node's
+folders (data, commit log, caches, hints) on a loop-mounted filesystem of its own, its I/O on that device capped by a
+blkio cgroup (and made to wait through delayfs, with a latency), and its data restored by hard links from a copy of
+the dataset kept inside the same filesystem.
 
 The copy lives in an image file beside the dataset (`<dataset>/volumes/<part>-<slot>.img`, sparse), made the first
 time a trial needs it and kept while the dataset is (evicting the dataset removes it). Every trial mounts it afresh,
@@ -45,7 +46,7 @@ class NodeVolume:
             prepared = prepare_image(image, stamp, image_size(disk_bytes(source)),
                                      lambda root: shutil.copytree(source, root / DATASET_DIR), point, ahead)
             started = time.monotonic()
-            loop = LoopVolume.mount(image, point, ahead)
+            loop = LoopVolume.mount(image, point, ahead, spec.latency_ms)
             try:
                 node_dir = loop.point / NODE_DIR
                 if node_dir.exists():   # what a killed trial left in the image
@@ -87,7 +88,8 @@ class NodeVolume:
         """What the trial ran on, read back from the kernel: device, direct I/O, read-ahead, caps asked."""
         return {"device": f"/dev/{self.loop.name}", "direct_io": self.loop.direct_io(),
                 "read_ahead_kb": self.loop.read_ahead_kb(), "caps": self.caps(), "preset": self.spec.name,
-                "image": str(self.loop.image)}
+                "image": str(self.loop.image), "latency_ms": self.spec.latency_ms,
+                "served_by": "delayfs" if self.loop.delayed is not None else None}
 
     def close(self, keep: bool = False) -> None:
         """Remove the trial's node folders from the image (`keep`: leave them there for inspection, until the

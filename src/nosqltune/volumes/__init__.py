@@ -1,7 +1,8 @@
 """Cloud block volumes as data (volumes.yaml beside this file): the caps on I/Os and bandwidth, and the read-ahead, of
 the volume a node's data lives on, and the `Volume` a trial's settings carry (`--volume`, `--disk-iops`,
-`--disk-mbps`). The emulation itself (a loop-mounted filesystem per node, throttled by a blkio cgroup) is
-runtime/volume.py.
+`--disk-mbps`, `--disk-latency-ms`). The emulation itself (a loop-mounted filesystem per node, throttled by a blkio
+cgroup, each I/O made to wait through delayfs when the volume has a latency) is runtime/volume.py and
+runtime/delayfs.py.
 
 Importing this module is cheap: PyYAML is read only when the presets are first asked for."""
 
@@ -18,8 +19,9 @@ DEFAULT_READ_AHEAD_KB = 128   # Linux's default read-ahead of a block device (VM
 READ_AHEAD_RANGE = (4, 4096)  # the read_ahead_kb knob's range, KiB
 MAX_IOPS = 1_000_000          # beyond any volume a provider sells (io2 Block Express: 256,000)
 MAX_MBPS = 100_000
+MAX_LATENCY_MS = 100.0        # a wait per I/O beyond any block volume sold (HDD-backed ones: about 10 ms)
 _FIELDS = {"summary", "iops", "mbps", "read_iops", "write_iops", "read_mbps", "write_mbps", "read_ahead_kb",
-           "source", "read_on"}
+           "latency_ms", "source", "read_on"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Volume:
     read_mbps: int | None = None     # MiB/s
     write_mbps: int | None = None
     read_ahead_kb: int = DEFAULT_READ_AHEAD_KB
+    latency_ms: float = 0.0          # the wait added to every read and write before it reaches the device
 
     @property
     def capped(self) -> bool:
@@ -42,7 +45,12 @@ class Volume:
         return {k: v for k, v in asdict(self).items() if k.endswith(("_iops", "_mbps")) and v is not None}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As stored with a trial's harness; no latency_ms when there is none, so a volume stored before latencies
+        existed and the same volume now are the same settings."""
+        data = asdict(self)
+        if not self.latency_ms:
+            del data["latency_ms"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Volume | None:
@@ -59,6 +67,8 @@ class Volume:
 
         parts = [p for p in (pair(self.read_iops, self.write_iops, "IOPS"),
                              pair(self.read_mbps, self.write_mbps, "MiB/s")) if p]
+        if self.latency_ms:
+            parts.append(f"{self.latency_ms:g} ms per I/O")
         parts.append(f"read-ahead {self.read_ahead_kb} KiB")
         return (f"{self.name}: " if self.name else "") + ", ".join(parts)
 
@@ -93,7 +103,8 @@ def _parse(name: str, spec: Any) -> Preset:
     ahead = spec.get("read_ahead_kb", DEFAULT_READ_AHEAD_KB)
     if not isinstance(ahead, int) or not READ_AHEAD_RANGE[0] <= ahead <= READ_AHEAD_RANGE[1]:
         raise ValueError(f"{where}: read_ahead_kb must be within {READ_AHEAD_RANGE[0]}-{READ_AHEAD_RANGE[1]}")
-    volume = Volume(name=name, read_ahead_kb=ahead, **figures)
+    latency = _latency(spec.get("latency_ms", 0.0), f"{where}: latency_ms", ValueError)
+    volume = Volume(name=name, read_ahead_kb=ahead, latency_ms=latency, **figures)
     if not volume.capped:
         raise ValueError(f"{where}: give at least one cap (iops, mbps or a direction's own)")
     return Preset(name=name, summary=" ".join(str(spec["summary"]).split()), volume=volume,
@@ -109,6 +120,16 @@ def presets() -> dict[str, Preset]:
     return {name: _parse(name, spec) for name, spec in (data.get("volumes") or {}).items()}
 
 
+def _latency(value, what: str, error=UsageError) -> float:
+    """A wait per I/O in milliseconds: 0 (none) up to MAX_LATENCY_MS; delayfs waits in whole microseconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_LATENCY_MS \
+            or value != value:
+        raise error(f"{what} {value}: give milliseconds from 0 to {MAX_LATENCY_MS:g} (a block volume's wait per I/O)")
+    if 0 < value < 0.001:
+        raise error(f"{what} {value}: below a microsecond, the finest wait delayfs makes (give 0 for none)")
+    return float(value)
+
+
 def _cap(value: int | None, flag: str, most: int) -> int | None:
     if value is None:
         return None
@@ -120,12 +141,17 @@ def _cap(value: int | None, flag: str, most: int) -> int | None:
 
 
 def resolve(preset: str | None = None, iops: int | None = None, mbps: int | None = None,
-            read_ahead_kb: int | None = None) -> Volume | None:
-    """The volume of --volume NAME, --disk-iops N and --disk-mbps M (the flags win over the preset's figures, for
-    both directions); None when none is given. One-line UsageError for an unknown preset or a bad value."""
+            read_ahead_kb: int | None = None, latency_ms: float | None = None) -> Volume | None:
+    """The volume of --volume NAME, --disk-iops N, --disk-mbps M and --disk-latency-ms L (the flags win over the
+    preset's figures, for both directions); None when none is given. One-line UsageError for an unknown preset or
+    a bad value; a latency alone is no volume (give a preset or a cap with it)."""
     iops = _cap(iops, "--disk-iops", MAX_IOPS)
     mbps = _cap(mbps, "--disk-mbps", MAX_MBPS)
+    latency = None if latency_ms is None else _latency(latency_ms, "--disk-latency-ms")
     if preset is None and iops is None and mbps is None:
+        if latency:
+            raise UsageError("--disk-latency-ms is the wait of a node's own volume: give --volume NAME, --disk-iops "
+                             "or --disk-mbps with it")
         return None
     if preset is not None:
         found = presets().get(preset.strip().lower())
@@ -141,4 +167,6 @@ def resolve(preset: str | None = None, iops: int | None = None, mbps: int | None
         volume = replace(volume, read_mbps=mbps, write_mbps=mbps)
     if read_ahead_kb is not None:
         volume = replace(volume, read_ahead_kb=read_ahead_kb)
+    if latency is not None:
+        volume = replace(volume, latency_ms=latency)
     return volume
