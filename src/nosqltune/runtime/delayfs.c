@@ -7,23 +7,32 @@
  *
  * MOUNTPOINT is an existing regular file; the mount's source names the image ("delayfs:IMAGE"), so whoever finds a
  * loop device on the served file knows which image it uses. Runs in the foreground, one thread per request in
- * flight (up to 256); ends when the mount is unmounted (umount MOUNTPOINT) or on SIGTERM/SIGINT. The image is
- * opened with O_DIRECT: the machine's page cache never holds it, as with the loop device's own direct I/O.
+ * flight (up to 256), and ends only when the mount is unmounted (umount MOUNTPOINT): SIGINT, SIGHUP and SIGTERM are
+ * ignored, since ending under a mounted filesystem would fail every I/O of a running node (SIGKILL leaves the mount
+ * in place, for whoever takes the image next to unmount in order). It asks to be an I/O flusher (PR_SET_IO_FLUSHER,
+ * which needs CAP_SYS_RESOURCE: the machines this was written on withhold it even from root), so that its own
+ * allocations never wait on the write-back of the filesystem it serves. The image is opened with O_DIRECT:
+ * the machine's page cache never holds it, as with the loop device's own direct I/O.
  * Written for nosqltune with libfuse 3's low-level API (3.12 or later for the thread settings). */
 #define FUSE_USE_VERSION 312
 #define _GNU_SOURCE
 #include <fuse_lowlevel.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define ALIGN 4096
 #define MAX_THREADS 256
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57
+#endif
 
 static int image_fd = -1;
 static long read_us, write_us;
@@ -73,9 +82,16 @@ static void on_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
     if (posix_memalign(&buf, ALIGN, size ? size : ALIGN) != 0) { fuse_reply_err(req, ENOMEM); return; }
     memcpy(buf, data, size);
     wait_us(write_us);
-    ssize_t put = pwrite(image_fd, buf, size, off);
+    size_t done = 0;   /* all of it or an error: the loop device takes a short write as a whole one */
+    int err = 0;
+    while (done < size) {
+        ssize_t put = pwrite(image_fd, (char *)buf + done, size - done, off + (off_t)done);
+        if (put < 0 && errno == EINTR) continue;
+        if (put <= 0) { err = put < 0 ? errno : EIO; break; }
+        done += (size_t)put;
+    }
     free(buf);
-    if (put < 0) fuse_reply_err(req, errno); else fuse_reply_write(req, (size_t)put);
+    if (err) fuse_reply_err(req, err); else fuse_reply_write(req, size);
 }
 
 static void on_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
@@ -110,6 +126,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "delayfs: the image's path may not hold ',' or '\\': %s\n", argv[1]);
         return 2;
     }
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) != 0)
+        fprintf(stderr, "delayfs: PR_SET_IO_FLUSHER: %s (continuing)\n", strerror(errno));
     image_fd = open(argv[1], O_RDWR | O_DIRECT);
     if (image_fd < 0) { fprintf(stderr, "delayfs: cannot open %s: %s\n", argv[1], strerror(errno)); return 1; }
     char options[4200];
@@ -117,7 +138,7 @@ int main(int argc, char **argv) {
     char *fuse_argv[] = {argv[0], "-o", options, NULL};
     struct fuse_args args = FUSE_ARGS_INIT(3, fuse_argv);
     struct fuse_session *session = fuse_session_new(&args, &ops, sizeof ops, NULL);
-    if (!session || fuse_set_signal_handlers(session) != 0) return 1;
+    if (!session) return 1;
     if (fuse_session_mount(session, argv[2]) != 0) {
         fprintf(stderr, "delayfs: cannot mount on %s\n", argv[2]);
         return 1;
@@ -128,7 +149,6 @@ int main(int argc, char **argv) {
     int rc = fuse_session_loop_mt(session, config);
     fuse_loop_cfg_destroy(config);
     fuse_session_unmount(session);
-    fuse_remove_signal_handlers(session);
     fuse_session_destroy(session);
     return rc ? 1 : 0;
 }

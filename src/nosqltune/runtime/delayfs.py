@@ -34,8 +34,16 @@ def _source() -> bytes:
 
 def usable() -> str | None:
     """None when delayfs can run here, else one line saying what is missing. Builds nothing."""
-    if not Path("/dev/fuse").exists():
-        return "no FUSE here (/dev/fuse is missing): a latency per I/O needs the kernel's FUSE"
+    from .paths import datasets_dir
+
+    try:
+        os.close(os.open("/dev/fuse", os.O_RDWR))
+    except OSError as exc:
+        return f"no FUSE here (/dev/fuse: {exc.strerror}): a latency per I/O needs the kernel's FUSE"
+    images = os.path.realpath(datasets_dir())
+    if "," in images or "\\" in images:
+        return f"the datasets' folder {images} holds ',' or '\\', which a FUSE mount's source cannot name " \
+               "(NOSQLTUNE_DATASETS elsewhere)"
     if shutil.which("gcc") is None or shutil.which("pkg-config") is None:
         return "gcc and pkg-config are needed to build delayfs: apt-get install gcc pkg-config libfuse3-dev"
     if subprocess.run(["pkg-config", "--exists", "fuse3"], capture_output=True).returncode != 0:
@@ -64,12 +72,22 @@ def binary() -> Path:
         done = subprocess.run(["gcc", "-O2", "-Wall", "-o", str(tmp), str(src), *flags], capture_output=True,
                               text=True)
         if done.returncode != 0:
-            raise SetupError(f"cannot build delayfs: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["gcc failed"]
+            raise SetupError(f"cannot build delayfs: {last[0]}")
         os.replace(tmp, out)
     finally:
         src.unlink(missing_ok=True)
         tmp.unlink(missing_ok=True)
     return out
+
+
+def _release(point: Path) -> None:
+    from .volume import _umount
+
+    try:
+        _umount(point)
+    except OSError:
+        pass
 
 
 def image_of(source: str) -> str | None:
@@ -94,19 +112,26 @@ class DelayedImage:
         program = binary()
         point.parent.mkdir(parents=True, exist_ok=True)
         point.touch()
+        log = point.with_name(point.name + ".log")
         target = os.path.realpath(image)
-        process = subprocess.Popen([str(program), target, str(point), str(round(read_ms * 1000)),
-                                    str(round(write_ms * 1000))], stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # a session of its own: a terminal's Ctrl-C or a signal to the tuner's group never reaches it (it ignores
+        # them too): it ends only when its mount is unmounted, after the filesystem above it
+        with open(log, "wb") as err:
+            process = subprocess.Popen([str(program), target, str(point), str(round(read_ms * 1000)),
+                                        str(round(write_ms * 1000))], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         deadline = time.monotonic() + wait_s
         where = os.path.realpath(point)
         while not any(p == where and image_of(s) == target for s, p in mounts()):
             if process.poll() is not None or time.monotonic() > deadline:
                 if process.poll() is None:
                     process.kill()
-                _, err = process.communicate()
+                process.wait()
+                _release(point)   # a mount that came as it was killed
+                said = log.read_text(errors="replace").strip().splitlines()
+                point.unlink(missing_ok=True)
                 raise SetupError(f"delayfs could not serve {image} at {point}: "
-                                 f"{(err or b'').decode(errors='replace').strip() or 'no mount after %.0f s' % wait_s}")
+                                 + (said[-1] if said else f"no mount after {wait_s:.0f} s"))
             time.sleep(0.02)
         return cls(image, point, process)
 
@@ -123,7 +148,6 @@ class DelayedImage:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
-        if self._process.stderr:
-            self._process.stderr.close()
         self.point.unlink(missing_ok=True)
+        self.point.with_name(self.point.name + ".log").unlink(missing_ok=True)
         self._closed = True

@@ -255,9 +255,12 @@ class LoopVolume:
             delayed = DelayedImage.serve(image, point.parent / f".{point.name}.delayfs", latency_ms, latency_ms)
         try:
             volume = cls._mount(image, point, read_ahead_kb, delayed)
-        except BaseException:
+        except BaseException as exc:
             if delayed is not None:
-                delayed.close()
+                try:
+                    delayed.close()
+                except SetupError as also:   # the mount's own failure is the one to tell
+                    exc.add_note(f"and then: {also}")
             raise
         return volume
 
