@@ -47,30 +47,37 @@ SCENARIOS = {"cloud-disk": (DISK, "throughput,p99-read,cpu-per-op,io-per-op"),
              "cloud-slo": (SLO, "p99-read,throughput,cpu-per-op,io-per-op")}
 
 
+def slo_store(latency_ms: float | None) -> Path:
+    return SLO if not latency_ms else FOLDER / f"cloud-slo-{latency_ms:g}ms.db"
+
+
 def best_file(optimizer: str, scenario: str = "cloud-disk") -> Path:
     return FOLDER / f"{scenario}-{optimizer}-best.yaml"
 
 
-def search(optimizer: str, budget: int, scenario: str = "cloud-disk") -> None:
-    db = SCENARIOS[scenario][0]
+def _store(scenario: str, latency_ms: float | None) -> Path:
+    return slo_store(latency_ms) if scenario == "cloud-slo" else SCENARIOS[scenario][0]
+
+
+def search(optimizer: str, budget: int, scenario: str = "cloud-disk", latency_ms: float | None = None) -> None:
+    db = _store(scenario, latency_ms)
     if study_rows(db, optimizer):
         nosqltune("tune", "--resume", "--study", str(db), "--study-name", optimizer, "--json")
     else:
-        nosqltune("tune", "--scenario", scenario, "--knobs", "cloud", "--optimizer", optimizer, "--budget",
+        waits = ["--disk-latency-ms", f"{latency_ms:g}"] if latency_ms else []
+        nosqltune("tune", "--scenario", scenario, *waits, "--knobs", "cloud", "--optimizer", optimizer, "--budget",
                   str(budget), "--study", str(db), "--study-name", optimizer, "--json")
 
 
-def after_search(optimizer: str, rounds: int, also: list[str], scenario: str = "cloud-disk") -> None:
-    db, metrics = SCENARIOS[scenario]
+def after_search(optimizer: str, rounds: int, also: list[str], scenario: str = "cloud-disk",
+                 latency_ms: float | None = None) -> None:
+    db, metrics = _store(scenario, latency_ms), SCENARIOS[scenario][1]
     nosqltune("best", "--study", str(db), "--study-name", optimizer, "--confirm", "--json")
     best = json.loads(nosqltune("best", "--study", str(db), "--study-name", optimizer, "--format", "json"))
-    best_file(optimizer, scenario).write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
+    named = f"{scenario}-{latency_ms:g}ms" if latency_ms and scenario == "cloud-slo" else scenario
+    best_file(optimizer, named).write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
     nosqltune("compare", "--study", str(db), "--study-name", optimizer, "--candidates",
               ",".join(["best", "latest", *also]), "--repeat", str(rounds), "--metrics", metrics, "--json", ok=(0, 1))
-
-
-def slo_store(latency_ms: float | None) -> Path:
-    return SLO if not latency_ms else FOLDER / f"cloud-slo-{latency_ms:g}ms.db"
 
 
 def slo(rounds: int, latency_ms: float | None = None) -> None:
@@ -264,14 +271,15 @@ def main() -> int:
                         "hand-picked reference: bench/results/impact/cloud-disk-heap512.yaml)")
     p.add_argument("--no-slo", action="store_true", help="compare at full speed only (cloud-disk), not at cloud-slo's rate")
     p.add_argument("--latency-ms", type=float, default=None, metavar="L",
-                   help="the cloud-slo comparison on a volume whose every I/O waits L ms (its own store)")
+                   help="cloud-slo on a volume whose every I/O waits L ms (its own store): the comparison of "
+                        "--slo-only, or a search with --scenario cloud-slo")
     a = p.parse_args()
     FOLDER.mkdir(parents=True, exist_ok=True)
     if not (a.write_only or a.slo_only):
         if not a.after_search:
-            search(a.optimizer, a.budget, a.scenario)
+            search(a.optimizer, a.budget, a.scenario, a.latency_ms)
         if not a.search_only:
-            after_search(a.optimizer, a.rounds, [f for f in a.also.split(",") if f], a.scenario)
+            after_search(a.optimizer, a.rounds, [f for f in a.also.split(",") if f], a.scenario, a.latency_ms)
     if a.scenario == "cloud-disk" and (a.slo_only or not (a.write_only or a.search_only or a.no_slo)):
         slo(a.rounds, a.latency_ms)
     write(collect())

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from nosqltune.runtime import blkio, volume
+from nosqltune.runtime import blkio, delayfs, volume
 from nosqltune.runtime.blkio import IOGroup
 from nosqltune.runtime.volume import LoopVolume, lock_image, prepare_image
 
@@ -114,12 +114,18 @@ def test_a_warm_start_fills_the_nodes_memory_group_to_its_cap_index_files_last_p
 
 
 @pytest.mark.slow   # 48 s (its own dataset and a capped trial): make test-all; make test keeps the process caps above
-def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, dataset_cache, tmp_path, capsys):
+@pytest.mark.parametrize("latency_ms", [None, 2.0])
+def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, dataset_cache, tmp_path, capsys,
+                                                              latency_ms):
+    """... and with --disk-latency-ms each read the device serves takes at least that long (delayfs under it)."""
+    if latency_ms and delayfs.usable():
+        pytest.skip(delayfs.usable())
     study = tmp_path / "vol.db"
     # 32 threads keep enough reads waiting that the cap, not the threads, sets the pace
     sizes = ["--records", "20000", "--operations", "4000", "--threads", "32", "--warmup-ops", "500", "--heap", "1G",
              "--workload", "ycsb-c", "--distribution", "uniform", "--page-cache", "8M"]
-    code, rows = bench(capsys, study, *sizes, "--disk-iops", "150", "--set", "read_ahead_kb=16")
+    waits = ["--disk-latency-ms", str(latency_ms)] if latency_ms else []
+    code, rows = bench(capsys, study, *sizes, "--disk-iops", "150", "--set", "read_ahead_kb=16", *waits)
     row = rows[-1]
     summary, internals = row["metrics"]["summary"], row["internals"]
     volume_seen = internals["volume"]["node1"]
@@ -129,6 +135,12 @@ def test_a_cassandra_trial_on_a_capped_volume_is_limited_by_it(nosqltune_home, d
     # the device served the reads that missed the node's memory, and no more than the cap allows
     assert summary["node_dev_read_ios_per_op"] > 0.1, summary
     assert summary["node_group_read_iops"] <= 150 * 1.1, summary
+    if latency_ms:   # the device's time per read holds the wait (and FUSE's round trip); without it, far less
+        assert volume_seen["latency_ms"] == latency_ms and volume_seen["served_by"] == "delayfs"
+        assert summary["node_dev_read_ms_per_io"] >= latency_ms, summary
+        assert row["workload"]["harness"]["datastore"]["volume"]["latency_ms"] == latency_ms
+    else:
+        assert volume_seen["served_by"] is None and summary["node_dev_read_ms_per_io"] < 2.0, summary
     # the node's read threads over JMX: 5.0's 32 by default, and reads waiting on the volume keep some of them busy
     assert summary["node_read_threads"] == 32 and 0 < summary["node_reads_in_progress"] <= 32, summary
     verdict = internals["bottleneck"]
@@ -165,3 +177,27 @@ def test_the_tuner_killed_at_each_phase_of_a_volume_trial_leaves_nothing_behind(
     left = volume_leftovers(tmp_path / "home", dataset_cache)
     assert not left, left
     record("fault", **{**outcome.row(), "system": "cassandra on a capped volume"})
+
+
+@pytest.mark.slow   # 80 s: make test-all
+def test_the_tuner_killed_measuring_on_a_volume_with_a_latency_leaves_nothing_behind(nosqltune_home, dataset_cache,
+                                                                                      tmp_path):
+    """Killed while the node reads through delayfs: the resume unmounts the node's filesystem, then delayfs (which
+    ends with its mount), and runs the trial again; no mount, loop device, group or delayfs process is left."""
+    import subprocess
+
+    if delayfs.usable():
+        pytest.skip(delayfs.usable())
+    args = ["--records", "20000", "--operations", "5000", "--threads", "32", "--warmup-ops", "500", "--heap", "1G",
+            "--workload", "ycsb-c", "--distribution", "uniform", "--page-cache", "8M", "--disk-iops", "150",
+            "--disk-latency-ms", "1", "--set", "read_ahead_kb=16"]
+    outcome = run_with_fault(fault="tuner-kill", phase="measure", home=tmp_path / "home", study=tmp_path / "s.db",
+                             trial_args=args, budget=1, trial=1, system="cassandra")
+    assert outcome.injected and outcome.exit_code == -9, outcome.user_sees
+    assert outcome.resume_code in (0, None) and not outcome.orphans and not outcome.lost, outcome.user_sees
+    last = outcome.rows[-1]
+    assert last["state"] == "COMPLETE" and last["internals"]["volume"]["node1"]["served_by"] == "delayfs"
+    assert not volume_leftovers(tmp_path / "home", dataset_cache)
+    home = str(tmp_path / "home")
+    daemons = subprocess.run(["pgrep", "-af", "delayfs"], capture_output=True, text=True).stdout
+    assert home not in daemons, daemons
