@@ -7,7 +7,7 @@ way left to put a wait into a block device's I/O path.
   cache, by the hash of its source.
 - `DelayedImage.serve`: mount an image's served file (an empty regular file as the mount point) and start its
   daemon; `close()` unmounts it, which ends the daemon.
-- `image_of`: which image a delayfs mount point serves (its mount's source says), for the loop devices on it.
+- which image a delayfs mount serves: its mount's source says (`delayfs:<image>`, runtime/mounts.image_of).
 
 The daemon runs beside the trial in the machine's root groups: the node's blkio caps apply to the loop device
 above it, and its CPU (tens of microseconds an I/O) is not charged to the node."""
@@ -25,7 +25,6 @@ from pathlib import Path
 from ..errors import SetupError
 
 SOURCE = "delayfs.c"
-PREFIX = "delayfs:"           # a delayfs mount's source: delayfs:<image>
 
 
 def _source() -> bytes:
@@ -82,17 +81,12 @@ def binary() -> Path:
 
 
 def _release(point: Path) -> None:
-    from .volume import _umount
+    from .mounts import _umount
 
     try:
         _umount(point)
     except OSError:
         pass
-
-
-def image_of(source: str) -> str | None:
-    """The image a mount serves when its source is a delayfs one, else None."""
-    return source[len(PREFIX):] if source.startswith(PREFIX) else None
 
 
 class DelayedImage:
@@ -107,7 +101,7 @@ class DelayedImage:
     @classmethod
     def serve(cls, image: Path, point: Path, read_ms: float, write_ms: float, wait_s: float = 10.0) -> DelayedImage:
         """Serve `image` at `point` (an empty file, made here) with these waits; returns once the mount is there."""
-        from .volume import mounts
+        from .mounts import image_of, mounts
 
         program = binary()
         point.parent.mkdir(parents=True, exist_ok=True)
@@ -138,7 +132,7 @@ class DelayedImage:
     def close(self, wait_s: float = 15.0) -> None:
         """Unmount the served file (the daemon then ends); safe to call twice. The loop device on it must be gone
         first (its filesystem unmounted): SetupError when the mount stays busy."""
-        from .volume import _unmount
+        from .mounts import _unmount
 
         if self._closed:
             return

@@ -149,7 +149,7 @@ def release_leftovers(trial: Path) -> bool:
 
     from ..errors import SetupError
     from .blkio import remove_empty_groups
-    from .volume import release_mounts_under
+    from .mounts import release_mounts_under
 
     try:
         release_mounts_under(trial)

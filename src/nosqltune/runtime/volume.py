@@ -6,7 +6,8 @@ with the volume's read-ahead, mounted for one trial and unmounted after it (ever
   restores by hard links inside the image instead of copying gigabytes.
 - `LoopVolume.mount`: attach (LOOP_CONFIGURE with direct I/O and autoclear: the device goes away when its
   filesystem is unmounted, or when the process that attached it dies before mounting), set the read-ahead, mount.
-- `release_mounts_under`: unmount what a killed run left mounted under a folder (its loop device then detaches).
+- `mounts.release_mounts_under` (runtime/mounts.py): unmount what a killed run left mounted under a folder (its
+  loop device then detaches, delayfs ends).
 
 An image is mounted by one process at a time: whoever mounts it holds `<image>.lock` (flock, `lock_image`) for as
 long as it is mounted; the kernel drops the lock when its holder dies, and whoever takes it next unmounts what the
@@ -20,7 +21,6 @@ import errno
 import fcntl
 import json
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import IO, Callable
 
 from ..errors import SetupError
+from .mounts import _unmount, image_of, mounts
 
 LOOP_CONTROL = Path("/dev/loop-control")
 SYS_BLOCK = Path("/sys/block")
-MOUNTINFO = Path("/proc/self/mountinfo")
 _LOOP_CTL_GET_FREE = 0x4C82
 _LOOP_CONFIGURE = 0x4C0A
 _LO_FLAGS_AUTOCLEAR = 4
@@ -107,30 +107,8 @@ def loop_backing_file(number: int) -> str | None:
         return None
 
 
-_OCTAL = re.compile(rb"\\([0-7]{3})")
-
-
-def _unescape(field: bytes) -> str:
-    """A mountinfo field: the kernel writes space, tab, newline and backslash as \\ooo; the rest are the path's own
-    bytes (UTF-8 or not)."""
-    return os.fsdecode(_OCTAL.sub(lambda m: bytes([int(m.group(1), 8)]), field))
-
-
-def mounts() -> list[tuple[str, str]]:
-    """(source, mount point) of every mount this process sees, from /proc/self/mountinfo."""
-    out = []
-    for line in MOUNTINFO.read_bytes().splitlines():
-        left, _, right = line.partition(b" - ")
-        fields, rest = left.split(), right.split()
-        if len(fields) >= 5 and len(rest) >= 2:
-            out.append((_unescape(rest[1]), _unescape(fields[4])))
-    return out
-
-
 def _served(image: Path) -> list[str]:
     """The mount points where delayfs serves `image` (runtime/delayfs.py)."""
-    from .delayfs import image_of
-
     target = os.path.realpath(image)
     return [point for source, point in mounts() if image_of(source) == target]
 
@@ -146,46 +124,6 @@ def attached(image: Path) -> list[int]:
         if number.isdigit() and loop_backing_file(int(number)) in targets:
             found.append(int(number))
     return sorted(found)
-
-
-def _umount(point: str | Path) -> None:
-    libc = _libc()
-    if libc.umount2(os.fsencode(str(point)), 0) != 0:
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOENT):   # EINVAL: not a mount point (any more)
-            raise OSError(err, f"cannot unmount {point}: {os.strerror(err)}")
-
-
-def _unmount(point: str | Path, wait_s: float = 15.0) -> None:
-    """Unmount, retrying a busy mount for `wait_s` seconds (a just-killed JVM's files close as it is reaped).
-    Never lazily: a lazily detached filesystem lives on while anything holds it, and a second mount of its image
-    would corrupt it. SetupError, with who holds it, when it stays busy."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            _umount(point)
-            return
-        except OSError as e:
-            if e.errno != errno.EBUSY:
-                raise SetupError(str(e)) from None
-            if time.monotonic() > deadline:
-                raise SetupError(f"cannot unmount {point}: still in use after {wait_s:.0f} s (`fuser -vm {point}` "
-                                 "names who holds it); stop that, then run again") from None
-            time.sleep(0.1)
-
-
-def release_mounts_under(folder: Path) -> list[str]:
-    """Unmount every mount at or under `folder` (deepest first, delayfs last: a loop device may stand on what it
-    serves); their autoclear loop devices detach, and delayfs ends with its mount. Returns the mount points
-    released. For the folders of a killed run, before they are removed."""
-    from .delayfs import image_of
-
-    top = os.path.realpath(folder)
-    found = [(image_of(source) is not None, point) for source, point in mounts()
-             if point == top or point.startswith(top + os.sep)]
-    for _served_last, point in sorted(found, key=lambda f: (f[0], -len(f[1]))):
-        _unmount(point)
-    return [point for _, point in found]
 
 
 def release_image(image: Path) -> list[str]:
