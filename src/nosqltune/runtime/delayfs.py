@@ -80,6 +80,11 @@ def binary() -> Path:
     return out
 
 
+def _log(point: Path) -> Path:
+    """Where delayfs serving at `point` writes what it says (beside it, in the trial's folder)."""
+    return point.with_name(point.name + ".log")
+
+
 def _release(point: Path) -> None:
     from .mounts import _umount
 
@@ -106,7 +111,7 @@ class DelayedImage:
         program = binary()
         point.parent.mkdir(parents=True, exist_ok=True)
         point.touch()
-        log = point.with_name(point.name + ".log")
+        log = _log(point)
         target = os.path.realpath(image)
         # a session of its own: a terminal's Ctrl-C or a signal to the tuner's group never reaches it (it ignores
         # them too): it ends only when its mount is unmounted, after the filesystem above it
@@ -143,5 +148,5 @@ class DelayedImage:
             self._process.kill()
             self._process.wait()
         self.point.unlink(missing_ok=True)
-        self.point.with_name(self.point.name + ".log").unlink(missing_ok=True)
+        _log(self.point).unlink(missing_ok=True)
         self._closed = True

@@ -58,7 +58,6 @@ class _LoopConfig(ctypes.Structure):
 def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-    libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
     libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
     return libc
 
