@@ -10,14 +10,14 @@ Study files: bench/results/impact/cloud-disk.db (studies `smac` and `irace`, eac
 and bench/results/impact/cloud-slo.db (study `reference`: the default measured at the scenario's rate, and the
 comparison of the bests found on cloud-disk; studies `smac` and `irace` searched there, with their comparisons);
 bench/results/impact/cloud-slo-70.db holds the same for cloud-slo as it was until 2026-11-27 (70% of the maximum:
-the default limited by the rate), kept and reported, never resumed. `--slo-only --latency-ms L` runs the cloud-slo
-comparison on a volume whose every I/O waits L ms first (--disk-latency-ms, delayfs), in its own store
-bench/results/impact/cloud-slo-Lms.db, the default's rate measured there. Every step is resumable (tune --resume, best
---confirm and compare continue their rounds); the search may be stopped early (Ctrl-C, or --search-only then stop),
-and `--after-search` confirms and compares what it found; `--slo-only` runs just the cloud-slo comparison of the
-bests found so far. Writes
-bench/results/cloud_tuning.{md,json}; `--write-only` rewrites them from the stores. Hours of cold trials: nothing
-else may run.
+the default limited by the rate), kept and reported, never resumed. cloud-slo's volume waits 1 ms per I/O since
+2026-11-27 (the scenario's latency_ms; delayfs): its runs are in bench/results/impact/cloud-slo-1ms.db, and
+cloud-slo.db holds the runs without a wait, until then. `--latency-ms L` runs cloud-slo with another wait, in its
+own store cloud-slo-Lms.db (0: none, cloud-slo.db), the default's rate measured there. Every step is resumable
+(tune --resume, best --confirm and compare continue their rounds); the search may be stopped early (Ctrl-C, or
+--search-only then stop), and `--after-search` confirms and compares what it found; `--slo-only` runs just the
+cloud-slo comparison of the bests found so far. Writes bench/results/cloud_tuning.{md,json}; `--write-only` rewrites
+them from the stores. Hours of cold trials: nothing else may run.
 """
 
 from __future__ import annotations
@@ -47,8 +47,21 @@ SCENARIOS = {"cloud-disk": (DISK, "throughput,p99-read,cpu-per-op,io-per-op"),
              "cloud-slo": (SLO, "p99-read,throughput,cpu-per-op,io-per-op")}
 
 
+def slo_wait(latency_ms: float | None) -> float:
+    """The wait per I/O of a cloud-slo run: `latency_ms` when given (0: none), else the scenario's (1 ms since
+    2026-11-27; none before, the runs of cloud-slo.db)."""
+    from nosqltune.scenarios import scenario
+
+    return float(scenario("cloud-slo").volume_caps.get("latency_ms", 0) if latency_ms is None else latency_ms)
+
+
 def slo_store(latency_ms: float | None) -> Path:
-    return SLO if not latency_ms else FOLDER / f"cloud-slo-{latency_ms:g}ms.db"
+    wait = slo_wait(latency_ms)
+    return SLO if not wait else FOLDER / f"cloud-slo-{wait:g}ms.db"
+
+
+def _waits(scenario: str, latency_ms: float | None) -> list[str]:
+    return ["--disk-latency-ms", f"{slo_wait(latency_ms):g}"] if scenario == "cloud-slo" else []
 
 
 def best_file(optimizer: str, scenario: str = "cloud-disk") -> Path:
@@ -64,9 +77,8 @@ def search(optimizer: str, budget: int, scenario: str = "cloud-disk", latency_ms
     if study_rows(db, optimizer):
         nosqltune("tune", "--resume", "--study", str(db), "--study-name", optimizer, "--json")
     else:
-        waits = ["--disk-latency-ms", f"{latency_ms:g}"] if latency_ms else []
-        nosqltune("tune", "--scenario", scenario, *waits, "--knobs", "cloud", "--optimizer", optimizer, "--budget",
-                  str(budget), "--study", str(db), "--study-name", optimizer, "--json")
+        nosqltune("tune", "--scenario", scenario, *_waits(scenario, latency_ms), "--knobs", "cloud", "--optimizer",
+                  optimizer, "--budget", str(budget), "--study", str(db), "--study-name", optimizer, "--json")
 
 
 def after_search(optimizer: str, rounds: int, also: list[str], scenario: str = "cloud-disk",
@@ -74,7 +86,8 @@ def after_search(optimizer: str, rounds: int, also: list[str], scenario: str = "
     db, metrics = _store(scenario, latency_ms), SCENARIOS[scenario][1]
     nosqltune("best", "--study", str(db), "--study-name", optimizer, "--confirm", "--json")
     best = json.loads(nosqltune("best", "--study", str(db), "--study-name", optimizer, "--format", "json"))
-    named = f"{scenario}-{latency_ms:g}ms" if latency_ms and scenario == "cloud-slo" else scenario
+    wait = slo_wait(latency_ms) if scenario == "cloud-slo" else 0
+    named = f"{scenario}-{wait:g}ms" if wait else scenario
     best_file(optimizer, named).write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
     nosqltune("compare", "--study", str(db), "--study-name", optimizer, "--candidates",
               ",".join(["best", "latest", *also]), "--repeat", str(rounds), "--metrics", metrics, "--json", ok=(0, 1))
@@ -88,9 +101,9 @@ def slo(rounds: int, latency_ms: float | None = None) -> None:
         raise SystemExit("cloud_tuning.py: no best found on cloud-disk yet (run the search and --after-search first)")
     db = slo_store(latency_ms)
     if not study_rows(db, "reference"):   # the default at the scenario's fixed rate: the study compare runs in
-        waits = ["--disk-latency-ms", f"{latency_ms:g}"] if latency_ms else []
-        nosqltune("tune", "--scenario", "cloud-slo", *waits, "--knobs", "cloud", "--optimizer", "random", "--budget",
-                  "1", "--confirm-top", "0", "--study", str(db), "--study-name", "reference", "--json")
+        nosqltune("tune", "--scenario", "cloud-slo", *_waits("cloud-slo", latency_ms), "--knobs", "cloud",
+                  "--optimizer", "random", "--budget", "1", "--confirm-top", "0", "--study", str(db),
+                  "--study-name", "reference", "--json")
     nosqltune("compare", "--study", str(db), "--study-name", "reference", "--candidates",
               ",".join([*bests, "latest"]), "--repeat", str(rounds), "--metrics", "p99-read,throughput,io-per-op",
               "--json", ok=(0, 1))
@@ -271,8 +284,9 @@ def main() -> int:
                         "hand-picked reference: bench/results/impact/cloud-disk-heap512.yaml)")
     p.add_argument("--no-slo", action="store_true", help="compare at full speed only (cloud-disk), not at cloud-slo's rate")
     p.add_argument("--latency-ms", type=float, default=None, metavar="L",
-                   help="cloud-slo on a volume whose every I/O waits L ms (its own store): the comparison of "
-                        "--slo-only, or a search with --scenario cloud-slo")
+                   help="cloud-slo on a volume whose every I/O waits L ms, each wait in a store of its own "
+                        "(cloud-slo-Lms.db; 0: none, cloud-slo.db): the comparison of --slo-only, or a search with "
+                        "--scenario cloud-slo (default: the scenario's, 1 ms)")
     a = p.parse_args()
     FOLDER.mkdir(parents=True, exist_ok=True)
     if not (a.write_only or a.slo_only):

@@ -333,6 +333,28 @@ def test_evict_page_cache_of_files_dirs_and_hard_links(tmp_path):
         page_cache.evict_page_cache([tmp_path / "missing"])
 
 
+def test_cached_by_kind_sums_each_components_bytes_and_what_of_them_is_in_memory(tmp_path):
+    table = tmp_path / "ycsb" / "usertable-1"
+    table.mkdir(parents=True)
+    for name, size in (("nb-1-big-Data.db", MiB), ("nb-2-big-Data.db", MiB), ("nb-1-big-Index.db", MiB // 4),
+                       ("manifest.json", 4096)):
+        (table / name).write_bytes(os.urandom(size))
+    os.link(table / "nb-1-big-Data.db", tmp_path / "restored-Data.db")   # the same inode: counted once
+    kind = lambda name: name.rsplit("-", 1)[1] if name.endswith(".db") else None   # noqa: E731
+    if page_cache.cached_bytes(table / "nb-1-big-Data.db") is None:
+        assert page_cache.cached_by_kind([tmp_path], kind) is None
+        return
+    page_cache.evict_page_cache([tmp_path])
+    (table / "nb-2-big-Data.db").read_bytes()   # one of the two data files and the whole index read back
+    (table / "nb-1-big-Index.db").read_bytes()
+    found = page_cache.cached_by_kind([tmp_path], kind)
+    assert set(found) == {"Data.db", "Index.db"}   # the manifest is no component: left out
+    assert found["Data.db"]["bytes"] == 2 * MiB and found["Index.db"]["bytes"] == MiB // 4
+    assert found["Data.db"]["cached_bytes"] == MiB and found["Index.db"]["cached_bytes"] == MiB // 4
+    page_cache.evict_page_cache([tmp_path])
+    assert all(v["cached_bytes"] == 0 for v in page_cache.cached_by_kind([tmp_path], kind).values())
+
+
 # a real group on this machine
 
 

@@ -238,8 +238,14 @@ def test_the_cloud_scenarios_put_each_node_on_a_capped_volume_and_flags_win(monk
     assert named.volume["read_iops"] == 3000
     capped = trial_settings(_args("--scenario", "cloud-disk", "--disk-iops", "500")).cassandra
     assert capped.volume["read_mbps"] == 42 and capped.volume["read_iops"] == 500
-    waits = trial_settings(_args("--scenario", "cloud-slo", "--disk-latency-ms", "1")).cassandra
+    # cloud-slo's volume waits 1 ms per I/O (a network volume's round trip); the flag wins, 0 for none
+    waits = trial_settings(_args("--scenario", "cloud-slo")).cassandra
     assert waits.volume["latency_ms"] == 1.0 and waits.volume["read_iops"] == 1000
+    assert trial_settings(_args("--scenario", "cloud-slo", "--disk-latency-ms", "2.5")).cassandra.volume[
+        "latency_ms"] == 2.5
+    none = trial_settings(_args("--scenario", "cloud-slo", "--disk-latency-ms", "0")).cassandra
+    assert "latency_ms" not in none.volume
+    assert "latency_ms" not in settings.cassandra.volume   # cloud-disk's throughput is set by the cap: no wait
     slo = scenario("cloud-slo")
     assert slo.rate_fraction == 0.92 and slo.objective == "p99-read" and slo.volume == "aws-gp3"
     assert trial_settings(_args()).cassandra.volume is None
@@ -265,6 +271,12 @@ def test_a_warm_start_needs_a_page_cache_cap_and_a_boolean(capsys):
         _parse("x", {"summary": "s", "why": "w", "memory": {"page_cache_mb": 8, "warm": "yes"}})
     with pytest.raises(ValueError, match="memory takes offheap_mb, page_cache_mb and warm"):
         _parse("x", {"summary": "s", "why": "w", "memory": {"page_cache_mb": 8, "hot": True}})
+    for volume, words in (({"preset": "aws-gp3", "latency_ms": -1}, "volume's latency_ms -1: give milliseconds"),
+                          ({"preset": "aws-gp3", "latency_ms": "1"}, "volume's latency_ms 1: give milliseconds"),
+                          ({"preset": "aws-gp3", "iops": True}, "volume takes preset, positive whole iops"),
+                          ({"preset": "aws-gp3", "wait": 1}, "volume takes preset, positive whole iops")):
+        with pytest.raises(ValueError, match=words):
+            _parse("x", {"summary": "s", "why": "w", "volume": volume})
 
 
 def test_a_volume_without_its_machinery_is_one_line_exit_3_and_bad_input_exit_2(monkeypatch, capsys):

@@ -156,8 +156,10 @@ def trial_volume(args: argparse.Namespace, scenario, system: str):
     given = getattr(args, "volume", None)
     own = {} if given else scenario.volume_caps   # a volume named on the command line comes with its own caps
     iops, mbps = getattr(args, "disk_iops", None), getattr(args, "disk_mbps", None)
+    latency = getattr(args, "disk_latency_ms", None)
     volume = resolve(given or scenario.volume, own.get("iops") if iops is None else iops,
-                     own.get("mbps") if mbps is None else mbps, latency_ms=getattr(args, "disk_latency_ms", None))
+                     own.get("mbps") if mbps is None else mbps,
+                     latency_ms=own.get("latency_ms") if latency is None else latency)
     if volume is None:
         return None
     if system != "cassandra":

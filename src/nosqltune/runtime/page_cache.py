@@ -8,7 +8,7 @@ import ctypes
 import errno
 import os
 import stat
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -63,32 +63,58 @@ def data_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[str]:
             yield top
 
 
+def cached_by_kind(paths: Iterable[str | os.PathLike[str]], kind: Callable[[str], str | None]) -> dict | None:
+    """The files under `paths` grouped by `kind(file name)` (None: left out): per kind, their bytes and the bytes of
+    them in the page cache now, {kind: {"bytes": n, "cached_bytes": c}}; hard links count once. None where the
+    kernel cannot tell (before Linux 6.5)."""
+    out: dict[str, dict[str, int]] = {}
+    for name, st, fd in _opened(paths, lambda name: kind(os.path.basename(name)) is not None):
+        counts = _cachestat(fd)
+        if counts is None:
+            return None
+        entry = out.setdefault(kind(os.path.basename(name)), {"bytes": 0, "cached_bytes": 0})
+        entry["bytes"] += st.st_size
+        entry["cached_bytes"] += min(st.st_size, counts.nr_cache * _PAGE)
+    return out
+
+
 def evict_page_cache(paths: Iterable[str | os.PathLike[str]]) -> int | None:
     """Drop the page cache of these files and of every file under these directories, whichever cgroup it is charged
     to: dirty pages are written first (fdatasync), then POSIX_FADV_DONTNEED drops the clean ones. Hard links share
     one inode and its pages, and are evicted once. Pages mapped by a running process stay. Returns the bytes
     evicted, or None where the kernel cannot count them (before Linux 6.5)."""
-    seen: set[tuple[int, int]] = set()
     evicted: int | None = 0
+    for _name, _st, fd in _opened(paths):
+        before = _cachestat(fd)
+        if before is None or before.nr_dirty or before.nr_writeback:
+            os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        after = _cachestat(fd)
+        if before is None or after is None:
+            evicted = None
+        elif evicted is not None:
+            evicted += max(0, before.nr_cache - after.nr_cache) * _PAGE
+    return evicted
+
+
+def _opened(paths: Iterable[str | os.PathLike[str]], wanted: Callable[[str], bool] = lambda name: True
+            ) -> Iterator[tuple[str, os.stat_result, int]]:
+    """(path, stat, read-only descriptor) of each regular file under `paths` that `wanted(path)`, each inode once (hard
+    links share their pages); the descriptor is closed when the caller moves on. Files removed meanwhile (a
+    compaction) are skipped."""
+    seen: set[tuple[int, int]] = set()
     for name in data_files(paths):
+        if not wanted(name):
+            continue
         try:
             st = os.lstat(name)
             if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW)
-        except FileNotFoundError:  # removed meanwhile (a compaction)
+        except FileNotFoundError:
             continue
         try:
-            before = _cachestat(fd)
-            if before is None or before.nr_dirty or before.nr_writeback:
-                os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            after = _cachestat(fd)
-            if before is None or after is None:
-                evicted = None
-            elif evicted is not None:
-                evicted += max(0, before.nr_cache - after.nr_cache) * _PAGE
+            yield name, st, fd
         finally:
             os.close(fd)
-    return evicted

@@ -42,7 +42,7 @@ class Scenario:
     page_cache_mb: int | None = None
     warm_page_cache: bool = False       # the node's page cache filled with its data after boot (memory: warm: true)
     volume: str | None = None           # each node on a volume of its own: a preset of volumes/volumes.yaml,
-    volume_caps: dict[str, int] = field(default_factory=dict)   # with these caps over the preset's (iops, mbps)
+    volume_caps: dict[str, float] = field(default_factory=dict)   # over the preset's: iops, mbps, latency_ms
     knobs: dict[str, Any] = field(default_factory=dict)
     objective: str = "throughput"
     rate_fraction: float | None = None
@@ -79,7 +79,7 @@ class Scenario:
             sets["memory"] = {"offheap_mb": self.offheap_mb, "page_cache_mb": self.page_cache_mb,
                               **({"warm": True} if self.warm_page_cache else {})}
         if self.volume:
-            sets["volume"] = self.volume + "".join(f", {k} {v}" for k, v in self.volume_caps.items())
+            sets["volume"] = self.volume + "".join(f", {k} {v:g}" for k, v in self.volume_caps.items())
         if self.knobs:
             sets["knobs"] = dict(self.knobs)
         if self.rate_fraction is not None:
@@ -117,13 +117,18 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
     if not 0 < float(calibration.get("max_cv", 0.05)) < 1 or float(calibration.get("max_trial_s", 60)) <= 0:
         raise ValueError(f"{where}: calibration needs 0 < max_cv < 1 and max_trial_s > 0")
     volume, caps = spec.get("volume"), {}
-    if isinstance(volume, dict):   # {preset: NAME, iops: N, mbps: M}: the preset with caps of the scenario's
+    if isinstance(volume, dict):   # {preset: NAME, iops: N, mbps: M, latency_ms: L}: the scenario's over the preset's
         caps = {k: v for k, v in volume.items() if k != "preset"}
-        if set(caps) - {"iops", "mbps"} or any(not isinstance(v, int) or v <= 0 for v in caps.values()):
-            raise ValueError(f"{where}: volume takes preset, and positive whole iops and mbps")
+        whole = {k: v for k, v in caps.items() if k != "latency_ms"}
+        if set(whole) - {"iops", "mbps"} or any(isinstance(v, bool) or not isinstance(v, int) or v <= 0
+                                                for v in whole.values()):
+            raise ValueError(f"{where}: volume takes preset, positive whole iops and mbps, and latency_ms")
         volume = volume.get("preset")
     if volume is not None:
-        from ..volumes import presets
+        from ..volumes import checked_latency, presets
+
+        if "latency_ms" in caps:
+            caps["latency_ms"] = checked_latency(caps["latency_ms"], f"{where}: volume's latency_ms", ValueError)
 
         if volume not in presets():
             raise ValueError(f"{where}: volume {volume!r} is not a preset of volumes.yaml")

@@ -103,7 +103,7 @@ def _parse(name: str, spec: Any) -> Preset:
     ahead = spec.get("read_ahead_kb", DEFAULT_READ_AHEAD_KB)
     if not isinstance(ahead, int) or not READ_AHEAD_RANGE[0] <= ahead <= READ_AHEAD_RANGE[1]:
         raise ValueError(f"{where}: read_ahead_kb must be within {READ_AHEAD_RANGE[0]}-{READ_AHEAD_RANGE[1]}")
-    latency = _latency(spec.get("latency_ms", 0.0), f"{where}: latency_ms", ValueError)
+    latency = checked_latency(spec.get("latency_ms", 0.0), f"{where}: latency_ms", ValueError)
     volume = Volume(name=name, read_ahead_kb=ahead, latency_ms=latency, **figures)
     if not volume.capped:
         raise ValueError(f"{where}: give at least one cap (iops, mbps or a direction's own)")
@@ -120,7 +120,7 @@ def presets() -> dict[str, Preset]:
     return {name: _parse(name, spec) for name, spec in (data.get("volumes") or {}).items()}
 
 
-def _latency(value, what: str, error=UsageError) -> float:
+def checked_latency(value, what: str, error=UsageError) -> float:
     """A wait per I/O in milliseconds: 0 (none) up to MAX_LATENCY_MS; delayfs waits in whole microseconds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_LATENCY_MS \
             or value != value:
@@ -147,7 +147,7 @@ def resolve(preset: str | None = None, iops: int | None = None, mbps: int | None
     a bad value; a latency alone is no volume (give a preset or a cap with it)."""
     iops = _cap(iops, "--disk-iops", MAX_IOPS)
     mbps = _cap(mbps, "--disk-mbps", MAX_MBPS)
-    latency = None if latency_ms is None else _latency(latency_ms, "--disk-latency-ms")
+    latency = None if latency_ms is None else checked_latency(latency_ms, "--disk-latency-ms")
     if preset is None and iops is None and mbps is None:
         if latency:
             raise UsageError("--disk-latency-ms is the wait of a node's own volume: give --volume NAME, --disk-iops "

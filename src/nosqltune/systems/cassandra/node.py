@@ -265,6 +265,20 @@ class CassandraNode:
         with lift:
             return self._group.fill_page_cache([data_dir], last=lambda name: not name.endswith("-Data.db"))
 
+    def page_cache_by_component(self, folder: Path) -> dict[str, dict[str, float]] | None:
+        """Per SSTable component under `folder` (Data.db, Index.db, Partitions.db, ...): its size in MiB and the share
+        of it in the page cache now. None for a node without a memory group (its data is all in memory) or a kernel
+        that cannot tell."""
+        from ...runtime.page_cache import cached_by_kind
+
+        if self._group is None or not folder.is_dir():
+            return None
+        found = cached_by_kind([folder], lambda name: name.rsplit("-", 1)[1] if name.endswith(".db") and "-" in name
+                               else None)
+        return None if found is None else {
+            kind: {"mib": round(v["bytes"] / 2**20, 1), "cached": round(v["cached_bytes"] / v["bytes"], 3)}
+            for kind, v in sorted(found.items()) if v["bytes"]}
+
     def io_caps(self) -> dict[str, int] | None:
         """The caps the kernel holds for the node's volume now (read back from its I/O group), None without."""
         return None if self._io_group is None else self._io_group.caps()

@@ -437,6 +437,10 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             record_run(result, timings, metrics)
             after = internals.stats_after_run(node.ports.jmx)
             memory = {f"node{i}": m for i, m in enumerate((n.memory() for n in servers.members), 1) if m}
+            cached = {f"node{i}": member.page_cache_by_component(data_dir / KEYSPACE)   # what reads found in memory
+                      for i, (member, (data_dir, _)) in enumerate(zip(servers.members, servers.data_dirs()), 1)}
+            if any(cached.values()):
+                result.internals["page_cache_by_component"] = cached
             result.internals = {**result.internals, **after, **applied,
                                 **({"memory_cgroup": memory} if memory else {}),
                                 "gc_time_ms_run": _delta(before, after, "gc_total_time_ms"),
