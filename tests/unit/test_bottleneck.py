@@ -165,3 +165,17 @@ def test_the_report_draws_each_trials_verdict(tmp_path):
     index, files = build(views, tmp_path / "report", source="disk-bound")
     assert any(f.name == "smac-bottleneck.png" for f in files)
     assert "What limited each trial" in index.read_text()
+
+
+def test_the_line_says_what_a_read_could_find_in_memory_and_how_long_the_device_took():
+    cached = {"node1": {"Data.db": {"mib": 2000.0, "cached": 0.37}, "Index.db": {"mib": 58.0, "cached": 1.0}},
+              "node2": {"Data.db": {"mib": 1500.0, "cached": 0.8}, "Partitions.db": {"mib": 17.0, "cached": 0.5},
+                        "Filter.db": {"mib": 2.0, "cached": 0.0}}}
+    figures = _summary(node_group_read_iops=946.0, node_dev_read_ms_per_io=1.25, node_cpu_cores=0.7)
+    v = diagnose(figures, {"volume": {"read_iops": 1000}}, {"page_cache_by_component": cached}, cores=2)
+    assert v.limit == "volume-iops"   # figures for the line: they decide nothing
+    assert v.utilisation["data_in_memory"] == 0.37 and v.utilisation["index_in_memory"] == 0.5   # the least node's
+    assert v.line().endswith("37% of the data and 50% of the partition index in memory; 1.25 ms per read at the device")
+    # without the components (a node without a memory group) or without reads, neither is said
+    bare = diagnose(_summary(node_dev_read_ms_per_io=0.1, node_cpu_cores=0.7), {}, {}, cores=2)
+    assert "in memory" not in bare.line() and "at the device" not in bare.line()

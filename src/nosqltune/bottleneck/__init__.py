@@ -71,6 +71,12 @@ class Bottleneck:
                          f"({u['read_threads_busy']:.0%})")
         if u.get("page_cache_full") is not None:
             parts.append(f"page cache {u['page_cache_full']:.0%} full")
+        if u.get("data_in_memory") is not None:
+            index = u.get("index_in_memory")
+            parts.append(f"{u['data_in_memory']:.0%} of the data" + (f" and {index:.0%} of the partition index"
+                                                                       if index is not None else "") + " in memory")
+        if u.get("device_ms_per_read") is not None:
+            parts.append(f"{u['device_ms_per_read']:.2f} ms per read at the device")
         if self.per_op:
             io = self.per_op.get("ios")
             kb = self.per_op.get("bytes")
@@ -199,9 +205,29 @@ def diagnose(summary: dict[str, Any], settings: dict[str, Any] | None = None,
             if u["page_cache_full"] >= THRESHOLDS["page_cache_full"] and reading:
                 verdicts.append("memory")
 
+    _residency(u, internals.get("page_cache_by_component"))
+    device_ms = _get(summary, "node_dev_read_ms_per_io")
+    if device_ms is not None and (u.get("read_iops") or 0) > 0:
+        u["device_ms_per_read"] = device_ms
+
     order = {name: i for i, name in enumerate(LIMITS)}
     limit = min(verdicts, key=order.__getitem__) if verdicts else "client-threads"
     return Bottleneck(limit, {k: round(v, 4) for k, v in u.items()}, {k: round(v, 4) for k, v in per_op.items()})
+
+
+def _residency(u: dict[str, float], cached: dict[str, Any] | None) -> None:
+    """The share of the table's data (Data.db) and of its partition index (BIG's Index.db, BTI's Partitions.db) in
+    the page cache at the end of the run, the least of any node's (internals.page_cache_by_component): what a read
+    could find in memory. Figures for the line; they decide no verdict."""
+    nodes = [n for n in (cached or {}).values() if isinstance(n, dict)]
+    for key, components in (("data_in_memory", ("Data.db",)), ("index_in_memory", ("Index.db", "Partitions.db"))):
+        shares = []
+        for node in nodes:
+            parts = [node[c] for c in components if isinstance(node.get(c), dict) and node[c].get("mib")]
+            if parts:
+                shares.append(sum(p["cached"] * p["mib"] for p in parts) / sum(p["mib"] for p in parts))
+        if shares:
+            u[key] = min(shares)
 
 
 def of_trial(row: dict[str, Any], settings: dict[str, Any] | None = None, cores: int | None = None) -> Bottleneck | None:
