@@ -75,6 +75,9 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=10.0, help="per rate and latency (default 10)")
     p.add_argument("--threads", type=int, default=32, help="reading threads (default 32, concurrent_reads' default)")
     a = p.parse_args()
+    rates = [float(r) for r in a.rates.split(",") if r.strip()]
+    if a.threads < 1 or a.seconds <= 0 or not rates or min(rates) <= 0 or a.latency < 0:
+        p.error("--threads, --seconds and every --rates value must be positive, --latency at least 0")
     results: dict = {"block_kib": BLOCK >> 10, "threads": a.threads, "seconds": a.seconds, "runs": []}
     with tempfile.TemporaryDirectory(dir=ROOT / ".nosqltune" if (ROOT / ".nosqltune").is_dir() else None) as tmp:
         image = Path(tmp) / "v.img"
@@ -84,11 +87,13 @@ def main() -> int:
                           lambda root: (root / "f.bin").write_bytes(os.urandom(FILE)), Path(tmp) / "prep", 128)
             for latency in (0.0, a.latency):
                 with LoopVolume.mount(image, Path(tmp) / "mnt", 128, latency) as vol:
-                    for rate in (float(r) for r in a.rates.split(",")):
+                    for rate in rates:
                         cpu = time.process_time()
                         times = _reads(vol.point / "f.bin", rate, a.seconds, a.threads)
-                        row = {"latency_ms": latency, "rate": rate, **_quantiles(times),
-                               "our_cpu_s": round(time.process_time() - cpu, 2)}
+                        if not times:
+                            raise SystemExit(f"no I/O finished in {a.seconds:g} s at {rate:g} per second")
+                        row = {"latency_ms": latency, "rate": rate, "done_per_s": round(len(times) / a.seconds),
+                               **_quantiles(times), "our_cpu_s": round(time.process_time() - cpu, 2)}
                         log(json.dumps(row))
                         results["runs"].append(row)
         finally:
@@ -100,9 +105,11 @@ def main() -> int:
              f"loop-device volume of the trials' kind, from {a.threads} threads at a fixed total rate (Poisson "
              f"arrivals), {a.seconds:g} s per row, without a wait and with delayfs's; no cap. Time per I/O, "
              "submission to completion.", "", *kept_notes(path, "delayfs_latency.py"),
-             "| wait asked | I/Os per s | I/Os | mean | p50 | p95 | p99 | p99.9 | max |", "|---|---|---|---|---|---|---|---|---|"]
+             "| wait asked | I/Os per s asked | done | I/Os | mean ms | p50 ms | p95 ms | p99 ms | p99.9 ms | max ms |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["runs"]:
-        lines.append(f"| {r['latency_ms']:g} ms | {r['rate']:g} | {r['ios']} | {r['mean_ms']} | {r['p50_ms']} | "
+        lines.append(f"| {r['latency_ms']:g} ms | {r['rate']:g} | {r.get('done_per_s', '-')} | {r['ios']} | "
+                     f"{r['mean_ms']} | {r['p50_ms']} | "
                      f"{r['p95_ms']} | {r['p99_ms']} | {r['p999_ms']} | {r['max_ms']} |")
     path.write_text("\n".join(lines) + "\n")
     log(f"wrote {path}")

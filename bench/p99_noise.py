@@ -28,7 +28,7 @@ import numpy as np
 
 from common import RESULTS, kept_notes, log  # bench/common.py
 
-STORES = {"cloud-slo": RESULTS / "impact" / "cloud-slo.db",   # at 92% of the default's maximum since 2026-11-27
+STORES = {"cloud-slo": RESULTS / "impact" / "cloud-slo.db",   # at 92% of the maximum since 2026-11-27, no wait per I/O
           "cloud-slo at 70%": RESULTS / "impact" / "cloud-slo-70.db",   # as it was before
           "latency-slo": RESULTS / "impact" / "latency-slo.db"}
 BESIDE = {"node_dev_read_ms_per_io": "device ms per read I/O", "node_cpu_us_per_op": "node CPU us/op",

@@ -129,6 +129,33 @@ def test_node_command_pins_and_marks(monkeypatch, tmp_path):
     assert cmd[-1] == "org.apache.cassandra.service.CassandraDaemon"
 
 
+def test_the_page_cache_per_sstable_component_of_a_node_in_a_memory_group(tmp_path):
+    import os
+
+    from nosqltune.runtime import page_cache
+    from nosqltune.systems.cassandra.node import sstable_component
+
+    assert [sstable_component(n) for n in ("nb-1-big-Data.db", "da-3gx0_1kq4_2x-bti-Partitions.db", "nb-1-big-TOC.txt",
+                                           "manifest.json", "-Data.db", "schema.cql")] == \
+        ["Data.db", "Partitions.db", None, None, None, None]
+    table = tmp_path / "ycsb" / "usertable-1"
+    table.mkdir(parents=True)
+    (table / "nb-1-big-Data.db").write_bytes(os.urandom(1 << 20))
+    (table / "nb-1-big-Index.db").write_bytes(os.urandom(1 << 18))
+    (table / "nb-1-big-Filter.db").write_bytes(b"")   # empty: no share to give
+    node = CassandraNode(home=tmp_path / "home", heap_mb=1024, cpus="0", ports=NodePorts(1, 2, 3))
+    assert node.page_cache_by_component(tmp_path / "ycsb") is None   # no memory group: all its data is in memory
+    node._group = object()   # what a node started in a memory group holds
+    assert node.page_cache_by_component(tmp_path / "gone") is None   # a folder gone: no figure, no failure
+    if page_cache.cached_bytes(table / "nb-1-big-Data.db") is None:
+        assert node.page_cache_by_component(tmp_path / "ycsb") is None   # a kernel before 6.5 cannot tell
+        return
+    page_cache.evict_page_cache([table])
+    (table / "nb-1-big-Index.db").read_bytes()
+    assert node.page_cache_by_component(tmp_path / "ycsb") == {"Data.db": {"mib": 1.0, "cached": 0.0},
+                                                               "Index.db": {"mib": 0.2, "cached": 1.0}}
+
+
 def test_settings_that_shape_sstables_are_set_before_the_load_and_none_means_uncompressed(space):
     placed = place(space, {"compression": "none", "compression_chunk_length": 64, "compaction_method": "Leveled",
                            "memtable": "trie"})

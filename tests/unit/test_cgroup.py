@@ -340,7 +340,7 @@ def test_cached_by_kind_sums_each_components_bytes_and_what_of_them_is_in_memory
                        ("manifest.json", 4096)):
         (table / name).write_bytes(os.urandom(size))
     os.link(table / "nb-1-big-Data.db", tmp_path / "restored-Data.db")   # the same inode: counted once
-    kind = lambda name: name.rsplit("-", 1)[1] if name.endswith(".db") else None   # noqa: E731
+    kind = lambda name: name.rsplit("-", 1)[1] if name.endswith(".db") else None   # noqa: E731  (any grouping)
     if page_cache.cached_bytes(table / "nb-1-big-Data.db") is None:
         assert page_cache.cached_by_kind([tmp_path], kind) is None
         return

@@ -223,10 +223,11 @@ def test_rate_fraction_sets_the_fixed_rate_over_the_scenarios(monkeypatch):
 
 
 def test_the_cloud_scenarios_put_each_node_on_a_capped_volume_and_flags_win(monkeypatch):
-    from nosqltune.runtime import blkio, volume
+    from nosqltune.runtime import blkio, delayfs, volume
 
     monkeypatch.setattr(volume, "usable", lambda: None)   # this test makes no volume: it reads the settings
     monkeypatch.setattr(blkio, "usable", lambda: None)
+    monkeypatch.setattr(delayfs, "usable", lambda: None)
     cloud = scenario("cloud-disk")
     assert (cloud.volume, cloud.volume_caps) == ("aws-gp3", {"iops": 1000, "mbps": 42})
     assert cloud.memory_limit_mb(1024) == scenario("disk-bound").memory_limit_mb(1024)
@@ -274,7 +275,8 @@ def test_a_warm_start_needs_a_page_cache_cap_and_a_boolean(capsys):
     for volume, words in (({"preset": "aws-gp3", "latency_ms": -1}, "volume's latency_ms -1: give milliseconds"),
                           ({"preset": "aws-gp3", "latency_ms": "1"}, "volume's latency_ms 1: give milliseconds"),
                           ({"preset": "aws-gp3", "iops": True}, "volume takes preset, positive whole iops"),
-                          ({"preset": "aws-gp3", "wait": 1}, "volume takes preset, positive whole iops")):
+                          ({"preset": "aws-gp3", "wait": 1}, "volume takes preset, positive whole iops"),
+                          ({"latency_ms": 1}, "volume names its preset")):
         with pytest.raises(ValueError, match=words):
             _parse("x", {"summary": "s", "why": "w", "volume": volume})
 

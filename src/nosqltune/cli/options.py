@@ -104,7 +104,7 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
     v.add_argument("--disk-latency-ms", type=float, metavar="L", default=None,
                    help="make every read and write of each node's volume wait L ms first, as a network volume's "
                         "round trip (through FUSE: delayfs; about 0.3-0.5 ms more per I/O is FUSE's own; default: "
-                        "the scenario's, 1 in cloud-slo, none elsewhere; 0 for none)")
+                        "the scenario's, 1 in cloud-slo, none elsewhere, none with --volume unless given; 0 for none)")
     h.add_argument("--server-cpus", metavar="LIST", help="pin the datastore to these CPUs (taskset list, e.g. 0)")
     h.add_argument("--client-cpus", metavar="LIST", help="pin the YCSB client to these CPUs (e.g. 1)")
     h.add_argument("--restore", choices=["link", "copy", "reload"], default="link",

@@ -4,6 +4,7 @@ the memory groups of runtime/cgroup.py."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -68,13 +69,14 @@ def cached_by_kind(paths: Iterable[str | os.PathLike[str]], kind: Callable[[str]
     them in the page cache now, {kind: {"bytes": n, "cached_bytes": c}}; hard links count once. None where the
     kernel cannot tell (before Linux 6.5)."""
     out: dict[str, dict[str, int]] = {}
-    for name, st, fd in _opened(paths, lambda name: kind(os.path.basename(name)) is not None):
-        counts = _cachestat(fd)
-        if counts is None:
-            return None
-        entry = out.setdefault(kind(os.path.basename(name)), {"bytes": 0, "cached_bytes": 0})
-        entry["bytes"] += st.st_size
-        entry["cached_bytes"] += min(st.st_size, counts.nr_cache * _PAGE)
+    with contextlib.closing(_opened(paths, lambda name: kind(os.path.basename(name)) is not None)) as files:
+        for name, st, fd in files:
+            counts = _cachestat(fd)
+            if counts is None:
+                return None
+            entry = out.setdefault(kind(os.path.basename(name)), {"bytes": 0, "cached_bytes": 0})
+            entry["bytes"] += st.st_size
+            entry["cached_bytes"] += min(st.st_size, counts.nr_cache * _PAGE)
     return out
 
 
@@ -84,16 +86,17 @@ def evict_page_cache(paths: Iterable[str | os.PathLike[str]]) -> int | None:
     one inode and its pages, and are evicted once. Pages mapped by a running process stay. Returns the bytes
     evicted, or None where the kernel cannot count them (before Linux 6.5)."""
     evicted: int | None = 0
-    for _name, _st, fd in _opened(paths):
-        before = _cachestat(fd)
-        if before is None or before.nr_dirty or before.nr_writeback:
-            os.fdatasync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        after = _cachestat(fd)
-        if before is None or after is None:
-            evicted = None
-        elif evicted is not None:
-            evicted += max(0, before.nr_cache - after.nr_cache) * _PAGE
+    with contextlib.closing(_opened(paths)) as files:
+        for _name, _st, fd in files:
+            before = _cachestat(fd)
+            if before is None or before.nr_dirty or before.nr_writeback:
+                os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            after = _cachestat(fd)
+            if before is None or after is None:
+                evicted = None
+            elif evicted is not None:
+                evicted += max(0, before.nr_cache - after.nr_cache) * _PAGE
     return evicted
 
 

@@ -124,6 +124,8 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
                                                 for v in whole.values()):
             raise ValueError(f"{where}: volume takes preset, positive whole iops and mbps, and latency_ms")
         volume = volume.get("preset")
+        if volume is None:
+            raise ValueError(f"{where}: volume names its preset (volume: {{preset: NAME, ...}})")
     if volume is not None:
         from ..volumes import checked_latency, presets
 

@@ -36,6 +36,13 @@ def _package_file(name: str) -> Path:
     return Path(str(resources.files(__package__) / name))
 
 
+def sstable_component(name: str) -> str | None:
+    """The component of an SSTable file by its name (nb-1-big-Data.db: Data.db; da-3gx0_...-bti-Partitions.db:
+    Partitions.db); None for any other file (a manifest, a snapshot's schema)."""
+    stem, dash, component = name.rpartition("-")
+    return component if dash and stem and component.endswith(".db") and component[:1].isupper() else None
+
+
 def base_settings() -> dict[str, Any]:
     return yaml.safe_load(_package_file("base.yaml").read_text())
 
@@ -271,10 +278,12 @@ class CassandraNode:
         that cannot tell."""
         from ...runtime.page_cache import cached_by_kind
 
-        if self._group is None or not folder.is_dir():
+        if self._group is None:
             return None
-        found = cached_by_kind([folder], lambda name: name.rsplit("-", 1)[1] if name.endswith(".db") and "-" in name
-                               else None)
+        try:   # a figure for the bottleneck line: a folder gone or unreadable leaves it out, never fails the trial
+            found = cached_by_kind([folder], sstable_component)
+        except OSError:
+            return None
         return None if found is None else {
             kind: {"mib": round(v["bytes"] / 2**20, 1), "cached": round(v["cached_bytes"] / v["bytes"], 3)}
             for kind, v in sorted(found.items()) if v["bytes"]}
