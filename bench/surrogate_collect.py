@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The surrogate benchmark's dataset: real Cassandra trials over the wide24 knob space and five read ratios.
+"""A surrogate benchmark's dataset: real Cassandra trials over a knob space and several read ratios (wide24 by
+default; `--name cloud13 --scenario cloud-disk --knobs cloud` for the capped volume's, issue 38).
 
 1. `nosqltune collect` of 50 configurations (the default, and random ones covering every knob's extremes)
    x read ratios 0.1, 0.3, 0.5, 0.7, 0.9, plus 3 extra runs of the default per read ratio (the noise);
@@ -12,9 +13,12 @@
    every model) and its plan entry runs again. Trials run since then waited for an idle CPU and record
    the busy share they saw (`busy_before`); they are not set aside.
 3. The study is exported to src/nosqltune/surrogate/datasets/wide24.json.gz (trials + environment
-   fingerprint), the dataset `--system surrogate:wide24` answers from.
+   fingerprint), the dataset `--system surrogate:wide24` answers from (`--name N`: N.json.gz, surrogate:N).
 
-Resumable: run it again with the same flags. Results: bench/results/surrogate/wide24.db, collection.md.
+Resumable: run it again with the same flags. Results: bench/results/surrogate/<name>.db and collection.md (wide24),
+collection-<name>.md otherwise. Planned for issue 38's recorded landscape, not yet run (about 4.5 h here):
+  python3 bench/surrogate_collect.py --name cloud13 --scenario cloud-disk --knobs cloud \
+      --read-ratios 0.5,0.7,0.95 --configs 96 --noise-repeats 5 --operations 30000
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 RESULTS = ROOT / "bench" / "results" / "surrogate"
-DATASET = ROOT / "src" / "nosqltune" / "surrogate" / "datasets" / "wide24.json.gz"
+DATASETS = ROOT / "src" / "nosqltune" / "surrogate" / "datasets"
 CONTENDED_BOOT_S = 4.6
 
 
@@ -40,9 +44,10 @@ def log(message: str) -> None:
 
 
 def collect(db: Path, a: argparse.Namespace) -> None:
-    cmd = [sys.executable, "-m", "nosqltune", "collect", "--knobs", "wide24", "--read-ratios", a.read_ratios,
-           "--configs", str(a.configs), "--noise-repeats", str(a.noise_repeats), "--operations", str(a.operations),
-           "--study", str(db)]
+    scenario = ["--scenario", a.scenario] if a.scenario else []
+    cmd = [sys.executable, "-m", "nosqltune", "collect", *scenario, "--knobs", a.knobs, "--read-ratios",
+           a.read_ratios, "--configs", str(a.configs), "--noise-repeats", str(a.noise_repeats), "--operations",
+           str(a.operations), "--study", str(db)]
     proc = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     if proc.returncode not in (0, 1):  # 1: some trials failed (stored as failed): the collection goes on
         raise SystemExit(f"collect stopped ({proc.returncode})")
@@ -98,9 +103,13 @@ def main() -> None:
     p.add_argument("--noise-repeats", type=int, default=3)
     p.add_argument("--operations", type=int, default=30000)
     p.add_argument("--rounds", type=int, default=2, help="collect / set aside contended trials rounds")
+    p.add_argument("--name", default="wide24", help="the dataset's name: surrogate/datasets/NAME.json.gz")
+    p.add_argument("--scenario", default=None, help="the scenario its trials run in (default: collect's own)")
+    p.add_argument("--knobs", default="wide24", help="the knob set sampled (default wide24)")
     a = p.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    db = RESULTS / "wide24.db"
+    db = RESULTS / f"{a.name}.db"
+    dataset = DATASETS / f"{a.name}.json.gz"
     for round_ in range(a.rounds):
         log(f"collect, round {round_ + 1}")
         collect(db, a)
@@ -114,12 +123,14 @@ def main() -> None:
     store = open_store(str(db))
     store.checkpoint()
     store.close()
-    data = export_dataset(str(db), DATASET, name="wide24")
+    data = export_dataset(str(db), dataset, name=a.name)
     info = summary(db)
-    info["dataset"] = str(DATASET.relative_to(ROOT))
+    info["dataset"] = str(dataset.relative_to(ROOT))
     info["environment"] = data["environments"]
-    (RESULTS / "collection.json").write_text(json.dumps(info, indent=2) + "\n")
-    lines = ["# Surrogate dataset wide24", "",
+    report = "collection" if a.name == "wide24" else f"collection-{a.name}"
+    (RESULTS / f"{report}.json").write_text(json.dumps(info, indent=2) + "\n")
+    lines = [f"# Surrogate dataset {a.name}", "",
+             f"Made by `{' '.join(['python3', 'bench/surrogate_collect.py', *sys.argv[1:]])}`.", "",
              f"{info['trials_used']} complete cold trials used ({info['contended_set_aside']} set aside as contended "
              f"and run again; {len(info['failed'])} failed), {info['trial_seconds_mean']:.1f} s per trial.",
              f"Noise (CV of the repeated default per read ratio, pooled): {info['noise_cv'] * 100:.1f}%.", "",
@@ -131,8 +142,8 @@ def main() -> None:
     env = info["environment"][0] if info["environment"] else {}
     lines += ["", f"Measured on: {env.get('cpu_model')}, {env.get('cores')} cores, {env.get('memory_gib')} GiB, "
               f"Cassandra {env.get('system_version')}, {env.get('java')}."]
-    (RESULTS / "collection.md").write_text("\n".join(lines) + "\n")
-    log(f"dataset {DATASET} ({len(data['trials'])} trials)")
+    (RESULTS / f"{report}.md").write_text("\n".join(lines) + "\n")
+    log(f"dataset {dataset} ({len(data['trials'])} trials)")
 
 
 if __name__ == "__main__":
