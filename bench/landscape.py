@@ -47,6 +47,8 @@ OBJECTIVE = {"latency-slo": ("read_p99_ms", False), "cloud-slo": ("read_p99_ms",
 # the knob set screened per scenario (--knobs for the others): on a capped volume, the settings that trade memory
 # against I/Os (issue 37)
 SCREENED = {"cloud-disk": "cloud", "cloud-slo": "cloud"}
+# stores kept for the report only, never run again: their heading (their variants are the studies they hold)
+KEPT = {"cloud-disk-cold": "cloud-disk, cold (2026-11-26, before the scenario started warm; never resumed)"}
 # per knob set, a knob whose only effect is through another's variant (the row cache's table switch: the size's
 # variant sets it; v5-screen's screening, made before this, ran it alone and keeps its rows)
 ONLY_ENABLERS = {"cloud": ("caching_rows_per_partition",)}
@@ -214,7 +216,9 @@ def summarize(scenario: str, labels: list[str], rounds: int) -> dict:
 def write(plans: dict[str, dict[str, dict]], rounds: int) -> None:
     """landscape.{md,json} of every scenario with a study (`plans`: each scenario's variants); the hand-written
     notes between the markers of the current landscape.md are kept."""
-    results = {s: summarize(s, ["default", *plans[s]], rounds) for s in SCENARIOS if (FOLDER / f"{s}.db").exists()}
+    plans = {**plans, **{s: _stored_variants(s) for s in KEPT if (FOLDER / f"{s}.db").exists()}}
+    results = {s: summarize(s, ["default", *plans[s]], rounds) for s in (*SCENARIOS, *KEPT)
+               if (FOLDER / f"{s}.db").exists()}
     labels = list(dict.fromkeys(label for s in results for label in ["default", *plans[s]]))
     (RESULTS / "landscape.json").write_text(json.dumps(results, indent=1))
     md = ["# Where tuning 5.0 can pay: one knob at a time, per scenario (issue 20)", "",
@@ -243,7 +247,7 @@ def write(plans: dict[str, dict[str, dict]], rounds: int) -> None:
         default = result["variants"]["default"]
         pairs = ("the mean of its two runs per round (first and last)" if result["default_runs_per_round"] == 2
                  else "one run per round")
-        md += [f"## {scenario}", "",
+        md += [f"## {KEPT.get(scenario, scenario)}", "",
                f"Objective {obj}; default ({pairs}): {f(default[f'{obj}_mean'], 2)} over {default['rounds']} rounds "
                f"(throughput {f(default['throughput_ops_s_mean'], 0)} ops/s, read p99 "
                f"{f(default['read_p99_ms_mean'], 2)} ms, node CPU {f(default['node_cpu_us_per_op_mean'], 1)} us/op).",
@@ -270,6 +274,15 @@ def write(plans: dict[str, dict[str, dict]], rounds: int) -> None:
     md += knob_ranking(results, plan_knobs(labels))
     (RESULTS / "landscape.md").write_text("\n".join(md))
     log(f"wrote {RESULTS / 'landscape.md'}")
+
+
+def _stored_variants(store: str) -> dict[str, dict]:
+    """The variants a kept store holds: its studies but the default's two."""
+    import sqlite3
+
+    with sqlite3.connect(f"file:{FOLDER / f'{store}.db'}?mode=ro", uri=True) as db:
+        names = [name for (name,) in db.execute("SELECT name FROM studies ORDER BY id")]
+    return {name: {} for name in names if name not in ("default", DEFAULT_END)}
 
 
 def plan_knobs(labels: list[str]) -> dict[str, list[str]]:
