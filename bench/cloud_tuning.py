@@ -31,7 +31,8 @@ from statistics import mean
 
 import yaml
 
-from common import ROOT, RESULTS, kept_notes, log, most_common, nosqltune, paired, ratio_text, study_rows  # bench/common.py
+from common import (ROOT, RESULTS, kept_notes, log, most_common, nosqltune, paired, ratio_text,  # bench/common.py
+                    study_rows)
 
 sys.path.insert(0, str(ROOT / "src"))   # the nosqltune of this checkout, as the commands it runs use
 

@@ -66,7 +66,8 @@ def main() -> int:
             log(f"round {round_ + 1}/{a.repeat}: {cell_name(name, cell)}")
             rate = ["--rate-fraction", f"{cell[2]:g}"] if len(cell) > 2 else []
             nosqltune("calibrate", "--scenario", name, "--warmup-ops", str(cell[0]), "--operations", str(cell[1]),
-                      *rate, *NO_WAIT.get(name, []), "--repeat", "1", "--max-cv", "1", *a.extra.split(), "--study", str(STUDY),
+                      *rate, *NO_WAIT.get(name, []), "--repeat", "1", "--max-cv", "1", *a.extra.split(),
+                      "--study", str(STUDY),
                       "--study-name", cell_name(name, cell), "--json", ok=(0, 1))
         write(names)
     return 0
