@@ -69,12 +69,15 @@ def cached_by_kind(paths: Iterable[str | os.PathLike[str]], kind: Callable[[str]
     them in the page cache now, {kind: {"bytes": n, "cached_bytes": c}}; hard links count once. None where the
     kernel cannot tell (before Linux 6.5)."""
     out: dict[str, dict[str, int]] = {}
-    with contextlib.closing(_opened(paths, lambda name: kind(os.path.basename(name)) is not None)) as files:
+    with contextlib.closing(_opened(paths)) as files:
         for name, st, fd in files:
+            group = kind(os.path.basename(name))
+            if group is None:
+                continue
             counts = _cachestat(fd)
             if counts is None:
                 return None
-            entry = out.setdefault(kind(os.path.basename(name)), {"bytes": 0, "cached_bytes": 0})
+            entry = out.setdefault(group, {"bytes": 0, "cached_bytes": 0})
             entry["bytes"] += st.st_size
             entry["cached_bytes"] += min(st.st_size, counts.nr_cache * _PAGE)
     return out
@@ -100,15 +103,12 @@ def evict_page_cache(paths: Iterable[str | os.PathLike[str]]) -> int | None:
     return evicted
 
 
-def _opened(paths: Iterable[str | os.PathLike[str]], wanted: Callable[[str], bool] = lambda name: True
-            ) -> Iterator[tuple[str, os.stat_result, int]]:
-    """(path, stat, read-only descriptor) of each regular file under `paths` that `wanted(path)`, each inode once (hard
-    links share their pages); the descriptor is closed when the caller moves on. Files removed meanwhile (a
-    compaction) are skipped."""
+def _opened(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[str, os.stat_result, int]]:
+    """(path, stat, read-only descriptor) of each regular file under `paths`, each inode once (hard links share
+    their pages); the descriptor is closed when the caller moves on. Files removed meanwhile (a compaction) are
+    skipped."""
     seen: set[tuple[int, int]] = set()
     for name in data_files(paths):
-        if not wanted(name):
-            continue
         try:
             st = os.lstat(name)
             if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in seen:
