@@ -92,6 +92,9 @@ def after_search(optimizer: str, rounds: int, also: list[str], scenario: str = "
     wait = slo_wait(latency_ms) if scenario == "cloud-slo" else 0
     named = f"{scenario}-{wait:g}ms" if wait else scenario
     best_file(optimizer, named).write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
+    if not best["best"]["config"] and not also:   # the default against itself and `latest`: nothing of the study's
+        log(f"{optimizer}: the confirmed best is the default; no comparison (the landscape compares `latest`)")
+        return
     nosqltune("compare", "--study", str(db), "--study-name", optimizer, "--candidates",
               ",".join(["best", "latest", *also]), "--repeat", str(rounds), "--metrics", metrics, "--json", ok=(0, 1))
 
@@ -177,7 +180,10 @@ def collect() -> dict:
                        "budget": tune.get("spec", {}).get("budget"), "comparisons": {}}
         confirm = study["settings"].get("confirm")
         if confirm:
-            entry["confirmation"] = {k: confirm.get(k) for k in ("best", "speedup", "label", "rounds") if k in confirm}
+            kept = ("best", "rounds", "metric", "unit")
+            entry["confirmation"] = {**{k: confirm.get(k) for k in kept if k in confirm},
+                                     "means": {label: c.get("mean") for label, c in
+                                               (confirm.get("candidates") or {}).items()}}
         for key, comparison in (study["settings"].get("compare") or {}).items():
             metric = comparison["metric"]
             maximize = metric == "throughput"
@@ -204,6 +210,16 @@ def collect() -> dict:
     return results
 
 
+def confirmation_text(confirm: dict) -> str:
+    """The confirmation of a study that has no comparison: the mean of each candidate over its repeated runs."""
+    unit = f" {confirm['unit']}" if confirm.get("unit") else ""
+    means = ", ".join(f"{label} {m:.4g}{unit}" for label, m in (confirm.get("means") or {}).items() if m is not None)
+    head = f"Confirmation ({confirm.get('rounds')} rounds, {confirm.get('metric')}): {means}. "
+    if confirm.get("best") == "default":
+        return head + "The default stayed the best, so no comparison ran."
+    return head + f"Confirmed best: `{confirm.get('best')}` (no comparison stored yet)."
+
+
 def _p(x) -> str:
     return "-" if x is None else f"{x:.3g}"
 
@@ -228,6 +244,8 @@ def write(results: dict) -> None:
                   f"(budget {entry['budget']}); machine time {split['machine_s'] / 3600:.2f} h over {split['trials']} "
                   f"trials, {split['builds']} dataset builds: "
                   + ", ".join(f"{k} {v * 100:.0f}%" for k, v in split["shares"].items() if v is not None) + ".", ""]
+        if entry.get("confirmation") and not entry["comparisons"]:
+            lines += [confirmation_text(entry["confirmation"]), ""]
         for key, block in entry["comparisons"].items():
             goal = GOAL.get(scenario, {})
             lines += [f"### {block['workload']}, {block['metric']}, {block['rounds']} rounds (comparison {key})", "",
