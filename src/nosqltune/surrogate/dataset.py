@@ -28,6 +28,7 @@ from ..errors import UsageError
 from .datafile import read_dataset, resolve
 
 DEFAULT_KIND = "rf"
+_CLOCKS: dict[str, Any] = {}   # dataset hash -> its trial clock, one per process (trial_time.py)
 
 
 def export_dataset(study_path: str, out: Path, study_name: str | None = None, name: str | None = None) -> dict:
@@ -53,7 +54,8 @@ def export_dataset(study_path: str, out: Path, study_name: str | None = None, na
                         "workload": {k: r["workload"][k] for k in ("name", "mix", "records", "operations", "threads")
                                      if k in r["workload"]} | ({"design": r["workload"]["design"]}
                                                                if r["workload"].get("design") else {}),
-                        "metrics": {"summary": r["metrics"]["summary"]}} for r in rows]}
+                        "metrics": {"summary": r["metrics"]["summary"]},
+                        **({"timings": r["timings"]} if r.get("timings") else {})} for r in rows]}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(out, "wt") as fh:
@@ -128,6 +130,14 @@ class SurrogateTarget:
                 self._models[metric], self._noise[metric] = pickle.load(fh)
         return self._models[metric]
 
+    def clock(self):
+        """The machine time of a trial on the recording machine (trial_time.TrialClock), None without timings."""
+        if self.data_hash not in _CLOCKS:
+            from .trial_time import TrialClock
+
+            _CLOCKS[self.data_hash] = TrialClock.fit(read_dataset(self.path)["trials"], self.space.dataset_shape)
+        return _CLOCKS[self.data_hash]
+
     def predict(self, metric: str, config: dict[str, Any], workload: dict[str, Any]) -> float:
         """The model's value without noise."""
         from .features import workload_features
@@ -148,7 +158,9 @@ class SurrogateTarget:
             value = self.predict(metric, config, wl)
             value *= math.exp(rng.gauss(0.0, self._noise.get(metric, 0.0)))
             summary[_summary_key(metric)] = value
-        return TrialResult(state="COMPLETE", summary=summary, metrics={"surrogate": self.kind})
+        clock = self.clock()
+        timings = clock.trial(config, summary["throughput_ops_s"]) if clock else {}
+        return TrialResult(state="COMPLETE", summary=summary, metrics={"surrogate": self.kind}, timings=timings)
 
 
 def _summary_key(metric: str) -> str:
