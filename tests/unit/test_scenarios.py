@@ -46,6 +46,12 @@ def test_a_scenario_gives_defaults_and_every_flag_wins():
     # the user's mix brings its own key choice; sizes and heap are the flags'; the memory cap stays
     assert (workload.name, workload.records, workload.operations) == ("ycsb-a", 5000, 150_000)
     assert settings.cassandra.heap_mb == 2048 and settings.cassandra.memory_limit_mb() == 2048 + 768 + 256
+    # a read ratio on the scenario's data keeps its key choice (what its memory cap is sized for), unless the
+    # flag names another; the default scenario's mixes stay zipfian, YCSB's
+    for flags, keys in (((), "uniform"), (("--distribution", "zipfian"), "zipfian")):
+        workload = _build_workload(_args("--scenario", "cloud-disk", *flags), name=None, read_ratio=0.7)
+        assert (workload.mix["readproportion"], workload.mix["requestdistribution"]) == (0.7, keys)
+    assert _build_workload(_args(), name=None, read_ratio=0.7).mix["requestdistribution"] == "zipfian"
 
 
 def test_scenario_knobs_are_fixed_values_under_set():

@@ -171,6 +171,8 @@ def _build_workload(args: argparse.Namespace, *, name: Any = ..., read_ratio: An
     distribution = args.distribution
     if name is None and read_ratio is None:   # the scenario's mix, with its key choice
         name, distribution = scenario.workload, distribution or scenario.distribution
+    elif name is None:   # a mix of reads and updates on the scenario's data keeps its key choice (cloud-disk's
+        distribution = distribution or scenario.distribution   # uniform keys, which its memory cap is sized for)
     # flags win over the scenario, over sizes in a properties file, over Workload's (calibrated) defaults
     return make_workload(name, read_ratio=read_ratio, distribution=distribution, defaults=defaults,
                          **{k: v for k, v in sizes.items() if v is not None})
