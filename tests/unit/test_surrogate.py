@@ -603,3 +603,26 @@ def test_tune_ends_with_a_confirmation_counted_in_its_budget(tmp_path, capsys, m
     assert main(["tune", "--study", str(study), "--resume", "--json"]) == 0
     capsys.readouterr()
     assert len(open_store(str(study)).trials()) == 14
+
+
+def test_a_surrogate_study_searches_its_knobs_as_the_dataset_recorded_them(tmp_path, capsys, monkeypatch,
+                                                                          surrogate_cache):
+    """wide24 was measured with SizeTiered and Leveled compaction; Cassandra's space has UnifiedCompaction since.
+    A study on the surrogate searches the recorded choices (it asked for UnifiedCompaction and stopped before),
+    and the datastore's named knob sets still resolve."""
+    import json
+
+    from nosqltune.cli import main
+    from nosqltune.systems import TrialSettings
+    from nosqltune.tuning.workers import search_space
+
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(surrogate_cache))
+    settings = TrialSettings()
+    assert "UnifiedCompaction" in search_space(settings)["compaction_method"].choices
+    recorded = search_space(settings, "surrogate:wide24")
+    assert recorded["compaction_method"].choices == ("SizeTiered", "Leveled")
+    assert set(recorded.subset("rafiki5").knobs) <= set(recorded.knobs)
+    code = main(["tune", "--system", "surrogate:wide24", "--read-ratio", "0.9", "--optimizer", "random", "--seed",
+                 "0", "--budget", "30", "--confirm-top", "0", "--study", str(tmp_path / "s.db"), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["trials"] == 30 and result["failed_trials"] == 0

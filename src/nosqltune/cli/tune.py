@@ -39,6 +39,7 @@ def _workdir(args, study_name: str, optimizer: str) -> Path:
 def cmd_tune(args: argparse.Namespace) -> int:
     from .options import trial_target
     from .harness import trial_settings
+    from ..tuning.workers import search_space
     from ..knobs.space import TuningSpace
     from ..store import open_store
     from ..systems import TrialSettings
@@ -55,7 +56,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if not args.resume:   # bad input is refused before the store is touched
         settings = trial_settings(args, surrogate=True)
         _check_parallel_fits(args, settings)
-        full_space = trial_target(settings).knob_space(settings)
+        full_space = search_space(settings, args.system)
         fresh = _new_run(args, full_space, settings)
     if args.resume and not store_exists(args.study):
         raise UsageError(f"nothing to resume: no study store at {args.study} (give the --study of the run, or start "
@@ -80,9 +81,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
             workloads = [Workload.from_dict(w) for w in stored["workloads"]]
             fixed = stored["fixed"]
             settings = TrialSettings.from_dict(stored["harness"])
-            full_space = trial_target(settings).knob_space(settings)
-            subset = full_space.subset(stored["knobs"])
             system = stored.get("system", "cassandra")
+            full_space = search_space(settings, system)
+            subset = full_space.subset(stored["knobs"])
             study_id = existing["id"]
         else:
             if existing and store.trials(existing["id"]):

@@ -58,11 +58,11 @@ class TuningStudy:
 
 def study_of(store, record: dict[str, Any]) -> TuningStudy:
     """The study `record` of `store` (one made by `tune`: its settings hold a "tune" entry)."""
-    from ..tuning.workers import trial_target
+    from ..tuning.workers import search_space
 
     tune = record["settings"]["tune"]
     settings = TrialSettings.from_dict(tune["harness"])
-    full_space = trial_target(settings).knob_space(settings)   # the datastore's (a surrogate answers for a subset)
+    full_space = search_space(settings, tune.get("system"))   # the datastore's (a surrogate answers for a subset)
     spec = TuneSpec.from_stored(tune["spec"])
     return TuningStudy(store=store, record=record, settings=settings, full_space=full_space, spec=spec,
                        objective=Objective.from_dict(spec.objective),

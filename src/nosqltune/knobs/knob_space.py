@@ -155,6 +155,12 @@ class KnobSpace:
         data with every dataset-shaping knob (a cluster, data loaded per trial)."""
         return self._replaced(lambda knob: dataclasses.replace(knob, restaged=None) if knob.restaged else knob)
 
+    def with_recorded(self, recorded: Mapping[str, Knob]) -> "KnobSpace":
+        """The same space (its sets, rules and other knobs) where these knobs are as a recording defined them: a
+        surrogate's dataset answers only within the ranges and choices it was measured over, which the datastore's
+        may have outgrown since (5.0's UnifiedCompaction beside wide24's SizeTiered and Leveled)."""
+        return self._replaced(lambda knob: recorded.get(knob.name, knob))
+
     def _replaced(self, change) -> "KnobSpace":
         knobs = {name: change(knob) for name, knob in self.knobs.items()}
         context = {name: knobs[name] if name in knobs else change(knob) for name, knob in self._context.items()}

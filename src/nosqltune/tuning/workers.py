@@ -30,6 +30,15 @@ def trial_target(settings, system: str | None = None, *, seed: int = 0, metrics:
     return target(settings.system)
 
 
+def search_space(settings, system: str | None = None):
+    """The knob space a study searches and stores its knobs against: the datastore's, and for a recorded
+    surrogate its knobs as its dataset recorded them (KnobSpace.with_recorded)."""
+    space = trial_target(settings).knob_space(settings)
+    if system and system.startswith("surrogate:"):
+        space = space.with_recorded(trial_target(settings, system).knob_space(settings).knobs)
+    return space
+
+
 @dataclass
 class StudyRunner:
     """How a study's trials run: built from its stored tuning settings (`tune` in the study's settings)."""
