@@ -6,7 +6,9 @@ against the default on real cold trials.
 1. `test`: configurations no training trial ran, measured twice on cloud-disk (`nosqltune collect --seed 11`: the
    default and 15 random configurations carrying the knobs' extremes, at read ratios 0.95, one of the training
    set's, and 0.85, absent from it), as studies `repeat-1` and `repeat-2` of bench/results/surrogate/cloud13-test.db
-   (64 cold trials, about 45 minutes). The repeats' own disagreement is the noise a model is scored through.
+   (64 cold trials, about 45 minutes plus the builds of the data shapes the dataset has not built). The repeats'
+   own disagreement is the noise a model is scored through (the two run in the same order, so drift between them
+   counts as noise: an upper bound).
 2. `accuracy` (no datastore): RAFIKI's model (nn-ensemble) and a random forest fitted to 200 trials of the cloud13
    dataset (random subsets grouped by configuration, 5 seeds) and to all of it; MAPE on the 15 unseen
    configurations against the mean of their two runs, per read ratio. Goal <= 5% (seed 002 reported 7.5%).
@@ -56,9 +58,11 @@ def test_set(a: argparse.Namespace) -> None:
 
 def measured_twice() -> dict[tuple[str, float], dict]:
     """(configuration key, read ratio) -> the configuration, its workload and its runs over the repeat studies."""
-    from nosqltune.store import open_store
+    from nosqltune.store import open_existing_store
 
-    store = open_store(str(TEST_DB))
+    if not TEST_DB.exists():
+        raise SystemExit(f"rafiki_cloud.py: no test set yet ({TEST_DB}): run the step `test` first")
+    store = open_existing_store(str(TEST_DB))
     out: dict = {}
     try:
         for name in REPEATS:
@@ -114,7 +118,7 @@ def accuracy(a: argparse.Namespace) -> dict:
     return out
 
 
-def recommend(a: argparse.Namespace, state: dict) -> dict:
+def recommend(a: argparse.Namespace, state: dict, save) -> dict:
     models = RESULTS / "models"
     model_dir = models / f"{a.dataset}.throughput.nn-ensemble.model"
     if not model_dir.exists():
@@ -124,8 +128,10 @@ def recommend(a: argparse.Namespace, state: dict) -> dict:
         state["recommended"] = json.loads(nosqltune("recommend", "--model", str(model_dir), "--workload",
                                                     f"read={UNSEEN:g}", "--distribution", "uniform", "--format",
                                                     "json"))
+        save()
     candidate = RESULTS / f"rafiki-{a.dataset}-read{round(UNSEEN * 100)}.yaml"
-    candidate.write_text(yaml.safe_dump(state["recommended"]["config"], sort_keys=True))
+    if not candidate.exists():   # the file compare labels its runs by: written once
+        candidate.write_text(yaml.safe_dump(state["recommended"]["config"], sort_keys=True))
     db = RESULTS / "rafiki-cloud.db"
     if not _has_study(db, "reference"):   # the study compare runs in: cloud-disk at the absent read ratio
         nosqltune("tune", "--scenario", "cloud-disk", "--read-ratio", f"{UNSEEN:g}", "--knobs", "cloud", "--optimizer",
@@ -175,8 +181,9 @@ def write(state: dict, a: argparse.Namespace) -> None:
             lines += [f"## The recommendation for read {UNSEEN:g} against the default ({workload}, "
                       f"{len(w['values']['default'])} rounds)", ""]
             for label, s in w["stats"].items():
+                p = "-" if s.get("p_value") is None else f"{s['p_value']:.3g}"
                 lines.append(f"- {label}: x{s['mean_speedup']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}], "
-                             f"p = {s['p_value']:.3g} ({s['verdict']})" if s.get("mean_speedup") else f"- {label}: -")
+                             f"p = {p} ({s['verdict']})" if s.get("mean_speedup") else f"- {label}: -")
         rec = state.get("recommended", {})
         lines += ["", f"Predicted by the model: x{rec.get('predicted_gain', float('nan')):.3f}; the configuration: "
                   + ", ".join(f"{k}={v}" for k, v in sorted((rec.get("config") or {}).items())), ""]
@@ -197,16 +204,26 @@ def main() -> int:
     unknown = set(steps) - {"test", "accuracy", "recommend"}
     if unknown:
         p.error(f"unknown steps {', '.join(sorted(unknown))}: use test, accuracy, recommend")
+    from nosqltune.errors import UsageError
+
+    try:   # one line, before anything runs, when the dataset is not exported yet
+        dataset_path(a.dataset)
+    except UsageError as exc:
+        p.error(str(exc))
     state_path = RESULTS / "rafiki-cloud.json"
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
+
+    def save() -> None:
+        state_path.write_text(json.dumps(state, indent=1) + "\n")
+
     if "test" in steps:
         test_set(a)
     if "accuracy" in steps:
         state["accuracy"] = accuracy(a)
-        state_path.write_text(json.dumps(state, indent=1) + "\n")
+        save()
     if "recommend" in steps:
-        state["comparison"] = recommend(a, state)
-        state_path.write_text(json.dumps(state, indent=1) + "\n")
+        state["comparison"] = recommend(a, state, save)
+        save()
     write(state, a)
     return 0
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nosqltune.errors import UsageError
 from nosqltune.knobs import load_space
 from nosqltune.optimizers import make_optimizer
 from nosqltune.knobs.space import TuningSpace, categorical, choices_of
@@ -626,3 +627,66 @@ def test_a_surrogate_study_searches_its_knobs_as_the_dataset_recorded_them(tmp_p
                  "0", "--budget", "30", "--confirm-top", "0", "--study", str(tmp_path / "s.db"), "--json"])
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["trials"] == 30 and result["failed_trials"] == 0
+
+
+def test_a_dataset_recorded_on_a_capped_node_loads_with_the_heap_it_ran_with(tmp_path):
+    """cloud-disk's collection searches heap_size over [512, 1280] (its memory cap) beside a 1 GiB default heap:
+    rebuilt with the knob file's 2 GiB default that range was refused, so no cloud-disk dataset could be loaded."""
+    import gzip
+    import json
+    import random
+
+    from nosqltune.cli import build_parser
+    from nosqltune.cli.harness import trial_settings
+    from nosqltune.knobs.knob import KnobError
+    from nosqltune.surrogate.features import FeatureSpec, load_table
+    from nosqltune.workloads.spec import make_workload
+
+    harness = trial_settings(build_parser().parse_args(["bench", "--scenario", "cloud-disk"])).to_dict()
+    knobs = {"set": "cloud", "knobs": {"heap_size": {"range": [512, 1280]}}}
+    with pytest.raises(KnobError):
+        FeatureSpec(knobs=knobs).space()                     # what loading did before
+    rng = random.Random(4)
+    workload = make_workload(read_ratio=0.95).to_dict()
+    trials = [{"id": i, "config": {"heap_size": rng.choice([512, 768, 1024, 1280]), "concurrent_reads": 8 * (i + 1)},
+               "workload": workload, "metrics": {"summary": {"throughput_ops_s": rng.uniform(1000, 2000)}}}
+              for i in range(12)]
+    path = tmp_path / "capped.json.gz"
+    with gzip.open(path, "wt") as fh:
+        json.dump({"name": "capped", "knobs": knobs, "fixed": {}, "system": "cassandra", "harness": harness,
+                   "trials": trials}, fh)
+    table = load_table(str(path))
+    assert table.spec.defaults == {"heap_size": 1024} and len(table.configs) == 12
+    space = FeatureSpec.from_dict(table.spec.to_dict()).space()    # as a fitted model's stored spec rebuilds it
+    assert space.default()["heap_size"] == 1024 and space.by_name["heap_size"].range == (512, 1280)
+
+
+def test_a_surrogate_refuses_a_search_wider_than_its_dataset_measured(tmp_path, capsys, monkeypatch,
+                                                                      surrogate_cache):
+    """A named knob set may widen a knob past what the dataset measured (eppinger's concurrent_writes [2, 256]
+    against wide24's [8, 64]): the model would extrapolate, so the search is refused before any trial."""
+    from nosqltune.cli import main
+    from nosqltune.surrogate.dataset import SurrogateTarget
+    from nosqltune.systems import TrialSettings
+    from nosqltune.tuning.workers import search_space
+
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(surrogate_cache))
+    target = SurrogateTarget("wide24")
+    recorded = search_space(TrialSettings(), "surrogate:wide24")
+    wide = recorded.subset("eppinger").subset(["concurrent_writes"])
+    assert wide["concurrent_writes"].range[1] > target.space.knob_space["concurrent_writes"].range[1]
+    with pytest.raises(UsageError, match="measured concurrent_writes over"):
+        target.check_searched(wide, {})
+    with pytest.raises(UsageError, match="has no data for num_tokens"):
+        target.check_searched(recorded.subset(["concurrent_reads"]), {"num_tokens": 16})
+    target.check_searched(recorded.subset("wide24"), {})          # its own set, as recorded: searched
+    code = main(["tune", "--system", "surrogate:wide24", "--knobs", str(_knob_file(tmp_path, "concurrent_reads")),
+                 "--read-ratio", "0.9", "--budget", "2", "--confirm-top", "0", "--study", str(tmp_path / "s.db")])
+    assert code == 0
+    capsys.readouterr()
+
+
+def _knob_file(tmp_path, *names):
+    path = tmp_path / "knobs.yaml"
+    path.write_text("knobs: [" + ", ".join(names) + "]\n")
+    return path

@@ -97,6 +97,25 @@ class SurrogateTarget:
     def preflight(self, workload, settings=None) -> None:
         return None
 
+    def check_searched(self, searched, fixed: dict[str, Any]) -> None:
+        """Refuse (one line) knobs the dataset has no data for, and searched ranges or choices beyond those it was
+        measured over (a named knob set may widen a knob past the recording: the model would extrapolate)."""
+        own = self.space.knob_space
+        outside = sorted((set(searched.knobs) | set(fixed)) - set(own.knobs))
+        if outside:
+            raise UsageError(f"surrogate:{self.name} has no data for {', '.join(outside)}: tune or fix only its knobs "
+                             f"({', '.join(own.knobs)})")
+        for knob in searched:
+            recorded = own[knob.name]
+            wider = (knob.range is not None and recorded.range is not None
+                     and (knob.range[0] < recorded.range[0] or knob.range[1] > recorded.range[1])) \
+                or (knob.choices is not None and not set(knob.choices) <= set(recorded.choices or ()))
+            if wider:
+                span = list(recorded.range or recorded.choices or ())
+                raise UsageError(f"surrogate:{self.name} measured {knob.name} over {span}, and the search asks for "
+                                 f"{list(knob.range or knob.choices)}: narrow it (--knobs FILE) or search the "
+                                 "dataset's own knob set")
+
     def config_fragment(self, settings, overrides: dict[str, Any]) -> list[str]:
         from ..systems import target
 

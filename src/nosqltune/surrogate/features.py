@@ -69,6 +69,7 @@ class FeatureSpec:
     domain: str = "TD1"                # seed 004's tuning domain: which feature groups the rows carry
     scope: dict[str, Any] = field(default_factory=dict)   # what the domain holds fixed: workload, design
     scans: bool = False                # the rows carry the scan ratio (the data has range scans)
+    defaults: dict[str, Any] = field(default_factory=dict)   # knob defaults the recording's harness gave (its heap)
 
     @property
     def has_workload(self) -> bool:
@@ -78,7 +79,10 @@ class FeatureSpec:
         from ..knobs import load_space
         from ..knobs.space import TuningSpace
 
-        return TuningSpace(load_space(self.system).subset(self.knobs), self.fixed)
+        base = load_space(self.system)
+        if self.defaults:   # a knob set narrowed for a capped node (heap_size [512, 1280]) holds the node's default
+            base = base.with_knob_defaults(self.defaults)
+        return TuningSpace(base.subset(self.knobs), self.fixed)
 
     def names(self, space=None) -> list[str]:
         from ..knobs.space import categorical, choices_of
@@ -123,7 +127,7 @@ class FeatureSpec:
     def to_dict(self) -> dict[str, Any]:
         return {"knobs": self.knobs, "fixed": self.fixed, "distributions": self.distributions,
                 "design": self.design, "system": self.system, "domain": self.domain, "scope": self.scope} \
-            | ({"scans": True} if self.scans else {})
+            | ({"scans": True} if self.scans else {}) | ({"defaults": self.defaults} if self.defaults else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "FeatureSpec":
@@ -152,6 +156,29 @@ class Table:
         values = [metric_value(metric, m) for m in self.metrics]
         mask = np.array([v is not None and v > 0 for v in values])
         return np.array([v if ok else np.nan for v, ok in zip(values, mask)], dtype=float), mask
+
+
+def recorded_defaults(system: str, harness: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The knob defaults a recording's harness gave that differ from the knob file's (a scenario's heap, a
+    volume's read-ahead): a space rebuilt without them may not hold the recording's narrowed ranges."""
+    from ..knobs import load_space
+    from ..systems import target
+    from ..systems.settings import TrialSettings
+
+    if not harness:
+        return {}
+    settings = TrialSettings.from_dict(harness)
+    if settings.system != system:   # an external datastore's knob file: no harness defaults
+        return {}
+    plain = load_space(system)
+    return {k.name: k.default for k in target(system).knob_space(settings)
+            if k.name in plain and plain[k.name].default != k.default}
+
+
+def study_harness(study: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The harness a collection or tuning study ran with, as stored."""
+    settings = study.get("settings") or {}
+    return next((settings[key].get("harness") for key in ("collect", "tune") if key in settings), None)
 
 
 def study_knobs(study: Mapping[str, Any]) -> tuple[Any, dict[str, Any], str]:
@@ -196,7 +223,7 @@ def existing_store(study_path: str):
     return open_existing_store(study_path)
 
 
-def _study_rows(study_path: str, study_name: str | None) -> tuple[str, Any, dict, list[dict]]:
+def _study_rows(study_path: str, study_name: str | None) -> tuple[str, Any, dict, str, dict | None, list[dict]]:
     store = existing_store(study_path)
     try:
         study = pick_study(store, study_name)
@@ -204,7 +231,7 @@ def _study_rows(study_path: str, study_name: str | None) -> tuple[str, Any, dict
         rows = [r for r in store.trials(study["id"]) if r["state"] == "COMPLETE" and r["tag"] in ("collect", "tune")]
     finally:
         store.close()
-    return study["name"], knobs, fixed, system, rows
+    return study["name"], knobs, fixed, system, study_harness(study), rows
 
 
 def trial_design(row: Mapping[str, Any], features: Mapping[str, Any]) -> dict[str, int]:
@@ -272,16 +299,17 @@ def load_table(source: str, study_name: str | None = None, domain: str = "TD1", 
 
         data = read_dataset(source)
         name, knobs, fixed, rows = data["name"], data["knobs"], data["fixed"], data["trials"]
-        system = data.get("system", "cassandra")
+        system, harness = data.get("system", "cassandra"), data.get("harness")
     else:
-        name, knobs, fixed, system, rows = _study_rows(source, study_name)
+        name, knobs, fixed, system, harness, rows = _study_rows(source, study_name)
+    defaults = recorded_defaults(system, harness)
     if not rows:
         raise UsageError(f"study '{name}' has no complete trial to learn from")
     features = [workload_features(r["workload"]) for r in rows]
     keep, scope = _in_domain(rows, features, domain, workload, design)
     rows, features = [rows[i] for i in keep], [features[i] for i in keep]
     distributions = sorted({f["distribution"] for f in features}, key=lambda d: (d not in DISTRIBUTIONS, d))
-    searched = FeatureSpec(knobs=knobs, fixed=fixed, system=system).space()
+    searched = FeatureSpec(knobs=knobs, fixed=fixed, system=system, defaults=defaults).space()
     if DOMAINS[domain]["design"]:
         # a design the study searched (tune --design) is a knob column; a fixed one (--nodes, --rf) a design column
         columns = sorted({k for f in features for k in f["design"]} - set(searched.names))
@@ -289,7 +317,8 @@ def load_table(source: str, study_name: str | None = None, domain: str = "TD1", 
         columns = []
         knobs = _leave_out(knobs, [k for k in DESIGN_DEFAULTS if k in searched.names])
     spec = FeatureSpec(knobs=knobs, fixed=fixed, distributions=distributions, design=columns, system=system,
-                       domain=domain, scope=scope, scans=any(f["scan_ratio"] > 0 for f in features))
+                       domain=domain, scope=scope, scans=any(f["scan_ratio"] > 0 for f in features),
+                       defaults=defaults)
     space = spec.space()
     X = np.array([spec.row(space, r["config"], f) for r, f in zip(rows, features)], dtype=float)
     return Table(spec=spec, X=X, metrics=[r["metrics"]["summary"] for r in rows],

@@ -33,9 +33,14 @@ def trial_target(settings, system: str | None = None, *, seed: int = 0, metrics:
 def search_space(settings, system: str | None = None):
     """The knob space a study searches and stores its knobs against: the datastore's, and for a recorded
     surrogate its knobs as its dataset recorded them (KnobSpace.with_recorded)."""
+    from ..errors import UsageError
+
     space = trial_target(settings).knob_space(settings)
     if system and system.startswith("surrogate:"):
-        space = space.with_recorded(trial_target(settings, system).knob_space(settings).knobs)
+        try:
+            space = space.with_recorded(trial_target(settings, system).knob_space(settings).knobs)
+        except UsageError:   # a dataset file moved away: a reader still shows the study (a trial would say why)
+            pass
     return space
 
 
