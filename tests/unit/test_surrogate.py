@@ -690,3 +690,22 @@ def _knob_file(tmp_path, *names):
     path = tmp_path / "knobs.yaml"
     path.write_text("knobs: [" + ", ".join(names) + "]\n")
     return path
+
+
+def test_a_collection_runs_each_data_shape_together_and_spreads_the_noise_repeats():
+    """collect's shuffled plan, reordered so each dataset is built once: every shape's entries contiguous, in the
+    order the shapes first appear, the same entries, the default's noise repeats spread over the whole span."""
+    from nosqltune.surrogate.collect import by_data_shape
+
+    configs = [{"compression": c, "heap": h} for c in ("lz4", "zstd", "none") for h in (1, 2, 3)]
+    plan = plan_entries(len(configs), ["read50", "read95"], 4, seed=3)
+    ordered = by_data_shape(plan, configs, lambda config: config["compression"])
+    assert sorted(map(repr, ordered)) == sorted(map(repr, plan)) and len(ordered) == len(plan)
+    shapes = [configs[e["config"]]["compression"] for e in ordered if not e["repeat"]]
+    runs = [s for i, s in enumerate(shapes) if i == 0 or s != shapes[i - 1]]
+    first_seen = list(dict.fromkeys(configs[e["config"]]["compression"] for e in plan if not e["repeat"]))
+    assert runs == first_seen                                 # each shape once, in the shuffle's order
+    noise = [i for i, e in enumerate(ordered) if e["repeat"]]
+    assert len(noise) == 8 and noise[0] > 0 and noise[-1] < len(ordered) - 1
+    gaps = [b - a for a, b in zip(noise, noise[1:])]
+    assert max(gaps) - min(gaps) <= 1                         # evenly spread

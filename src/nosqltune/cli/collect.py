@@ -86,7 +86,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
             f"+ {noise} noise repeats of the default per workload = {len(plan)} trials")
         counts = run_plan(store, study_id, plan, configs, fixed, merged,
                           lambda config, workload: run_trial(full_space, config, workload, settings, progress=say),
-                          environment_id=env_id, say=say, limit=args.limit,
+                          environment_id=env_id, say=say, limit=args.limit, shape=space.dataset_shape,
                           workload_info=lambda w: {**w.to_dict(), "harness": settings.to_dict()})
     finally:
         if lease is not None:

@@ -156,13 +156,36 @@ def wait_until_quiet(say: Callable[[str], None], limit: float = MAX_BUSY, patien
     return busy
 
 
+def by_data_shape(entries: list[dict[str, Any]], configs: list[dict[str, Any]],
+                  shape: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:
+    """The entries with each data shape's trials run together, shapes in the order they first appear (the plan's
+    shuffle), so each dataset is built or restored once instead of being evicted from the cache between its trials
+    (cloud-disk: about 30 shapes of 2-3 GB against a cache of about 11; in the shuffled order 33 of the first 78
+    trials built their data). The default's noise repeats are spread evenly over the rest, so the noise is still
+    measured over the collection's whole span."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        if not entry["repeat"]:
+            groups.setdefault(repr(shape(configs[entry["config"]])), []).append(entry)
+    ordered = [entry for group in groups.values() for entry in group]
+    noise = [entry for entry in entries if entry["repeat"]]
+    at = {round((i + 1) * len(ordered) / (len(noise) + 1)) + i: entry for i, entry in enumerate(noise)}
+    out, rest = [], iter(ordered)
+    for position in range(len(entries)):
+        out.append(at[position] if position in at else next(rest))
+    return out
+
+
 def run_plan(store, study_id: int, plan: list[dict], configs: list[dict], fixed: dict[str, Any],
              workloads: dict[str, Any], run: Callable[[dict, Any], Any], *, environment_id: int | None,
              workload_info: Callable[[Any], dict], say: Callable[[str], None], limit: int | None = None,
-             quiet: bool = True) -> dict:
-    """Run the plan's missing entries in order; returns counts."""
+             quiet: bool = True, shape: Callable[[dict[str, Any]], Any] | None = None) -> dict:
+    """Run the plan's missing entries in order (with `shape`, a configuration's dataset key: each data shape's
+    entries together, by_data_shape); returns counts."""
     done = done_entries(store.trials(study_id))
     missing = [e for e in plan if (e["config"], e["workload"], e["repeat"]) not in done]
+    if shape is not None:
+        missing = by_data_shape(missing, configs, lambda config: shape({**fixed, **config}))
     if limit is not None:
         missing = missing[:limit]
     failed = 0
