@@ -16,7 +16,8 @@ default; `--name cloud13 --scenario cloud-disk --knobs cloud` for the capped vol
    fingerprint), the dataset `--system surrogate:wide24` answers from (`--name N`: N.json.gz, surrogate:N).
 
 Resumable: run it again with the same flags. Results: bench/results/surrogate/<name>.db and collection.md (wide24),
-collection-<name>.md otherwise. Planned for issue 38's recorded landscape, not yet run (about 4.5 h here):
+collection-<name>.md otherwise. Issue 38's recorded landscape, begun 2026-11-27 (cloud13.db, resumable; about a
+trial a minute here, dataset builds included):
   python3 bench/surrogate_collect.py --name cloud13 --scenario cloud-disk --knobs cloud \
       --read-ratios 0.5,0.7,0.95 --configs 96 --noise-repeats 5 --operations 30000
 """
