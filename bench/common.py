@@ -46,6 +46,18 @@ def study_rows(db: Path, study_name: str) -> list[dict]:
              "internals": json.loads(r[3] or "{}"), "failure_kind": r[4], "error": r[5]} for r in found]
 
 
+def study_settings(db: Path, study_name: str) -> dict | None:
+    """The stored settings of one study of a SQLite trial store; None when the store or the study does not exist."""
+    import json
+    import sqlite3
+
+    if not db.exists():
+        return None
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT settings FROM studies WHERE name = ?", (study_name,)).fetchone()
+    return None if row is None else json.loads(row[0] or "{}")
+
+
 def kept_notes(path: Path, script: str) -> list[str]:
     """The hand-written notes of a generated results file (status, readings), between the markers written by
     `script` (the bench/ file that generates it), markers included; empty markers when the file has none yet."""

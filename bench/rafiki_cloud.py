@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from common import RESULTS as BENCH_RESULTS, ROOT, kept_notes, log, nosqltune  # bench/common.py
+from common import RESULTS as BENCH_RESULTS, ROOT, kept_notes, log, nosqltune, study_settings  # bench/common.py
 
 sys.path.insert(0, str(ROOT / "src"))
 RESULTS = BENCH_RESULTS / "surrogate"
@@ -133,22 +133,13 @@ def recommend(a: argparse.Namespace, state: dict, save) -> dict:
     if not candidate.exists():   # the file compare labels its runs by: written once
         candidate.write_text(yaml.safe_dump(state["recommended"]["config"], sort_keys=True))
     db = RESULTS / "rafiki-cloud.db"
-    if not _has_study(db, "reference"):   # the study compare runs in: cloud-disk at the absent read ratio
+    if study_settings(db, "reference") is None:   # the study compare runs in: cloud-disk at the absent read ratio
         nosqltune("tune", "--scenario", "cloud-disk", "--read-ratio", f"{UNSEEN:g}", "--knobs", "cloud", "--optimizer",
                   "random", "--budget", "1", "--confirm-top", "0", "--study", str(db), "--study-name", "reference",
                   "--json")
     return json.loads(nosqltune("compare", "--study", str(db), "--study-name", "reference", "--candidates",
                                 str(candidate), "--repeat", str(a.rounds), "--metrics", "throughput,io-per-op",
                                 "--json", ok=(0, 1)))
-
-
-def _has_study(db: Path, name: str) -> bool:
-    import sqlite3
-
-    if not db.exists():
-        return False
-    with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT 1 FROM studies WHERE name = ?", (name,)).fetchone() is not None
 
 
 def _mape(entry: dict) -> str:

@@ -26,12 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sqlite3
 import statistics
 import sys
 from pathlib import Path
 
-from common import RESULTS, ROOT, kept_notes, log, nosqltune  # bench/common.py
+from common import RESULTS, ROOT, kept_notes, log, nosqltune, study_settings  # bench/common.py
 
 sys.path.insert(0, str(ROOT / "src"))
 FOLDER = RESULTS / "strategies_v5"
@@ -54,17 +53,9 @@ def study_name(strategy: str, seed: int, denoise: bool, dims: int) -> str:
     return f"{strategy}{dimensions}{'+denoise' if denoise else ''}-s{seed}"
 
 
-def _settings(db: Path, name: str) -> dict | None:
-    if not db.exists():
-        return None
-    with sqlite3.connect(db) as conn:
-        row = conn.execute("SELECT settings FROM studies WHERE name = ?", (name,)).fetchone()
-    return None if row is None else json.loads(row[0] or "{}")
-
-
 def run(db: Path, strategy: str, seed: int, denoise: bool, a: argparse.Namespace) -> None:
     name = study_name(strategy, seed, denoise, a.llamatune_dims)
-    settings = _settings(db, name)
+    settings = study_settings(db, name)
     if settings and settings.get("confirm"):
         return
     common = ["--study", str(db), "--study-name", name, "--json"]
@@ -85,7 +76,7 @@ def analyse(db: Path, strategy: str, seed: int, denoise: bool, a: argparse.Names
     from nosqltune.workloads.spec import make_workload
 
     name = study_name(strategy, seed, denoise, a.llamatune_dims)
-    settings = _settings(db, name)
+    settings = study_settings(db, name)
     if not settings or not settings.get("confirm"):
         return None
     if seed not in targets:   # the model the run answered from: the tune's seed seeds the target
