@@ -128,8 +128,15 @@ def _rows(db: Path):
         yield row
 
 
-def test_disk_bound_trials_of_the_committed_study_are_limited_by_the_cores():
-    verdicts = [(row, of_trial(row, cores=2)) for row in _rows(RESULTS / "impact" / "disk-bound.db")]
+def _copy_of_disk_bound(tmp_path) -> Path:
+    """A copy of the committed study: SQLite leaves -shm/-wal files beside a WAL store even when it only reads."""
+    import shutil
+
+    return Path(shutil.copy(RESULTS / "impact" / "disk-bound.db", tmp_path / "disk-bound.db"))
+
+
+def test_disk_bound_trials_of_the_committed_study_are_limited_by_the_cores(tmp_path):
+    verdicts = [(row, of_trial(row, cores=2)) for row in _rows(_copy_of_disk_bound(tmp_path))]
     counts = Counter(v.limit for _, v in verdicts)
     assert counts["node-cores"] >= 0.85 * len(verdicts), counts
     # the default configuration's trials all are (node and client share 2 cores, impact_tuning.md)
@@ -142,12 +149,9 @@ def test_disk_bound_trials_of_the_committed_study_are_limited_by_the_cores():
 
 
 def test_best_shows_what_limited_the_default_and_the_best(capsys, tmp_path):
-    import shutil
-
     from nosqltune.cli import main
 
-    study = tmp_path / "disk-bound.db"   # a copy: best reads, but never writes, a committed study
-    shutil.copy(RESULTS / "impact" / "disk-bound.db", study)
+    study = _copy_of_disk_bound(tmp_path)   # best reads, but never writes, a committed study
     assert main(["best", "--study", str(study), "--study-name", "smac"]) == 0
     out = capsys.readouterr().out
     assert "default limited by the node's cores: node " in out
@@ -161,7 +165,7 @@ def test_the_report_draws_each_trials_verdict(tmp_path):
     from nosqltune.report.data import load_views
     from nosqltune.report.page import build
 
-    views = load_views(str(RESULTS / "impact" / "disk-bound.db"), "smac")
+    views = load_views(str(_copy_of_disk_bound(tmp_path)), "smac")
     index, files = build(views, tmp_path / "report", source="disk-bound")
     assert any(f.name == "smac-bottleneck.png" for f in files)
     assert "What limited each trial" in index.read_text()

@@ -108,6 +108,9 @@ def test_defaults_are_the_calibrated_setup_and_flags_win(tmp_path):
     (["tune", "--workload", "ycsb-a,ycsb-a"], "same workload twice"),
     (["tune", "--knobs", "rafiki5", "--set", "concurrent_writes=16"], "is tuned"),
     (["tune", "--optimizer", "irace", "--knobs", "rafiki5", "--budget", "4"], "below what irace can race"),
+    # the race is sized for what the confirmation leaves: 9 trials less its (1 + 1) x 2 leave 5, under irace's 6
+    (["tune", "--optimizer", "irace", "--knobs", "rafiki5", "--budget", "9", "--confirm-top", "1",
+      "--confirm-rounds", "2"], "the search's share of --budget 9 after the confirmation's 4 trials"),
     (["tune", "--max-time", "soon"], "--max-time"),
     (["tune", "--resume"], "nothing to resume"),
     (["best"], "no study store"),

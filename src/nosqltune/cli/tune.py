@@ -299,10 +299,13 @@ def _new_run(args: argparse.Namespace, full_space, settings):
         from ..optimizers.irace import irace_executable, race_settings
 
         irace_executable()
-        try:  # stored with the study, so a resume races with the same settings
-            options.update(race_settings(searched, budget))
+        asked = asked_confirmation(None, args.confirm_top, args.confirm_rounds)
+        plan = confirm_plan(budget, len(workloads), asked["top"], asked["rounds"])
+        try:  # stored with the study, so a resume races with the same settings; sized for the search's share
+            options.update(race_settings(searched, plan["search_budget"]))
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(str(exc) + (f": the search's share of --budget {budget} after the confirmation's "
+                                         f"{plan['trials']} trials" if plan["trials"] else "")) from None
     if args.cost_aware:
         if args.optimizer != "gp" or args.space_adapter == "llamatune":
             raise UsageError("--cost-aware is gp's (expected improvement per second of machine time), on the "
