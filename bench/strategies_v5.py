@@ -53,6 +53,15 @@ def study_name(strategy: str, seed: int, denoise: bool, dims: int) -> str:
     return f"{strategy}{dimensions}{'+denoise' if denoise else ''}-s{seed}"
 
 
+def recorded_distribution(dataset: str) -> str:
+    """The request distribution the dataset's trials ran (cloud13: uniform, as cloud-disk); the surrogate refuses
+    another."""
+    from nosqltune.surrogate.datafile import resolve
+    from nosqltune.surrogate.features import load_table
+
+    return load_table(str(resolve(dataset))).spec.distributions[0]
+
+
 def run(db: Path, strategy: str, seed: int, denoise: bool, a: argparse.Namespace) -> None:
     name = study_name(strategy, seed, denoise, a.llamatune_dims)
     settings = study_settings(db, name)
@@ -63,7 +72,8 @@ def run(db: Path, strategy: str, seed: int, denoise: bool, a: argparse.Namespace
         nosqltune("tune", "--resume", *common)
         return
     dims = ["--llamatune-dims", str(a.llamatune_dims)] if "llamatune" in strategy else []
-    nosqltune("tune", "--system", f"surrogate:{a.dataset}", "--read-ratio", f"{a.read:g}", *STRATEGIES[strategy],
+    nosqltune("tune", "--system", f"surrogate:{a.dataset}", "--read-ratio", f"{a.read:g}", "--distribution",
+              a.distribution, *STRATEGIES[strategy],
               *dims, *(["--denoise"] if denoise else []), "--budget", str(a.budget), "--seed", str(seed), *common)
 
 
@@ -81,7 +91,7 @@ def analyse(db: Path, strategy: str, seed: int, denoise: bool, a: argparse.Names
         return None
     if seed not in targets:   # the model the run answered from: the tune's seed seeds the target
         targets[seed] = SurrogateTarget(a.dataset, seed=seed)
-    target, workload = targets[seed], make_workload(read_ratio=a.read).to_dict()
+    target, workload = targets[seed], make_workload(read_ratio=a.read, distribution=a.distribution).to_dict()
     default = target.predict("throughput", target.space.default(), workload)
     store = open_store(str(db))
     try:
@@ -240,6 +250,7 @@ def main() -> int:
         p.error(f"unknown strategies {', '.join(unknown)}: use {', '.join(STRATEGIES)}")
     if a.budget < 24:   # below it tune confirms nothing (confirmation.py: 2 x (3 + 1) x 3 trials)
         p.error("--budget must be at least 24: the confirmation's 12 trials are at most half of it")
+    a.distribution = recorded_distribution(a.dataset)
     FOLDER.mkdir(parents=True, exist_ok=True)
     db = FOLDER / f"{a.dataset}-read{a.read:g}-budget{a.budget}.db"
     plan = [(s, seed, False) for seed in range(a.seeds) for s in strategies]

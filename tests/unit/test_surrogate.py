@@ -686,6 +686,24 @@ def test_a_surrogate_refuses_a_search_wider_than_its_dataset_measured(tmp_path, 
     capsys.readouterr()
 
 
+def test_a_surrogate_refuses_a_request_distribution_its_dataset_never_recorded(tmp_path, capsys, monkeypatch,
+                                                                                surrogate_cache):
+    """cloud13 recorded cloud-disk's uniform requests only: a zipfian run (tune's default without a scenario) is
+    refused in one line before any trial, instead of answered as if it were uniform; uniform is answered, over
+    every knob the dataset recorded."""
+    from nosqltune.cli import main
+
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(surrogate_cache))
+    argv = ["tune", "--system", "surrogate:cloud13", "--read-ratio", "0.95", "--budget", "2", "--confirm-top", "0"]
+    assert main([*argv, "--study", str(tmp_path / "z.db")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "recorded uniform requests only" in err and "--distribution uniform" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "z.db").exists()
+    assert main([*argv, "--distribution", "uniform", "--study", str(tmp_path / "u.db")]) == 0
+    # its knobs searched as recorded: read_ahead_kb too, though this run has no volume (the recorded trials had)
+    assert "left out of the search" not in capsys.readouterr().err
+
+
 def _knob_file(tmp_path, *names):
     path = tmp_path / "knobs.yaml"
     path.write_text("knobs: [" + ", ".join(names) + "]\n")

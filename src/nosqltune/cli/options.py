@@ -238,7 +238,10 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
     from ..knobs.space import TuningSpace
 
     subset = full_space.subset(args.knobs if knobs is None else knobs)
-    if settings is not None:
+    # a recorded surrogate's knobs are searched as its trials ran them (their volume, their heap cap):
+    # SurrogateTarget.check_searched holds the search to them
+    recorded = (getattr(args, "system", None) or "").startswith("surrogate:")
+    if settings is not None and not recorded:
         cassandra = settings.cassandra if settings.system == "cassandra" else None   # its heap's cap, its volume
         if cassandra is not None:
             subset = _heap_within_cap(subset, full_space, cassandra)

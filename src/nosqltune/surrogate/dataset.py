@@ -95,7 +95,15 @@ class SurrogateTarget:
         return self.knobs
 
     def preflight(self, workload, settings=None) -> None:
-        return None
+        """Refuse (one line) a request distribution the dataset never recorded: the model would answer for it as
+        for the recorded one (a single recorded distribution is not even among its features)."""
+        from .features import workload_features
+
+        asked = workload_features(workload.to_dict())["distribution"]
+        recorded = self.table.spec.distributions
+        if asked not in recorded:
+            raise UsageError(f"surrogate:{self.name} recorded {' and '.join(recorded)} requests only, and the "
+                             f"workload asks for {asked}: add --distribution {recorded[0]}")
 
     def check_searched(self, searched, fixed: dict[str, Any]) -> None:
         """Refuse (one line) knobs the dataset has no data for, and searched ranges or choices beyond those it was
