@@ -70,12 +70,13 @@ def per_node(args: argparse.Namespace, system: str, nodes: int) -> dict[str, dic
 
 def trial_settings(args: argparse.Namespace, *, surrogate: bool = False):
     """The harness settings of the flags, the datastore (--system, --target-file) checked."""
+    from ..surrogate.datafile import is_surrogate
     from ..systems import TARGETS
     from ..systems.settings import ExternalSettings, RedisSettings, TrialSettings
 
     _positive("repeat", args.repeat)
     system = args.system or "cassandra"
-    if system.startswith("surrogate:") and surrogate:
+    if is_surrogate(system) and surrogate:
         system = "cassandra"   # tune's surrogate answers trials itself; its harness settings are the default
     if system not in TARGETS:
         raise UsageError(f"unknown --system {system!r}: use " + ", ".join(TARGETS)

@@ -236,12 +236,12 @@ def _searched_space(args: argparse.Namespace, full_space, verb: str, knobs: Any 
     """--knobs (the searched subset) and --set/--config (fixed values) checked together: (fixed, subset, space).
     With the trial `settings` of a memory-capped node, the heap's range ends where the cap leaves no room."""
     from ..knobs.space import TuningSpace
+    from ..surrogate.datafile import is_surrogate
 
     subset = full_space.subset(args.knobs if knobs is None else knobs)
     # a recorded surrogate's knobs are searched as its trials ran them (their volume, their heap cap):
     # SurrogateTarget.check_searched holds the search to them
-    recorded = (getattr(args, "system", None) or "").startswith("surrogate:")
-    if settings is not None and not recorded:
+    if settings is not None and not is_surrogate(getattr(args, "system", None)):
         cassandra = settings.cassandra if settings.system == "cassandra" else None   # its heap's cap, its volume
         if cassandra is not None:
             subset = _heap_within_cap(subset, full_space, cassandra)

@@ -10,6 +10,11 @@ from typing import Any
 
 from ..errors import UsageError
 
+
+def is_surrogate(system: str | None) -> bool:
+    """Whether a --system names the model of a recorded dataset (surrogate:NAME[:KIND]) rather than a datastore."""
+    return bool(system) and system.startswith("surrogate:")
+
 DATASETS = Path(__file__).parent / "datasets"
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..store import LEASE_TTL_S, TrialState, open_existing_store
+from ..surrogate.datafile import is_surrogate
 
 TAG = "tune"
 
@@ -21,7 +22,7 @@ TAG = "tune"
 def trial_target(settings, system: str | None = None, *, seed: int = 0, metrics: tuple[str, ...] = ("throughput",)):
     """The target that runs the trials (systems.Target): the settings' datastore, or for `system`
     surrogate:NAME[:KIND] the model of a recorded dataset (seeded; predicting `metrics`)."""
-    if system and system.startswith("surrogate:"):
+    if is_surrogate(system):
         from ..surrogate.dataset import surrogate_target
 
         return surrogate_target(system, seed, metrics)
@@ -36,7 +37,7 @@ def search_space(settings, system: str | None = None):
     from ..errors import UsageError
 
     space = trial_target(settings).knob_space(settings)
-    if system and system.startswith("surrogate:"):
+    if is_surrogate(system):
         try:
             space = space.with_recorded(trial_target(settings, system).knob_space(settings).knobs)
         except UsageError:   # a dataset file moved away: a reader still shows the study (a trial would say why)
