@@ -85,6 +85,37 @@ def measured_twice() -> dict[tuple[str, float], dict]:
     return out
 
 
+class ByTheCaps:
+    """A model of the mechanism rather than of throughput: `kind` models of the I/Os and of the bytes per operation,
+    and throughput as the lower of the volume's two caps over them, min(IOPS / I/Os, bandwidth / bytes), each cap
+    taken from the training trials as the 90th percentile of throughput x cost (the trials that cap limited reach
+    it; the others fall short). Every cloud13 trial was limited by one of the two caps (its bottleneck line)."""
+
+    def __init__(self, kind: str, seed: int, table) -> None:
+        self.kind, self.seed, self.table = kind, seed, table
+
+    def fit(self, pick) -> "ByTheCaps":
+        import numpy as np
+
+        from nosqltune.surrogate.models import make_model
+
+        throughput, _ = self.table.target("throughput")
+        self.models, self.caps = [], []
+        for metric in ("io-per-op", "bytes-per-op"):
+            cost, mask = self.table.target(metric)
+            rows = [i for i in pick if mask[i]]
+            model = make_model(self.kind, seed=self.seed)
+            model.fit(self.table.X[rows], cost[rows], groups=[self.table.configs[i] for i in rows])
+            self.models.append(model)
+            self.caps.append(float(np.percentile(throughput[rows] * cost[rows], 90)))
+        return self
+
+    def predict(self, X):
+        import numpy as np
+
+        return np.minimum(*(cap / model.predict(X) for cap, model in zip(self.caps, self.models)))
+
+
 def accuracy(a: argparse.Namespace) -> dict:
     import numpy as np
     from scipy.stats import spearmanr
@@ -112,15 +143,19 @@ def accuracy(a: argparse.Namespace) -> dict:
         iops = np.array([limit == "volume-iops" for limit in limits])
         rows_out = out["configs"].setdefault(f"{ratio:g}", [{"config": v["config"], "runs": v["runs"], "limit": limit,
                                                               "predicted": {}} for v, limit in zip(group, limits)])
-        for kind in KINDS:
+        for kind, mechanism in [(k, False) for k in KINDS] + [(k, True) for k in KINDS]:
+            name = f"{kind} by the caps" if mechanism else kind
             for size in (a.train_size, None):
                 scores: dict[str, list[float]] = {"mape": [], "median_ape": [], "mape_iops": [], "spearman": []}
                 for seed in range(a.seeds if size else 1):
                     pick = rows
                     if size and size < len(rows):
                         pick = np.sort(np.random.default_rng(seed).choice(rows, size, replace=False))
-                    model = make_model(kind, seed=seed)
-                    model.fit(table.X[pick], y[pick], groups=[table.configs[i] for i in pick])
+                    if mechanism:
+                        model = ByTheCaps(kind, seed, table).fit(pick)
+                    else:
+                        model = make_model(kind, seed=seed)
+                        model.fit(table.X[pick], y[pick], groups=[table.configs[i] for i in pick])
                     predicted = model.predict(X)
                     ape = np.abs(predicted - truth) / truth * 100
                     scores["mape"].append(float(np.mean(ape)))
@@ -129,8 +164,8 @@ def accuracy(a: argparse.Namespace) -> dict:
                     scores["spearman"].append(float(spearmanr(predicted, truth).statistic))
                     if size is None:
                         for entry, value in zip(rows_out, predicted):
-                            entry["predicted"][kind] = float(value)
-                label = f"{kind}@{size or len(rows)}"
+                            entry["predicted"][name] = float(value)
+                label = f"{name}@{size or len(rows)}"
                 mapes = scores["mape"]
                 out["models"].setdefault(label, {})[f"{ratio:g}"] = {
                     "mape": statistics.fmean(mapes), "mape_range": [min(mapes), max(mapes)], "fits": len(mapes),
@@ -195,14 +230,15 @@ def write(state: dict, a: argparse.Namespace) -> None:
                               for r, n in acc["noise"].items())
                   + f". Read {SEEN:g} is one of the training set's ratios; {UNSEEN:g} is not.", ""]
         for r, entries in acc.get("configs", {}).items():
+            names = list(entries[0]["predicted"])
             lines += [f"### Read {r}: each unseen configuration, measured and predicted (models fitted on all)", "",
-                      "| measured (mean of 2) | limit | " + " | ".join(KINDS) + " | disk_access_mode | heap_size | "
+                      "| measured (mean of 2) | limit | " + " | ".join(names) + " | disk_access_mode | heap_size | "
                       "compression, chunk KiB | read_ahead_kb |",
-                      "|---|---|" + "---|" * len(KINDS) + "---|---|---|---|"]
+                      "|---|---|" + "---|" * len(names) + "---|---|---|---|"]
             for e in sorted(entries, key=lambda e: statistics.fmean(e["runs"])):
                 c = e["config"]
                 lines.append(f"| {statistics.fmean(e['runs']):,.0f} | {e['limit']} | "
-                             + " | ".join(f"{e['predicted'].get(k, float('nan')):,.0f}" for k in KINDS)
+                             + " | ".join(f"{e['predicted'].get(k, float('nan')):,.0f}" for k in names)
                              + f" | {c.get('disk_access_mode')} | {c.get('heap_size')} | {c.get('compression')}, "
                              f"{c.get('compression_chunk_length')} | {c.get('read_ahead_kb')} |")
             lines.append("")
