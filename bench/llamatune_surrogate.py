@@ -119,21 +119,23 @@ def main() -> int:
 
 def ceiling(target, read: float) -> float:
     """What there is to find: the best noise-free value of the target's model over the default's, from 100K
-    random configurations and a large genetic search (GA of the surrogate module, 10x its usual population)."""
+    random configurations and a large genetic search (GA of the surrogate module, 10x its usual population), for the
+    request distribution the target's dataset recorded (the first of them)."""
     import numpy as np
 
     from nosqltune.surrogate.features import workload_features
     from nosqltune.surrogate.search import Codec, genetic
     from nosqltune.workloads.spec import make_workload
 
-    features = workload_features(make_workload(read_ratio=read).to_dict())
+    workload = make_workload(read_ratio=read, distribution=target.table.spec.distributions[0]).to_dict()
+    features = workload_features(workload)
     model = target._model("throughput")
     codec = Codec(target.space, target.table.spec.workload_row(features))
     score = lambda rows: np.log(model.predict(rows))  # noqa: E731
     rng = np.random.default_rng(12345)
     best = max(float(np.max(score(codec.rows(codec.random(rng, 10000))))) for _ in range(10))
     best = max(best, genetic(codec, score, seed=1, population=600, generations=100).value)
-    default = target.predict("throughput", target.space.default(), make_workload(read_ratio=read).to_dict())
+    default = target.predict("throughput", target.space.default(), workload)
     return float(np.exp(best)) / default
 
 

@@ -146,7 +146,7 @@ def write(results: dict, a: argparse.Namespace) -> None:
              "studies of impact_tuning.md dashed; right: each best against the default).", ""]
     lines += kept_notes(path, Path(__file__).name)
     comparison = results.get("comparison") or {}
-    lines += ["| strategy | surrogate ranking (confirmed, 10 seeds) | real study: trials, failed | its own "
+    lines += ["| strategy | surrogate ranking (confirmed, 10 seeds) | real study: search trials, failed | its own "
               "confirmation | vs default, interleaved (mean, 95% CI) | p | I/Os per op vs default | node CPU per op "
               "vs default |", "|---|---|---|---|---|---|---|---|"]
     for strategy in results["strategies"]:
