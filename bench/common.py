@@ -58,6 +58,27 @@ def study_settings(db: Path, study_name: str) -> dict | None:
     return None if row is None else json.loads(row[0] or "{}")
 
 
+def tune_or_resume(db: Path, study_name: str, *begin: str) -> dict:
+    """`tune --json` of one study of a store: resumed when the study exists (tune refuses to begin it again),
+    otherwise begun with the arguments `begin` (scenario, knobs, optimizer, budget...)."""
+    import json
+
+    args = ["--resume"] if study_settings(db, study_name) is not None else list(begin)
+    return json.loads(nosqltune("tune", *args, "--study", str(db), "--study-name", study_name, "--json"))
+
+
+def best_as_yaml(db: Path, study_name: str, path: Path) -> Path:
+    """The study's (confirmed) best as a YAML file of knob values at `path`, for compare's candidates (compare
+    labels a candidate by its file's name)."""
+    import json
+
+    import yaml
+
+    best = json.loads(nosqltune("best", "--study", str(db), "--study-name", study_name, "--format", "json"))
+    path.write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
+    return path
+
+
 def kept_notes(path: Path, script: str) -> list[str]:
     """The hand-written notes of a generated results file (status, readings), between the markers written by
     `script` (the bench/ file that generates it), markers included; empty markers when the file has none yet."""

@@ -26,11 +26,10 @@ import sys
 from pathlib import Path
 from statistics import mean
 
-import yaml
-
 from nosqltune.objective import metric_unit
 
-from common import RESULTS, kept_notes, log, nosqltune, paired, ratio_text, study_rows  # bench/common.py
+from common import (RESULTS, best_as_yaml, kept_notes, log, nosqltune, paired, ratio_text,  # bench/common.py
+                    tune_or_resume)
 
 FOLDER = RESULTS / "impact"
 SCENARIOS = ("disk-bound", "write-heavy", "latency-slo", "cloud-disk", "cloud-slo")
@@ -44,26 +43,14 @@ STORE = {"cloud-slo": "cloud-slo-1ms"}
 SIDE_METRICS = ("throughput", "p99-read", "cpu-per-op")   # tested beside the objective, from the same runs
 
 
-def _begun(db, name: str) -> bool:
-    """The study has trials (of any state): tune refuses to start it again and is resumed instead."""
-    return bool(study_rows(db, name))
-
-
 def tune(scenario: str, optimizer: str, knobs: str, budget: int) -> dict:
-    db = FOLDER / f"{STORE.get(scenario, scenario)}.db"
-    resume = ["--resume"] if _begun(db, optimizer) else ["--scenario", scenario, "--knobs", knobs, "--optimizer",
-                                                         optimizer, "--budget", str(budget)]
-    out = nosqltune("tune", *resume, "--study", str(db), "--study-name", optimizer, "--json")
-    return json.loads(out)
+    return tune_or_resume(FOLDER / f"{STORE.get(scenario, scenario)}.db", optimizer, "--scenario", scenario, "--knobs",
+                          knobs, "--optimizer", optimizer, "--budget", str(budget))
 
 
 def best_yaml(scenario: str, optimizer: str) -> str:
-    """The study's (confirmed) best as a YAML file of knob values, for compare's candidates."""
-    db = FOLDER / f"{STORE.get(scenario, scenario)}.db"
-    best = json.loads(nosqltune("best", "--study", str(db), "--study-name", optimizer, "--format", "json"))
-    path = FOLDER / f"{STORE.get(scenario, scenario)}-{optimizer}-best.yaml"
-    path.write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
-    return str(path)
+    store = STORE.get(scenario, scenario)
+    return str(best_as_yaml(FOLDER / f"{store}.db", optimizer, FOLDER / f"{store}-{optimizer}-best.yaml"))
 
 
 def compare(scenario: str, rounds: int, irace_best: str) -> dict:

@@ -29,9 +29,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-import yaml
-
-from common import RESULTS, kept_notes, log, nosqltune, ratio_text, study_settings  # bench/common.py
+from common import RESULTS, best_as_yaml, kept_notes, log, nosqltune, ratio_text, tune_or_resume  # bench/common.py
 
 FOLDER = RESULTS / "strategies_v5"
 DB = FOLDER / "cloud-disk-real.db"
@@ -52,20 +50,6 @@ def ranked() -> tuple[list[str], dict]:
     summary = {k: v for k, v in report["summary"].items() if "denoise" not in k}
     order = sorted(summary, key=lambda k: -summary[k]["confirmed"][0])
     return [*[k for k in order if k != "random"][:2], "random"], summary
-
-
-def tune(strategy: str, a: argparse.Namespace) -> dict:
-    begun = study_settings(DB, strategy) is not None
-    args = ["--resume"] if begun else ["--scenario", a.scenario, "--knobs", a.knobs, *FLAGS[strategy], "--budget",
-                                       str(a.budget), "--seed", "1"]
-    return json.loads(nosqltune("tune", *args, "--study", str(DB), "--study-name", strategy, "--json"))
-
-
-def best_yaml(strategy: str) -> Path:
-    best = json.loads(nosqltune("best", "--study", str(DB), "--study-name", strategy, "--format", "json"))
-    path = FOLDER / f"{strategy}-best.yaml"   # compare labels a candidate by its file's name
-    path.write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
-    return path
 
 
 def curves(db: Path, names: list[str]) -> dict[str, list[float]]:
@@ -191,11 +175,12 @@ def main() -> int:
                                                             for s in strategies}})
     for strategy in strategies if not a.write_only else ():
         log(f"{strategy}: tuning")
-        out = tune(strategy, a)
+        out = tune_or_resume(DB, strategy, "--scenario", a.scenario, "--knobs", a.knobs, *FLAGS[strategy], "--budget",
+                             str(a.budget), "--seed", "1")
         results["studies"][strategy] = {k: out.get(k) for k in ("trials", "failed_trials", "speedup", "bottlenecks")}
         write(results, a)
     if not a.write_only:
-        candidates = ",".join(str(best_yaml(s)) for s in strategies)
+        candidates = ",".join(str(best_as_yaml(DB, s, FOLDER / f"{s}-best.yaml")) for s in strategies)
         comparison = json.loads(nosqltune("compare", "--study", str(DB), "--study-name", COMPARED_IN, "--candidates",
                                           candidates, "--repeat", str(a.rounds), "--metrics", ",".join(METRICS),
                                           "--json", ok=(0, 1)))
