@@ -46,6 +46,12 @@ def study_rows(db: Path, study_name: str) -> list[dict]:
              "internals": json.loads(r[3] or "{}"), "failure_kind": r[4], "error": r[5]} for r in found]
 
 
+def counted_rows(db: Path, study_name: str) -> list[dict]:
+    """study_rows without the runs a stop cut short (failure kind "interrupted"): a resumed benchmark runs them
+    again, so they count neither as a round done nor as a result."""
+    return [r for r in study_rows(db, study_name) if r["failure_kind"] != "interrupted"]
+
+
 def study_settings(db: Path, study_name: str) -> dict | None:
     """The stored settings of one study of a SQLite trial store; None when the store or the study does not exist."""
     import json

@@ -27,7 +27,7 @@ import json
 import statistics
 import sys
 
-from common import RESULTS, ROOT, log, nosqltune, study_rows  # bench/common.py
+from common import RESULTS, ROOT, log, nosqltune, counted_rows  # bench/common.py
 
 sys.path.insert(0, str(ROOT / "src"))
 from nosqltune.evaluation.stats import compare  # noqa: E402
@@ -47,7 +47,7 @@ MODES = ("saturated", "rate")
 
 
 def rows(study_name: str) -> list[dict]:
-    return [r for r in study_rows(STUDY, study_name) if r["failure_kind"] != "interrupted"]
+    return counted_rows(STUDY, study_name)
 
 
 def run_side(name: str, mode: str, side: str, a) -> None:

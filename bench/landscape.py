@@ -31,7 +31,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from common import RESULTS, most_common, ROOT, kept_notes, log, nosqltune, study_rows  # bench/common.py
+from common import RESULTS, most_common, ROOT, kept_notes, log, nosqltune, counted_rows  # bench/common.py
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -104,7 +104,7 @@ def args_of(label: str, setting: dict) -> list[str]:
 
 
 def rows(scenario: str, label: str) -> list[dict]:
-    return [r for r in study_rows(FOLDER / f"{scenario}.db", label) if r["failure_kind"] != "interrupted"]
+    return counted_rows(FOLDER / f"{scenario}.db", label)
 
 
 def main() -> int:

@@ -37,7 +37,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from common import RESULTS, ROOT, kept_notes, log, nosqltune, paired, study_rows  # bench/common.py
+from common import RESULTS, ROOT, kept_notes, log, nosqltune, paired, counted_rows  # bench/common.py
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -103,11 +103,6 @@ def ceiling_configs() -> dict[str, Path | None]:
     return configs
 
 
-def _ceiling_runs(name: str) -> list[dict]:
-    """One ceiling study's runs, a run cut by a stop (it runs again on resume) left out."""
-    return [r for r in study_rows(CEILING, name) if r["failure_kind"] != "interrupted"]
-
-
 def run_ceiling(rounds: int) -> None:
     if not MODEL.exists():
         raise SystemExit("online: no model yet: run `python3 bench/online.py collect` first")
@@ -117,7 +112,7 @@ def run_ceiling(rounds: int) -> None:
             arms = ["default", "average", phase]
             for arm in arms if round_ % 2 == 0 else list(reversed(arms)):
                 name = f"{phase}:{arm}"
-                if len(_ceiling_runs(name)) > round_:
+                if len(counted_rows(CEILING, name)) > round_:
                     continue
                 log(f"ceiling round {round_ + 1}/{rounds}: {phase} with {arm}")
                 config = ["--config", str(configs[arm]), "--force"] if configs[arm] else []
@@ -206,7 +201,7 @@ def _ceiling_table() -> tuple[list[str], dict]:
     out = {}
     for phase in PHASES:
         got = {arm: [r["metrics"].get("throughput_ops_s") if r["state"] == "COMPLETE" else None
-                     for r in _ceiling_runs(f"{phase}:{arm}")] for arm in ("default", "average", phase)}
+                     for r in counted_rows(CEILING, f"{phase}:{arm}")] for arm in ("default", "average", phase)}
         if not any(got.values()):
             continue
         means = {arm: statistics.mean([v for v in vs if v]) if any(vs) else None for arm, vs in got.items()}

@@ -17,7 +17,7 @@ import json
 import statistics
 import sys
 
-from common import RESULTS, most_common, log, nosqltune, study_rows  # bench/common.py
+from common import RESULTS, most_common, log, nosqltune, counted_rows  # bench/common.py
 
 STUDY = RESULTS / "scenarios" / "calibrate.db"
 SCENARIOS = ("in-memory", "disk-bound", "write-heavy", "latency-slo", "cloud-disk", "cloud-slo")
@@ -46,7 +46,7 @@ def cell_name(scenario: str, cell: tuple) -> str:
 
 
 def rows(name: str) -> list[dict]:
-    return [r for r in study_rows(STUDY, name) if r["failure_kind"] != "interrupted"]
+    return counted_rows(STUDY, name)
 
 
 def main() -> int:
