@@ -129,6 +129,7 @@ def run_trace(repeats: int) -> None:
     if not MODEL.exists():
         raise SystemExit("online: no model yet: run `python3 bench/online.py collect` first")
     average = ceiling_configs()["average"]
+    # the average's best brings its own heap_size, which `online` takes instead of --heap (not both)
     flags = {"static-default": ["--dry-run"], "static-average": ["--dry-run", "--config", str(average)],
              "online": []}
     for repeat in range(repeats):
@@ -137,7 +138,8 @@ def run_trace(repeats: int) -> None:
             if any(r["arm"] == arm and r["repeat"] == repeat for r in _runs()):
                 continue
             log(f"trace repeat {repeat + 1}/{repeats}: {arm}")
-            out = nosqltune("online", *CLUSTER, "--trace", "shifting", "--records", RECORDS, "--model", str(MODEL),
+            cluster = [a for a in CLUSTER if a not in ("--heap", "1G")] if arm == "static-average" else CLUSTER
+            out = nosqltune("online", *cluster, "--trace", "shifting", "--records", RECORDS, "--model", str(MODEL),
                             "--study", str(TRACE_DB), *flags[arm], "--json", ok=(0, 1))
             summary = json.loads(out)
             RUNS.write_text(json.dumps(_runs() + [{"arm": arm, "repeat": repeat, "study": summary["study"],
