@@ -12,11 +12,11 @@ kept) and rewrites bench/results/online.{md,json}; stores and models live in ben
   ceiling  what switching per phase could gain at most: per phase, the model's best configuration for that phase's
            mix and its best for the trace's average mix, with the default, on the phase's workload in --rounds
            interleaved cold rounds of `bench` (online/ceiling.db, one study per phase and configuration).
-  trace    --repeats interleaved repeats of the shipped trace at full speed, each on a fresh cluster: the static
-           default (`online --nodes 2 --dry-run`), the static best for the average mix (the same with --config) and
-           `online` re-tuning; per run the operations per phase and over the trace, the read p99 per phase, the
-           failed operations and every decision (online/trace.db: one online study per run; online/runs.json
-           names them).
+  trace    --repeats interleaved repeats of the shipped trace at full speed, each on a fresh cluster, every arm
+           with 20 s windows and 60 s of dwell (LOOP, below): the static default (`online --nodes 2 --dry-run`), the
+           static best for the average mix (the same with --config) and `online` re-tuning; per run the operations
+           per phase and over the trace, the read p99 per phase, the failed operations and every decision
+           (online/trace.db: one online study per run; online/runs.json names them).
   write    the results files and the figure (online.png: throughput over the trace, mean of the repeats per
            window, one line per arm) from what is stored.
 
@@ -52,6 +52,12 @@ PHASES = {"read-heavy": "ycsb-b", "write-heavy": "write90", "scan-heavy": "ycsb-
 CLUSTER = ["--nodes", "2", "--rf", "2", "--heap", "1G"]
 RECORDS = "100000"
 ARMS = ("static-default", "static-average", "online")
+# the loop's windows for every arm of `trace`: with online's defaults (60 s windows, 3 to confirm a shift, 180 s of
+# dwell after a change) a mix must last 3 minutes before online acts, the whole of a phase of the shipped trace
+# (measured: in a first repeat with them, online-20261128-011910, no shift was declared before the trace's last
+# window). 20 s windows and 60 s of dwell let it act a minute into each phase.
+WINDOW_S = 20
+LOOP = ["--window", str(WINDOW_S), "--confirm", "3", "--min-dwell", "60"]
 # seconds per part's unit, estimates for `plan` until this benchmark has measured its own: a cold 2-node
 # collect/bench trial (restore, boot of 2 nodes, warm-up, 100K operations; the 2-node trials of
 # bench/results/cluster/designs.db took a median 48 s besides their builds on smaller runs) and one run of the
@@ -140,7 +146,7 @@ def run_trace(repeats: int) -> None:
             log(f"trace repeat {repeat + 1}/{repeats}: {arm}")
             cluster = [a for a in CLUSTER if a not in ("--heap", "1G")] if arm == "static-average" else CLUSTER
             out = nosqltune("online", *cluster, "--trace", "shifting", "--records", RECORDS, "--model", str(MODEL),
-                            "--study", str(TRACE_DB), *flags[arm], "--json", ok=(0, 1))
+                            "--study", str(TRACE_DB), *LOOP, *flags[arm], "--json", ok=(0, 1))
             summary = json.loads(out)
             RUNS.write_text(json.dumps(_runs() + [{"arm": arm, "repeat": repeat, "study": summary["study"],
                                                    "summary": summary}], indent=1))
@@ -239,8 +245,8 @@ def _figure(runs: list[dict]) -> str | None:
                         series.setdefault(i, []).append(value)
             if series:
                 xs = sorted(series)
-                ax.plot(xs, [statistics.mean(series[x]) for x in xs], label=arm)
-    ax.set_xlabel("window (60 s)")
+                ax.plot([(x + 1) * WINDOW_S for x in xs], [statistics.mean(series[x]) for x in xs], label=arm)
+    ax.set_xlabel(f"seconds into the trace (end of each {WINDOW_S} s window)")
     ax.set_ylabel("ops/s, mean of the repeats")
     ax.set_title("shifting trace: read-heavy, write-heavy, scan-heavy (3 min each)")
     ax.legend()

@@ -547,6 +547,7 @@ def test_online_help_explains(capsys):
     out = capsys.readouterr().out
     assert exc.value.code == 0
     for words in ("--hosts", "--model", "--study", "--window", "--horizon", "--duration", "--dry-run", "--json",
+                  "--confirm", "--min-dwell",
                   "hysteresis", "rolled back", "--nodes", "ALTER TABLE", "--table", "--cql",
                   "one node drained and restarted at a time", "decided and recorded"):
         assert words in " ".join(out.split()), words
@@ -560,6 +561,9 @@ def test_online_help_explains(capsys):
     (["--hosts", "a:7199", "--window", "0"], "--window must be a number of seconds > 0"),
     (["--hosts", "a:7199", "--window", "-5"], "--window must be"),
     (["--hosts", "a:7199", "--horizon", "nan"], "--horizon must be"),
+    (["--hosts", "a:7199", "--confirm", "0"], "--confirm must be a whole number of windows >= 1"),
+    (["--hosts", "a:7199", "--min-dwell", "-1"], "--min-dwell must be a number of seconds >= 0"),
+    (["--hosts", "a:7199", "--min-dwell", "inf"], "--min-dwell must be"),
     (["--hosts", "a:7199", "--duration", "0"], "--duration must be"),
     (["--hosts", "a:7199", "--rf", "0"], "--rf must be at least 1"),
     (["--hosts", "a:7199", "--model", "MISSING"], "no fitted model in"),

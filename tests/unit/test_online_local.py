@@ -218,6 +218,19 @@ def test_a_local_run_without_heap_takes_a_gigabyte_and_a_heap_knob_sets_it(tmp_p
         assert seen[-1].local.heap_mb == heap and seen[-1].cql is None
 
 
+def test_the_hysteresis_flags_reach_the_shift_rule(tmp_path, monkeypatch):
+    """--confirm and --min-dwell set the shift detector's confirming windows and dwell; without them, 3 and 180 s."""
+    import nosqltune.online.run as online_run
+
+    seen = []
+    monkeypatch.setattr(online_run, "run_online", lambda settings, **kw: seen.append(settings) or pytest.fail("ran"))
+    for extra, confirm, dwell in (([], 3, 180.0), (["--confirm", "2", "--min-dwell", "40"], 2, 40.0)):
+        with pytest.raises(BaseException):
+            main(["online", "--hosts", "127.0.0.1:7199", *extra, "--model", str(tmp_path / "m"), "--study",
+                  str(tmp_path / "o.db")])
+        assert (seen[-1].shift.confirm, seen[-1].shift.min_dwell_seconds) == (confirm, dwell)
+
+
 def test_table_options_go_to_the_cql_address_given_or_the_traces():
     from nosqltune.workloads.trace import load_trace
 

@@ -73,6 +73,7 @@ def _seconds(flag: str, value: float | None, *, optional: bool = False) -> None:
 def cmd_online(args: argparse.Namespace) -> int:
     from ..online.run import run_online
     from ..online.settings import OnlineSettings
+    from ..online.shift import ShiftSettings
 
     running = _running(args)
     local = None
@@ -104,6 +105,10 @@ def cmd_online(args: argparse.Namespace) -> int:
     _seconds("--window", args.window)
     _seconds("--horizon", args.horizon)
     _seconds("--duration", args.duration, optional=True)
+    if args.confirm < 1:
+        raise UsageError(f"--confirm must be a whole number of windows >= 1, got {args.confirm}")
+    if not (math.isfinite(args.min_dwell) and args.min_dwell >= 0):
+        raise UsageError(f"--min-dwell must be a number of seconds >= 0, got {args.min_dwell}")
     if args.rf < 1:
         raise UsageError(f"--rf must be at least 1, got {args.rf}")
     trace = None
@@ -122,6 +127,7 @@ def cmd_online(args: argparse.Namespace) -> int:
                               cql=None if local or (args.cql is None and trace is None) else parse_cql(args.cql, nodes),
                               keyspace=keyspace, table=table,
                               local=local, running=running,
+                              shift=ShiftSettings(confirm=args.confirm, min_dwell_seconds=args.min_dwell),
                               trace_records=100_000 if args.records is None else args.records)
     say = _progress(args)
     summary = run_online(settings, say=say, progress=say).as_dict()
@@ -187,6 +193,12 @@ def add_parsers(sub) -> None:
                    help="trial store (SQLite path or postgresql:// URL) where the run gets a study of its own, "
                         "online-DATE, one row per window")
     p.add_argument("--window", type=float, default=60.0, metavar="S", help="seconds per window (default 60)")
+    p.add_argument("--confirm", type=int, default=3, metavar="N",
+                   help="consecutive windows beyond the current mix, and agreeing with each other, before a shift is "
+                        "declared (default 3): the hysteresis; a mix must last N windows for online to act on it")
+    p.add_argument("--min-dwell", type=float, default=180.0, metavar="S", dest="min_dwell",
+                   help="seconds after a shift or a change during which windows do not count toward another shift "
+                        "(default 180): a configuration stands at least this long plus --confirm windows")
     p.add_argument("--horizon", type=float, default=1800.0, metavar="S",
                    help="seconds over which a restart's predicted gain must pay for its cost (default 1800)")
     p.add_argument("--duration", type=float, default=None, metavar="S",
