@@ -183,6 +183,22 @@ def test_a_real_shift_from_90_to_50_percent_reads_is_declared_after_confirm_wind
     assert detector.shifts == 1
 
 
+def test_a_window_straddling_the_change_counts_towards_the_shift_but_not_the_new_reference():
+    """Measured on the shifting trace (bench/online.py, 20 s windows): the first window of the scan phase held
+    half writes, half scans; pooled into the new reference it put the phase's own windows beyond it."""
+    detector = ShiftDetector(ShiftSettings(confirm=3, min_dwell_seconds=0), PerKind(0.1, 0.9, 0.0))
+    assert detector.observe(window(-60.0, 5_000, 45_000)).state == "within"
+    straddling = window(0.0, 1_000, 17_000, 20_000)               # 0.03/0.45/0.53 reads/writes/scans
+    verdicts = [detector.observe(w) for w in (straddling, window(60.0, 0, 1_400, 26_000),
+                                              window(120.0, 0, 1_700, 31_000))]
+    assert [v.state for v in verdicts] == ["beyond", "beyond", "shift"]
+    assert verdicts[-1].new_reference.scan == pytest.approx(0.95, abs=0.01)
+    assert "1 window(s) of the transition left out" in verdicts[-1].reason
+    after = detector.observe(window(180.0, 0, 1_600, 30_000))      # the scan phase goes on: within, not beyond
+    assert after.state == "within" and after.distance < 0.01
+    assert detector.mix_began == 0.0                                # the mix still began with the straddling window
+
+
 def test_noise_alternating_around_the_threshold_does_not_flap():
     detector = ShiftDetector(ShiftSettings(confirm=2), PerKind(0.9, 0.1, 0.0))
     verdicts = [detector.observe(mix_window(i * MINUTE, 0.78 if i % 2 else 0.86, 50_000)) for i in range(100)]

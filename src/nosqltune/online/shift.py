@@ -22,8 +22,11 @@ The rule, as `ShiftDetector.observe` applies it to each window:
    count back to zero. Windows with fewer than `min_operations` carry no evidence and neither count nor reset.
    A burst of a minute or two (a batch job, caches warming after a restart, a client's retry storm) is thereby not
    a shift, and neither is noise that alternates around the threshold or scatters to different sides.
-5. On a shift, the new reference is the pooled mix of the confirming windows, i.e. their operations' shares, and
-   the new mix is taken to have started at the first of them. A shift back has to pass the same test against the
+5. On a shift, the new reference is the pooled mix of the confirming windows that are within the threshold of the
+   last of them, i.e. their operations' shares, and the new mix is taken to have started at the first confirming
+   window. A window that straddled the change (half the old mix, half the new) counts towards the shift, being
+   nearer the new mix than the reference, but is left out of the new reference, which would otherwise sit
+   between the two mixes and put the new mix's own windows beyond it. A shift back has to pass the same test against the
    new reference. The band of +-threshold around whichever mix is current is the hysteresis.
 6. After a shift, or after any configuration change the caller reports (`note_change`), windows that end within
    `min_dwell_seconds` (default 180 s) do not count. A change thus stands for at least that long plus `confirm`
@@ -223,7 +226,12 @@ class ShiftDetector:
             return ShiftVerdict(state="beyond", streak=len(self._streak),
                                 reason=f"{why}: beyond, {len(self._streak)} of {s.confirm} windows{note}",
                                 **figures, **base)
-        new, pooled_n = self._pooled(self._streak)
+        last = self._streak[-1]   # the new mix is the last window's; one that straddled the change is left out
+        kept = [w for w in self._streak if mix_distance(w.mix, last.mix) <= self._threshold(w.operations, last.mix,
+                                                                                             last.operations)[0]]
+        new, pooled_n = self._pooled(kept)
+        if len(kept) < len(self._streak):
+            note += f"; {len(self._streak) - len(kept)} window(s) of the transition left out of it"
         began = self._streak[0].start
         self._dwells.append(max(0.0, began - self._since))
         self._since = began
@@ -231,5 +239,6 @@ class ShiftDetector:
         self._last_change = window.end
         self._streak = []
         return ShiftVerdict(state="shift", streak=s.confirm, new_reference=new,
-                            reason=f"{why}: beyond in {s.confirm} consecutive windows; new reference {_fmt(new)}",
+                            reason=f"{why}: beyond in {s.confirm} consecutive windows; new reference {_fmt(new)}"
+                                   f"{note}",
                             **figures, **base)
