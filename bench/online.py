@@ -49,7 +49,8 @@ TRACE_DB = FOLDER / "trace.db"
 RUNS = FOLDER / "runs.json"   # runs-set-aside.json beside it: runs of a loop since changed, kept for the record
 AVERAGE = FOLDER / "average.properties"     # the trace's average mix, as a YCSB workload file
 PHASES = {"read-heavy": "ycsb-b", "write-heavy": "write90", "scan-heavy": "ycsb-e"}   # the shipped trace's
-CLUSTER = ["--nodes", "2", "--rf", "2", "--heap", "1G"]
+HEAP = ["--heap", "1G"]   # left out where a configuration brings its own heap_size (`online` takes one, not both)
+CLUSTER = ["--nodes", "2", "--rf", "2", *HEAP]
 RECORDS = "100000"
 ARMS = ("static-default", "static-average", "online")
 # the loop's windows for every arm of `trace`: with online's defaults (60 s windows, 3 to confirm a shift, 180 s of
@@ -135,7 +136,6 @@ def run_trace(repeats: int) -> None:
     if not MODEL.exists():
         raise SystemExit("online: no model yet: run `python3 bench/online.py collect` first")
     average = ceiling_configs()["average"]
-    # the average's best brings its own heap_size, which `online` takes instead of --heap (not both)
     flags = {"static-default": ["--dry-run"], "static-average": ["--dry-run", "--config", str(average)],
              "online": []}
     for repeat in range(repeats):
@@ -144,7 +144,7 @@ def run_trace(repeats: int) -> None:
             if any(r["arm"] == arm and r["repeat"] == repeat for r in _runs()):
                 continue
             log(f"trace repeat {repeat + 1}/{repeats}: {arm}")
-            cluster = [a for a in CLUSTER if a not in ("--heap", "1G")] if arm == "static-average" else CLUSTER
+            cluster = CLUSTER[:-len(HEAP)] if arm == "static-average" else CLUSTER
             out = nosqltune("online", *cluster, "--trace", "shifting", "--records", RECORDS, "--model", str(MODEL),
                             "--study", str(TRACE_DB), *LOOP, *flags[arm], "--json", ok=(0, 1))
             summary = json.loads(out)

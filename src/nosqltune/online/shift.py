@@ -26,8 +26,8 @@ The rule, as `ShiftDetector.observe` applies it to each window:
    last of them, i.e. their operations' shares, and the new mix is taken to have started at the first confirming
    window. A window that straddled the change (half the old mix, half the new) counts towards the shift, being
    nearer the new mix than the reference, but is left out of the new reference, which would otherwise sit
-   between the two mixes and put the new mix's own windows beyond it. A shift back has to pass the same test against the
-   new reference. The band of +-threshold around whichever mix is current is the hysteresis.
+   between the two mixes and put the new mix's own windows beyond it. A shift back has to pass the same test
+   against the new reference. The band of +-threshold around whichever mix is current is the hysteresis.
 6. After a shift, or after any configuration change the caller reports (`note_change`), windows that end within
    `min_dwell_seconds` (default 180 s) do not count. A change thus stands for at least that long plus `confirm`
    windows before another shift can undo it.
