@@ -15,10 +15,11 @@ kept) and rewrites bench/results/online.{md,json}; stores and models live in ben
   trace    --repeats interleaved repeats of the shipped trace at full speed, each on a fresh cluster, every arm
            with 20 s windows and 60 s of dwell (LOOP, below): the static default (`online --nodes 2 --dry-run`), the
            static best for the average mix (the same with --config) and `online` re-tuning; per run the operations
-           per phase and over the trace, the read p99 per phase, the failed operations and every decision
-           (online/trace.db: one online study per run; online/runs.json names them).
-  write    the results files and the figure (online.png: throughput over the trace, mean of the repeats per
-           window, one line per arm) from what is stored.
+           per phase and over the trace, the client's read p99 and the nodes' p99 of each phase's main operation
+           per phase, the failed operations and every decision (online/trace.db: one online study per run;
+           online/runs.json names them).
+  write    the results files and the figure (online.png: throughput and p99 over the trace, mean of the repeats
+           per 20 s of wall clock, one line per arm) from what is stored.
 
   python3 bench/online.py plan                      # the machine time of each part, nothing run
   python3 bench/online.py collect [--configs 24]
@@ -49,6 +50,7 @@ TRACE_DB = FOLDER / "trace.db"
 RUNS = FOLDER / "runs.json"   # runs-set-aside.json beside it: runs of a loop since changed, kept for the record
 AVERAGE = FOLDER / "average.properties"     # the trace's average mix, as a YCSB workload file
 PHASES = {"read-heavy": "ycsb-b", "write-heavy": "write90", "scan-heavy": "ycsb-e"}   # the shipped trace's
+MAIN_OP = {"read-heavy": "read", "write-heavy": "write", "scan-heavy": "scan"}   # whose p99 each phase is judged on
 HEAP = ["--heap", "1G"]   # left out where a configuration brings its own heap_size (`online` takes one, not both)
 CLUSTER = ["--nodes", "2", "--rf", "2", *HEAP]
 RECORDS = "100000"
@@ -221,35 +223,155 @@ def _ceiling_table() -> tuple[list[str], dict]:
     return lines, out
 
 
-def _figure(runs: list[dict]) -> str | None:
-    """Throughput per window over the trace, the mean of each arm's repeats; None when there is nothing."""
+def _windows(study: str) -> list[dict]:
+    """One online study's windows in order: wall-clock start and end, the window's figures and online's record."""
     import sqlite3
 
+    with sqlite3.connect(f"file:{TRACE_DB}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT t.started_at, t.finished_at, t.metrics, t.meta FROM trials t JOIN studies s "
+                          "ON s.id = t.study_id WHERE s.name = ? ORDER BY t.id", (study,)).fetchall()
+    return [{"start": a, "end": b, "window": (json.loads(m or "{}").get("window") or {}),
+             "online": (json.loads(meta or "{}").get("online") or {})} for a, b, m, meta in rows]
+
+
+def _main_p99_ms(window: dict, op: str | None = None) -> float | None:
+    """A window's node-side p99 (ms) of `op`, or of its most frequent operation when op is None."""
+    mix, p99 = window.get("mix") or {}, window.get("p99_us") or {}
+    op = op or (max(mix, key=mix.get) if mix else None)
+    return p99[op] / 1000 if op and p99.get(op) is not None else None
+
+
+def _phase_p99(run: dict) -> dict[str, float | None]:
+    """Per phase of one run: the node-side p99 (ms) of the phase's main operation (MAIN_OP), the median over the
+    windows wholly inside the phase (a window straddling two phases counts for neither)."""
+    windows = _windows(run["study"])
+    out = {}
+    for row in run["summary"].get("trace") or []:
+        inside = [_main_p99_ms(w["window"], MAIN_OP[row["phase"]]) for w in windows
+                  if w["start"] >= row["started_at"] and w["end"] <= row["ended_at"]]
+        inside = [v for v in inside if v is not None]
+        out[row["phase"]] = statistics.median(inside) if inside else None
+    return out
+
+
+def _p99_table(runs: list[dict]) -> tuple[list[str], dict]:
+    """The p99 of each phase's main operation per arm, and online's against each static arm, paired by repeat."""
+    p99 = {(r["arm"], r["repeat"]): _phase_p99(r) for r in runs}
+    lines = ["### p99 per phase (node-side, the phase's main operation: read, write, scan)", "",
+             "The median over the windows wholly inside the phase of the p99 the nodes report (ClientRequest "
+             "latencies over JMX), then the mean over the repeats. The ratios are online's p99 against the static "
+             "arm's, paired by repeat (< 1: online's is lower); p is the Wilcoxon signed-rank test.", "",
+             "| arm | " + " | ".join(f"{phase} {MAIN_OP[phase]} p99" for phase in PHASES) + " |",
+             "|---|" + "---|" * len(PHASES)]
+    out: dict = {"runs": {f"{arm}/{repeat + 1}": v for (arm, repeat), v in p99.items()}, "online_against": {}}
+    for arm in ARMS:
+        cells = []
+        for phase in PHASES:
+            got = [v[phase] for (a, _), v in p99.items() if a == arm and v.get(phase) is not None]
+            cells.append(f"{statistics.mean(got):.1f} ms" if got else "-")
+        if any(a == arm for a, _ in p99):
+            lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    for static in ("static-default", "static-average"):
+        cells = []
+        for phase in PHASES:
+            repeats = sorted(r for a, r in p99 if a == "online" and (static, r) in p99)
+            mine = [p99[("online", r)].get(phase) for r in repeats]
+            theirs = [p99[(static, r)].get(phase) for r in repeats]
+            s = paired(theirs, mine, maximize=False)   # the mean of online's p99 / the static arm's
+            out["online_against"].setdefault(static, {})[phase] = s
+            cells.append(f"x{s['mean_ratio']:.3f}, p = {s['p']:.3f}" if s["mean_ratio"] else "-")
+        lines.append(f"| online against {static} | " + " | ".join(cells) + " |")
+    return lines, out
+
+
+def _change_text(changes: list[dict]) -> str:
+    return ", ".join(f"{c['knob']} {c['before']} -> {c['after']}" for c in changes)
+
+
+def _decisions(runs: list[dict]) -> list[str]:
+    """Every decision of the online runs: the mix seen, the model's predicted gain, the live change and what the
+    guard measured after it, and the restart weighed (expected gain against cost, in operations)."""
+    lines = ["### online's decisions", "",
+             "Per online run, each window where it acted: the mix that triggered it, the model's predicted gain of "
+             "its best for that mix over the running configuration, the live knobs applied (read back from both "
+             "nodes), the guard's verdict with the measured change of the next window against the windows before, "
+             "and the rolling restart it weighed.", "",
+             "| repeat | window | mix r/w/s | predicted | live change | guard | rolling restart |",
+             "|---|---|---|---|---|---|---|"]
+    for run in sorted((r for r in runs if r["arm"] == "online"), key=lambda r: r["repeat"]):
+        windows = _windows(run["study"])
+        for i, w in enumerate(windows):
+            rec = w["online"].get("recommendation")
+            if not rec:
+                continue
+            mix = w["window"].get("mix") or {}
+            live = w["online"].get("live") or {}
+            read_back = all(not r.get("differs") and r.get("error") is None
+                            for r in (live.get("outcome") or {}).get("results") or [])
+            guard, restart = "-", "-"
+            for later in windows[i + 1:i + 3]:
+                g = later["online"].get("guard") or {}
+                if g and guard == "-":
+                    v = g.get("verdict") or {}
+                    checks = {c["name"]: c for c in v.get("checks") or []}
+                    measured = ", ".join(f"{name.replace('_', ' ')} {checks[name]['change']:+.0%}"
+                                         for name in ("throughput", "p99_read", "p99_write", "p99_scan")
+                                         if name in checks and checks[name].get("change") is not None)
+                    guard = f"{v.get('verdict')} ({measured}; {v.get('windows_before')} window(s) before)"
+                d = (later["online"].get("restart") or {}).get("decision")
+                if d and restart == "-":
+                    restart = (f"{d['action']} {'act' if d.get('act') else 'hold'}: gain "
+                               f"{d['expected_gain_operations']:,.0f} against cost {d['cost_operations']:,.0f}")
+            changes = live.get("changes") or []
+            lines.append(f"| {run['repeat'] + 1} | {i + 1} | {mix.get('read', 0):.2f}/{mix.get('write', 0):.2f}/"
+                         f"{mix.get('scan', 0):.2f} | x{rec['predicted_gain']:.3f} | "
+                         + (_change_text(changes) + ("" if read_back else " (read back differs)") if changes else "-")
+                         + f" | {guard} | {restart} |")
+    return lines
+
+
+def _figure(runs: list[dict]) -> str | None:
+    """Throughput and the p99 of each window's main operation over the trace (wall clock from the trace's start,
+    in WINDOW_S bins), the mean of each arm's repeats; None when there is nothing."""
     if not runs or not TRACE_DB.exists():
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
-    fig, ax = plt.subplots(figsize=(9, 4))
-    with sqlite3.connect(f"file:{TRACE_DB}?mode=ro", uri=True) as db:
-        for arm in ARMS:
-            series: dict[int, list[float]] = {}
-            for run in (r for r in runs if r["arm"] == arm):
-                rows = db.execute("SELECT t.metrics FROM trials t JOIN studies s ON s.id = t.study_id WHERE s.name = ? "
-                                  "ORDER BY t.id", (run["study"],)).fetchall()
-                for i, (metrics,) in enumerate(rows):
-                    value = (json.loads(metrics or "{}").get("summary") or {}).get("throughput_ops_s")
-                    if value is not None:
-                        series.setdefault(i, []).append(value)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    for arm in ARMS:
+        ops: dict[int, list[float]] = {}
+        p99: dict[int, list[float]] = {}
+        for run in (r for r in runs if r["arm"] == arm):
+            trace = run["summary"].get("trace") or []
+            if not trace:
+                continue
+            for w in _windows(run["study"]):
+                at = int(((w["start"] + w["end"]) / 2 - trace[0]["started_at"]) // WINDOW_S)
+                if w["window"].get("ops_per_second") is not None:
+                    ops.setdefault(at, []).append(w["window"]["ops_per_second"])
+                if _main_p99_ms(w["window"]) is not None:
+                    p99.setdefault(at, []).append(_main_p99_ms(w["window"]))
+        for ax, series in ((top, ops), (bottom, p99)):
             if series:
                 xs = sorted(series)
-                ax.plot([(x + 1) * WINDOW_S for x in xs], [statistics.mean(series[x]) for x in xs], label=arm)
-    ax.set_xlabel(f"seconds into the trace (end of each {WINDOW_S} s window)")
-    ax.set_ylabel("ops/s, mean of the repeats")
-    ax.set_title("shifting trace: read-heavy, write-heavy, scan-heavy (3 min each)")
-    ax.legend()
+                ax.plot([(x + 0.5) * WINDOW_S for x in xs], [statistics.mean(series[x]) for x in xs], label=arm)
+    first = (runs[0]["summary"].get("trace") or [{}])[0].get("started_at")
+    for row in (runs[0]["summary"].get("trace") or [])[:-1]:   # the phase boundaries of one run
+        for ax in (top, bottom):
+            ax.axvline(row["ended_at"] - first, color="grey", linewidth=0.6, linestyle=":")
+    top.set_ylabel("ops/s (mean of the repeats)")
+    top.set_title("shifting trace: read-heavy, write-heavy, scan-heavy (3 min each)")
+    top.legend()
+    bottom.set_yscale("log")
+    bottom.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
+    bottom.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    bottom.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    bottom.set_ylabel("p99 of the window's main\noperation, ms (node-side)")
+    bottom.set_xlabel(f"seconds from the trace's start (middle of each {WINDOW_S} s window)")
     path = RESULTS / "online.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -267,14 +389,14 @@ def write() -> None:
     runs = _runs()
     trace, out["trace"] = _trace_table(runs)
     lines += ceiling + [""] + trace + [""]
+    if runs:
+        p99, out["p99"] = _p99_table(runs)
+        lines += p99 + [""]
     figure = _figure(runs)
     if figure:
-        lines += [f"![throughput over the trace]({figure})", ""]
-    for run in (r for r in runs if r["arm"] == "online"):
-        for d in run["summary"].get("restart_decisions") or []:
-            lines.append(f"- repeat {run['repeat'] + 1}, window {d['window']}: {d['action']} {d['verdict']}, expected "
-                         f"gain {d['expected_gain_operations']:,.0f} operations against a cost of "
-                         f"{d['cost_operations']:,.0f}" + (", performed" if d.get("performed") else ""))
+        lines += [f"![throughput and p99 over the trace]({figure})", ""]
+    if any(r["arm"] == "online" for r in runs):
+        lines += _decisions(runs)
     md.write_text("\n".join(lines).rstrip() + "\n")
     (RESULTS / "online.json").write_text(json.dumps(out, indent=1, default=str))
     log(f"wrote {md}")
