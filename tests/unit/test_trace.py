@@ -97,7 +97,8 @@ def test_drive_runs_the_phases_in_order_and_stops_when_asked(tmp_path):
         calls.append((phase.name, workload.mix.get("scanproportion"), folder.name))
         if len(calls) == 2:
             stop.set()   # Ctrl-C during the second phase: it ends, no third starts
-        return {"throughput_ops_s": 1000.0 * len(calls), "errors": 0,
+        failed = ["[cql] update user1 failed: WriteTimeoutException: timed out"] if len(calls) == 2 else []
+        return {"throughput_ops_s": 1000.0 * len(calls), "errors": len(failed), "error_samples": failed,
                 "operations": {"READ": {"p99_us": 2500}} if phase.name != "scan-heavy" else {}}
 
     rows = drive(trace, run_phase, records=1000, folder=tmp_path, stop=stop, clock=lambda: float(next(now)))
@@ -106,3 +107,6 @@ def test_drive_runs_the_phases_in_order_and_stops_when_asked(tmp_path):
     assert rows[0]["throughput_ops_s"] == 1000.0 and rows[0]["read_p99_ms"] == 2.5
     assert rows[0]["started_at"] < rows[0]["ended_at"] <= rows[1]["started_at"]
     assert rows[1]["node_mix"]["write"] == pytest.approx(0.9)
+    # a failed operation is kept in the client's words: the phase's folder goes with the cluster
+    assert rows[0]["error_samples"] == [] and rows[1]["errors"] == 1
+    assert rows[1]["error_samples"] == ["[cql] update user1 failed: WriteTimeoutException: timed out"]

@@ -145,7 +145,8 @@ def cmd_online(args: argparse.Namespace) -> int:
     for row in summary.get("trace") or []:
         print(f"  trace phase {row['phase']} ({row['workload']}): {row['throughput_ops_s'] or 0:,.0f} ops/s"
               + (f", read p99 {row['read_p99_ms']:.1f} ms" if row.get("read_p99_ms") is not None else "")
-              + (f", {row['errors']} failed operations" if row.get("errors") else ""))
+              + (f", {row['errors']} failed operations" if row.get("errors") else "")
+              + (f" (first: {row['error_samples'][0]})" if row.get("error_samples") else ""))
     if summary.get("trace_error"):
         print(f"  the trace's client stopped early: {summary['trace_error']}")
     changed = summary["running"]

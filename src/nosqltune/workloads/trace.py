@@ -222,7 +222,9 @@ def drive(trace: Trace, run_phase: RunPhase, *, records: int, folder: Path,
         rows.append({"phase": phase.name, "workload": phase.workload, "node_mix": phase.node_mix(),
                      "started_at": started, "ended_at": clock(), "seconds": phase.seconds, "rate": phase.rate,
                      "throughput_ops_s": metrics.get("throughput_ops_s"), "errors": metrics.get("errors"),
-                     "read_p99_ms": reads["p99_us"] / 1000 if reads.get("p99_us") is not None else None})
+                     "read_p99_ms": reads["p99_us"] / 1000 if reads.get("p99_us") is not None else None,
+                     # the client's own words for its first failed operations (its folder may not outlive the run)
+                     "error_samples": metrics.get("error_samples") or []})
     return rows
 
 
