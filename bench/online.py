@@ -33,6 +33,7 @@ Hours of cold trials and trace runs: nothing else may run on the machine meanwhi
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -223,8 +224,10 @@ def _ceiling_table() -> tuple[list[str], dict]:
     return lines, out
 
 
+@functools.cache
 def _windows(study: str) -> list[dict]:
-    """One online study's windows in order: wall-clock start and end, the window's figures and online's record."""
+    """One online study's windows in order: wall-clock start and end, the window's figures and online's record
+    (read once per study: the tables and the figure all use them)."""
     import sqlite3
 
     with sqlite3.connect(f"file:{TRACE_DB}?mode=ro", uri=True) as db:
@@ -288,6 +291,21 @@ def _change_text(changes: list[dict]) -> str:
     return ", ".join(f"{c['knob']} {c['before']} -> {c['after']}" for c in changes)
 
 
+def _guard_text(guard: dict) -> str:
+    """The guard's verdict on a live change with the measured change of each figure it judged."""
+    v = guard.get("verdict") or {}
+    checks = {c["name"]: c for c in v.get("checks") or []}
+    measured = ", ".join(f"{name.replace('_', ' ')} {checks[name]['change']:+.0%}"
+                         for name in ("throughput", "p99_read", "p99_write", "p99_scan")
+                         if name in checks and checks[name].get("change") is not None)
+    return f"{v.get('verdict')} ({measured}; {v.get('windows_before')} window(s) before)"
+
+
+def _restart_text(d: dict) -> str:
+    return (f"{d['action']} {'act' if d.get('act') else 'hold'}: gain {d['expected_gain_operations']:,.0f} "
+            f"against cost {d['cost_operations']:,.0f}")
+
+
 def _decisions(runs: list[dict]) -> list[str]:
     """Every decision of the online runs: the mix seen, the model's predicted gain, the live change and what the
     guard measured after it, and the restart weighed (expected gain against cost, in operations)."""
@@ -308,20 +326,10 @@ def _decisions(runs: list[dict]) -> list[str]:
             live = w["online"].get("live") or {}
             read_back = all(not r.get("differs") and r.get("error") is None
                             for r in (live.get("outcome") or {}).get("results") or [])
-            guard, restart = "-", "-"
-            for later in windows[i + 1:i + 3]:
-                g = later["online"].get("guard") or {}
-                if g and guard == "-":
-                    v = g.get("verdict") or {}
-                    checks = {c["name"]: c for c in v.get("checks") or []}
-                    measured = ", ".join(f"{name.replace('_', ' ')} {checks[name]['change']:+.0%}"
-                                         for name in ("throughput", "p99_read", "p99_write", "p99_scan")
-                                         if name in checks and checks[name].get("change") is not None)
-                    guard = f"{v.get('verdict')} ({measured}; {v.get('windows_before')} window(s) before)"
-                d = (later["online"].get("restart") or {}).get("decision")
-                if d and restart == "-":
-                    restart = (f"{d['action']} {'act' if d.get('act') else 'hold'}: gain "
-                               f"{d['expected_gain_operations']:,.0f} against cost {d['cost_operations']:,.0f}")
+            after = [later["online"] for later in windows[i + 1:i + 3]]   # the guard and the restart follow
+            guard = next((_guard_text(o["guard"]) for o in after if o.get("guard")), "-")
+            restart = next((_restart_text(o["restart"]["decision"]) for o in after
+                            if (o.get("restart") or {}).get("decision")), "-")
             changes = live.get("changes") or []
             lines.append(f"| {run['repeat'] + 1} | {i + 1} | {mix.get('read', 0):.2f}/{mix.get('write', 0):.2f}/"
                          f"{mix.get('scan', 0):.2f} | x{rec['predicted_gain']:.3f} | "
@@ -351,10 +359,9 @@ def _figure(runs: list[dict]) -> str | None:
                 continue
             for w in _windows(run["study"]):
                 at = int(((w["start"] + w["end"]) / 2 - trace[0]["started_at"]) // WINDOW_S)
-                if w["window"].get("ops_per_second") is not None:
-                    ops.setdefault(at, []).append(w["window"]["ops_per_second"])
-                if _main_p99_ms(w["window"]) is not None:
-                    p99.setdefault(at, []).append(_main_p99_ms(w["window"]))
+                for series, value in ((ops, w["window"].get("ops_per_second")), (p99, _main_p99_ms(w["window"]))):
+                    if value is not None:
+                        series.setdefault(at, []).append(value)
         for ax, series in ((top, ops), (bottom, p99)):
             if series:
                 xs = sorted(series)
