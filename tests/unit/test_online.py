@@ -371,6 +371,24 @@ def test_a_gain_must_clear_the_cost_by_the_margin():
     assert decide_restart(settings=CostSettings(margin=0.0), **kwargs).act
 
 
+def test_the_gain_is_the_models_relative_gain_at_the_pace_measured_now():
+    # the model was fitted where the cluster served 10,000 ops/s; the cluster watched serves a tenth of that
+    kwargs = dict(predicted_now=10_000, predicted_new=13_000, nodes=3, replication_factor=3, dwell_seconds=7_200)
+    fast = decide_restart(current_ops_per_second=10_000, **kwargs)
+    slow = decide_restart(current_ops_per_second=1_000, **kwargs)
+    assert fast.gain_ops_per_second == pytest.approx(3_000) and slow.gain_ops_per_second == pytest.approx(300)
+    assert slow.expected_gain_operations == pytest.approx(fast.expected_gain_operations / 10)
+    assert slow.cost_operations == pytest.approx(fast.cost_operations / 10)
+    assert slow.act and fast.act   # gain and cost scale alike: the pace alone decides nothing
+    assert "+30.0% of 1000 ops/s measured" in slow.reason
+    # the trace's 8th repeat (2026-11-28): +0.5% predicted at the model's pace, 1,278 ops/s measured, 21 s per
+    # node; the difference of the predictions (+36 ops/s, 63K operations against 1.5 x 26.8K) rolled out a restart
+    d = decide_restart(predicted_now=6_895, predicted_new=6_931, current_ops_per_second=1_278, nodes=2,
+                       replication_factor=2, dwell_seconds=None, measured_restart_seconds=[21])
+    assert d.gain_ops_per_second == pytest.approx(1_278 * 36 / 6_895)
+    assert not d.act and d.expected_gain_operations < d.cost_operations
+
+
 def test_a_mix_that_shifts_every_few_minutes_does_not_pay_for_a_restart():
     kwargs = dict(predicted_now=10_000, predicted_new=13_000, current_ops_per_second=10_000, nodes=3,
                   replication_factor=3)

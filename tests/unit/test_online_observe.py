@@ -80,6 +80,20 @@ def test_a_node_that_does_not_answer_is_left_out_in_one_line():
     assert "n3" in said[1]
 
 
+def test_a_window_no_node_answered_for_is_partial_not_idle():
+    # 2026-11-28: both nodes busy past the JMX timeout at two readings running were taken for a window without
+    # traffic (nothing to subtract, nothing missing), which a guard would read as throughput 0
+    silent = TrialError("timeout", "no answer within 5 s")
+    before = snapshot_of(0.0, {"n1": silent, "n2": silent})
+    after = snapshot_of(20.0, {"n1": silent, "n2": silent})
+    window = window_between(before, after)
+    assert window.missing == ("n1", "n2") and window.partial and window.operations == 0
+    # a node silent at the start but answering at the end has nothing to subtract: unmatched, not missing
+    after_one = snapshot_of(20.0, {"n1": answer(uptime_ms=900_000), "n2": silent})
+    window = window_between(before, after_one)
+    assert window.unmatched == ("n1",) and window.missing == ("n2",) and window.partial
+
+
 def test_an_answer_that_cannot_be_read_is_left_out_not_raised():
     said = []
     broken = answer()

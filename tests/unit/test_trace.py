@@ -98,8 +98,10 @@ def test_drive_runs_the_phases_in_order_and_stops_when_asked(tmp_path):
         if len(calls) == 2:
             stop.set()   # Ctrl-C during the second phase: it ends, no third starts
         failed = ["[cql] update user1 failed: WriteTimeoutException: timed out"] if len(calls) == 2 else []
-        return {"throughput_ops_s": 1000.0 * len(calls), "errors": len(failed), "error_samples": failed,
-                "operations": {"READ": {"p99_us": 2500}} if phase.name != "scan-heavy" else {}}
+        operations = {"READ": {"p99_us": 2500, "returns": {"OK": 900, "NOT_FOUND": 3}},   # stale reads, no line
+                      "UPDATE": {"returns": {"OK": 99, "ERROR": len(failed)}}}
+        return {"throughput_ops_s": 1000.0 * len(calls), "errors": 3 + len(failed), "error_samples": failed,
+                "operations": operations}
 
     rows = drive(trace, run_phase, records=1000, folder=tmp_path, stop=stop, clock=lambda: float(next(now)))
     assert calls == [("read-heavy", 0, "01-read-heavy"), ("write-heavy", 0, "02-write-heavy")]
@@ -108,5 +110,11 @@ def test_drive_runs_the_phases_in_order_and_stops_when_asked(tmp_path):
     assert rows[0]["started_at"] < rows[0]["ended_at"] <= rows[1]["started_at"]
     assert rows[1]["node_mix"]["write"] == pytest.approx(0.9)
     # a failed operation is kept in the client's words: the phase's folder goes with the cluster
-    assert rows[0]["error_samples"] == [] and rows[1]["errors"] == 1
+    assert rows[0]["error_samples"] == [] and rows[1]["errors"] == 4
     assert rows[1]["error_samples"] == ["[cql] update user1 failed: WriteTimeoutException: timed out"]
+    # what the errors were: reads that found nothing are told apart from failed requests
+    assert rows[0]["not_ok"] == {"READ": {"NOT_FOUND": 3}}
+    assert rows[1]["not_ok"] == {"READ": {"NOT_FOUND": 3}, "UPDATE": {"ERROR": 1}}
+    from nosqltune.cli.online import _not_ok_text   # and `online` prints them so
+
+    assert _not_ok_text(rows[1]) == " (3 read NOT_FOUND, 1 update ERROR)" and _not_ok_text({}) == ""

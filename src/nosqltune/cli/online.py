@@ -34,6 +34,13 @@ def parse_hosts(text: str):
     return tuple(nodes)
 
 
+def _not_ok_text(row: dict) -> str:
+    """A trace phase's errors by operation and status: ' (332 read NOT_FOUND)'; '' for a row without them."""
+    parts = [f"{n} {op.lower()} {status}" for op, statuses in (row.get("not_ok") or {}).items()
+             for status, n in statuses.items()]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def parse_cql(text: str | None, nodes) -> tuple[str, int]:
     """--cql HOST:PORT (default: the first watched node's host, port 9042); UsageError for a bad one."""
     if text is None:
@@ -145,7 +152,7 @@ def cmd_online(args: argparse.Namespace) -> int:
     for row in summary.get("trace") or []:
         print(f"  trace phase {row['phase']} ({row['workload']}): {row['throughput_ops_s'] or 0:,.0f} ops/s"
               + (f", read p99 {row['read_p99_ms']:.1f} ms" if row.get("read_p99_ms") is not None else "")
-              + (f", {row['errors']} failed operations" if row.get("errors") else "")
+              + (f", {row['errors']} operations not OK" + _not_ok_text(row) if row.get("errors") else "")
               + (f" (first: {row['error_samples'][0]})" if row.get("error_samples") else ""))
     if summary.get("trace_error"):
         print(f"  the trace's client stopped early: {summary['trace_error']}")

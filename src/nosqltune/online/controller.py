@@ -100,6 +100,8 @@ class _Pending:
 
 def _mix_text(window: Window) -> str:
     mix = window.mix
+    if not window.nodes and window.missing:
+        return "no node answered"
     if mix.read is None:
         return "no traffic"
     return "r/w/s " + "/".join(f"{mix.get(k):.2f}" for k in KINDS)

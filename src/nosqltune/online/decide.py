@@ -5,8 +5,14 @@ coming window exceeds the cost of the reconfiguration, and restarts its nodes on
 available. `decide_restart` weighs the two in operations, with every figure kept in the `Decision`:
 
 Benefit. The model predicts the throughput of the running configuration and of the recommended one for the
-current mix (both from the model, so that its bias cancels): the gain is `predicted_new - predicted_now`
-operations per second. It is earned only once the change has taken effect, after the whole rolling restart (N
+current mix. Both come from the model, and only their ratio is used: the gain is the relative gain
+`predicted_new / predicted_now - 1` times the throughput measured now, in operations per second. The model was
+fitted on trials of some cluster on some day, and the cluster watched may run at another pace (other machines,
+another load beside it, a slower day: on 2026-11-28 this machine ran the trace at a tenth of the pace the model
+was collected at). A bias the model has for both configurations alike, and a pace of the cluster other than the
+model's, cancel in the ratio, and the gain is then in the same operations as the cost, which is measured on the
+cluster. A difference of the two predictions would promise the model's absolute ops/s to a cluster that serves
+a tenth of them. It is earned only once the change has taken effect, after the whole rolling restart (N
 nodes one after another) and, for a rewrite, after the SSTables are rewritten. It is also earned only while the
 mix lasts. The mix is taken to end at a constant rate, so it still holds at time t with probability exp(-t / tau),
 where tau is the mean dwell time of the mixes seen so far (`ShiftDetector.mean_dwell_seconds`). The expected
@@ -73,7 +79,7 @@ class Decision:
     reason: str
     predicted_now: float                # ops/s the model predicts for the running configuration
     predicted_new: float                # ops/s for the recommended one
-    gain_ops_per_second: float
+    gain_ops_per_second: float          # (predicted_new / predicted_now - 1) x current_ops_per_second
     horizon_seconds: float
     dwell_seconds: float | None         # tau; None: no estimate, no discount
     takes_effect_seconds: float         # T: rollout plus rewrite
@@ -171,7 +177,8 @@ def decide_restart(*, predicted_now: float, predicted_new: float, current_ops_pe
     rewrite_cost = rewrite_seconds * settings.rewrite_slowdown * current
     cost = restart_cost + rewrite_cost
     takes_effect = rollout + rewrite_seconds
-    gain = new - now
+    relative = new / now - 1.0 if now > 0 else 0.0   # nothing predicted for the running one: no gain
+    gain = relative * current   # the model's relative gain at the pace measured now
     horizon = settings.horizon_seconds
     earned = expected_gain(gain, takes_effect, horizon, dwell) if gain > 0 else 0.0
     action = " and ".join(a for a, on in (("rolling restart", restart), ("rewrite", rewrite)) if on)
@@ -185,7 +192,9 @@ def decide_restart(*, predicted_now: float, predicted_new: float, current_ops_pe
         verdict, why = "act", (f"expected gain {earned:.0f} ops > (1 + {settings.margin:g}) x cost {cost:.0f} ops")
     else:
         verdict, why = "hold", (f"expected gain {earned:.0f} ops <= (1 + {settings.margin:g}) x cost {cost:.0f} ops")
-    parts = [f"{action}: {why}", f"gain {gain:+.0f} ops/s over {horizon:.0f} s from {takes_effect:.0f} s, {dwell_text}"]
+    parts = [f"{action}: {why}", f"gain {gain:+.0f} ops/s ({relative:+.1%} of {current:.0f} ops/s measured; "
+                                 f"the model: {now:.0f} -> {new:.0f}) over {horizon:.0f} s from {takes_effect:.0f} s, "
+                                 f"{dwell_text}"]
     if restart:
         parts.append(f"restart {per_node:.0f} s/node ({source}) x {n} node(s), {share:.0%} of {current:.0f} ops/s "
                      f"lost meanwhile" + (" (requests on its ranges fail)" if unavailable else ""))

@@ -121,7 +121,7 @@ def snapshot_of(at: float, answers: Mapping[str, Any], say: Callable[[str], None
             say(f"node {name}: request counters not understood ({_one_line(exc)}); left out of this window")
             continue
         nodes[name] = counters
-    return Snapshot(at=at, nodes=nodes)
+    return Snapshot(at=at, nodes=nodes, asked=tuple(answers))
 
 
 def read_snapshot(nodes: Sequence[JmxNode], timeout: float = 15.0, say: Callable[[str], None] = lambda _: None,

@@ -93,10 +93,12 @@ class NodeCounters:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The counters of every node that answered, read at one time `at` (seconds, any fixed origin)."""
+    """The counters of every node that answered, read at one time `at` (seconds, any fixed origin). `asked`: every
+    node the reading asked, those that did not answer included (empty when not known)."""
 
     at: float
     nodes: Mapping[str, NodeCounters] = field(hash=False)
+    asked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ class Window:
     end: float
     nodes: tuple[NodeWindow, ...]
     restarted: tuple[str, ...] = ()     # counted from their restart only
-    missing: tuple[str, ...] = ()       # did not answer at the end: left out
+    missing: tuple[str, ...] = ()       # asked, or read at the start, but did not answer at the end: left out
     unmatched: tuple[str, ...] = ()     # no reading at the start to subtract: left out
     settings: WindowSettings = WindowSettings()
 
@@ -220,7 +222,8 @@ def window_between(before: Snapshot, after: Snapshot, settings: WindowSettings =
     than the window (UPTIME_SLACK_S less; when only `after` has one: shorter than the window).
     Its counters then hold what it served since the restart, and those become its deltas: the operations served
     before the restart inside this window are lost to the reading, so the window is partial (a lower bound),
-    never negative. A node in `before` that is absent from `after` did not answer and is named in `missing`. A
+    never negative. A node in `before`, or asked at `after`, that is absent from `after` did not answer and is
+    named in `missing` (so a window no node answered for is partial, not one without traffic). A
     node only in `after` has no starting point: when its uptime shows it started within the window its counters
     are all within the window and it counts as restarted; otherwise it is named in `unmatched` and left out."""
     seconds = after.at - before.at
@@ -251,5 +254,5 @@ def window_between(before: Snapshot, after: Snapshot, settings: WindowSettings =
         if back:
             restarted.append(name)
         nodes.append(NodeWindow(name, *deltas, p50=now.p50, p99=now.p99, restarted=back))
-    missing = tuple(sorted(set(before.nodes) - set(after.nodes)))
+    missing = tuple(sorted((set(before.nodes) | set(after.asked)) - set(after.nodes)))
     return Window(before.at, after.at, tuple(nodes), tuple(restarted), missing, tuple(unmatched), settings)

@@ -224,8 +224,22 @@ def drive(trace: Trace, run_phase: RunPhase, *, records: int, folder: Path,
                      "throughput_ops_s": metrics.get("throughput_ops_s"), "errors": metrics.get("errors"),
                      "read_p99_ms": reads["p99_us"] / 1000 if reads.get("p99_us") is not None else None,
                      # the client's own words for its first failed operations (its folder may not outlive the run)
-                     "error_samples": metrics.get("error_samples") or []})
+                     "error_samples": metrics.get("error_samples") or [],
+                     "not_ok": not_ok_returns(metrics)})
     return rows
+
+
+def not_ok_returns(metrics: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """What `errors` counts, by operation and status: {"READ": {"NOT_FOUND": 332}}. A read at consistency ONE that
+    reaches a replica which missed the write (down while it was made, its hints not replayed yet) returns
+    NOT_FOUND, a stale read the client counts as an error without a failure on any node or a line of its own; a
+    failed request returns ERROR and is printed (`error_samples`)."""
+    out: dict[str, dict[str, int]] = {}
+    for op, stats in (metrics.get("operations") or {}).items():
+        bad = {status: int(n) for status, n in ((stats or {}).get("returns") or {}).items() if status != "OK" and n}
+        if bad:
+            out[op] = bad
+    return out
 
 
 def ycsb_phase_runner(host: str, port: int, *, cpus: str | None = None,
