@@ -6,8 +6,6 @@ import re
 import shlex
 from pathlib import Path
 
-import pytest
-
 from nosqltune.cli import build_parser
 from nosqltune.cli.reference import commands, documented_actions, render
 
