@@ -187,6 +187,8 @@ def run_restart() -> None:
 
 def _restart_section() -> tuple[list[str], dict]:
     """What `restart` measured: the roll, node by node, its price before it, and the client's not-OK returns."""
+    from nosqltune.workloads.ycsb import describe_not_ok
+
     if not RESTART_RUN.exists():
         return [], {}
     summary = json.loads(RESTART_RUN.read_text())
@@ -197,8 +199,7 @@ def _restart_section() -> tuple[list[str], dict]:
     turns = [t for roll in rolls for t in roll["roll"]]
     priced = "; ".join(f"{roll['decision']['restart_seconds_per_node']:.0f} s/node "
                        f"({roll['decision']['restart_seconds_source']})" for roll in rolls) or "-"
-    statuses = ", ".join(f"{op.lower()} {status} {n:,}" for op, by in (row.get("not_ok") or {}).items()
-                         for status, n in by.items()) or "none"
+    statuses = describe_not_ok(row.get("not_ok") or {}) or "none"
     lines = ["## Consistency ONE while the nodes restart one at a time (`restart`)", "",
              f"`online` on the write-heavy phase alone ({row['seconds']:.0f} s, 16 threads, 20,000 records, RF 2, "
              "reads and writes at ONE) with a horizon of 10^6 s, so that any gain the model predicts pays for a "

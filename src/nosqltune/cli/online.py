@@ -36,9 +36,10 @@ def parse_hosts(text: str):
 
 def _not_ok_text(row: dict) -> str:
     """A trace phase's errors by operation and status: ' (332 read NOT_FOUND)'; '' for a row without them."""
-    parts = [f"{n} {op.lower()} {status}" for op, statuses in (row.get("not_ok") or {}).items()
-             for status, n in statuses.items()]
-    return f" ({', '.join(parts)})" if parts else ""
+    from ..workloads.ycsb import describe_not_ok
+
+    text = describe_not_ok(row.get("not_ok") or {})
+    return f" ({text})" if text else ""
 
 
 def parse_cql(text: str | None, nodes) -> tuple[str, int]:

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import yaml
 
 from .spec import Workload, WorkloadError, make_workload
+from .ycsb import not_ok_returns
 
 MAX_THREADS = 256            # client threads per phase: more would starve the node of the machine's cores
 MAX_PHASE_S = 24 * 3600.0
@@ -227,19 +228,6 @@ def drive(trace: Trace, run_phase: RunPhase, *, records: int, folder: Path,
                      "error_samples": metrics.get("error_samples") or [],
                      "not_ok": not_ok_returns(metrics)})
     return rows
-
-
-def not_ok_returns(metrics: dict[str, Any]) -> dict[str, dict[str, int]]:
-    """What `errors` counts, by operation and status: {"READ": {"NOT_FOUND": 332}}. A read at consistency ONE that
-    reaches a replica which missed the write (down while it was made, its hints not replayed yet) returns
-    NOT_FOUND, a stale read the client counts as an error without a failure on any node or a line of its own; a
-    failed request returns ERROR and is printed (`error_samples`)."""
-    out: dict[str, dict[str, int]] = {}
-    for op, stats in (metrics.get("operations") or {}).items():
-        bad = {status: int(n) for status, n in ((stats or {}).get("returns") or {}).items() if status != "OK" and n}
-        if bad:
-            out[op] = bad
-    return out
 
 
 def ycsb_phase_runner(host: str, port: int, *, cpus: str | None = None,
