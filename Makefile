@@ -3,20 +3,24 @@
 #   make test  - set everything up and run the test suite (unit + integration on real Cassandra), within
 #                10 minutes on 2 cores; make test-all adds the slow tests
 # and make docs: the documentation site (docs/, mkdocs.yml) built into build/site/.
+# PYTHON makes the virtual environment (.venv) that every target below runs in: Debian's own Python is externally
+# managed (PEP 668) and takes no pip install; scripts/setup.sh makes the venv once and installs the package there.
 PYTHON ?= python3
+VENV ?= .venv
+PY = $(VENV)/bin/python
 REPEAT ?= 3
 
 .PHONY: setup demo test test-all unit faults docs reference
 
 setup:
-	./scripts/setup.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) ./scripts/setup.sh
 
 demo: setup
-	$(PYTHON) -m nosqltune bench --workload ycsb-a --repeat $(REPEAT)
+	$(PY) -m nosqltune bench --workload ycsb-a --repeat $(REPEAT)
 
 MAVEN_REPO ?= $(or $(NOSQLTUNE_CACHE),$(HOME)/.cache/nosqltune)/maven
 # SMAC's suggestions follow Python's string hashing: tests see the same hashing as `nosqltune tune` does
-PYTEST = PYTHONHASHSEED=0 $(PYTHON) -m pytest -q -rs -p no:cacheprovider
+PYTEST = PYTHONHASHSEED=0 $(PY) -m pytest -q -rs -p no:cacheprovider
 
 # The import check (layers import only downward, no circles), the duplicate-code check, the docs site's build (a
 # few seconds; warnings fail it), loadgen's JUnit tests, then pytest: the unit tests on both cores (pytest-xdist, a
@@ -30,7 +34,7 @@ PASSED = rc=$$?; if [ $$rc -eq 5 ]; then rc=0; fi
 PASSED_TOO = rc2=$$?; if [ $$rc2 -ne 0 ] && [ $$rc2 -ne 5 ]; then rc=$$rc2; fi
 
 test: setup
-	lint-imports
+	$(VENV)/bin/lint-imports
 	$(DUPLICATES)
 	$(DOCS_BUILD)
 	mvn -B -q -Dmaven.repo.local=$(MAVEN_REPO) -f loadgen/pom.xml test
@@ -38,7 +42,7 @@ test: setup
 	$(INTEGRATION) --durations=15; $(PASSED_TOO); exit $$rc
 
 test-all: setup
-	lint-imports
+	$(VENV)/bin/lint-imports
 	$(DUPLICATES)
 	$(DOCS_BUILD)
 	mvn -B -q -Dmaven.repo.local=$(MAVEN_REPO) -f loadgen/pom.xml test
@@ -47,16 +51,16 @@ test-all: setup
 
 # pylint's duplicate-code check only (R0801): no block of 6 or more lines written twice in src/, imports, docstrings
 # and comments ignored (about 10 s)
-DUPLICATES = $(PYTHON) -m pylint --disable=all --enable=R0801 --min-similarity-lines=6 --ignore-imports=y \
+DUPLICATES = $(PY) -m pylint --disable=all --enable=R0801 --min-similarity-lines=6 --ignore-imports=y \
 	--ignore-docstrings=y --ignore-comments=y --score=n src/nosqltune
 
 # The documentation site. `make docs` first writes docs/reference.md from the command line's parsers, then builds
 # the site with warnings as errors (a broken link or anchor fails it) into build/site/. `make test` builds the
 # committed pages without regenerating the reference, so tests/unit/test_docs.py can tell when it is stale.
-DOCS_BUILD = $(PYTHON) -m mkdocs build --strict
+DOCS_BUILD = $(PY) -m mkdocs build --strict
 
 reference:
-	PYTHONPATH=src $(PYTHON) -m nosqltune.cli.reference docs/reference.md
+	$(PY) -m nosqltune.cli.reference docs/reference.md
 
 docs: reference
 	$(DOCS_BUILD)
@@ -64,11 +68,11 @@ docs: reference
 unit:
 	$(UNIT)
 
-# The fault and bad-input campaign (issue 22), slow cases included; every passing case writes its row to
+# The fault and bad-input campaign, slow cases included; every passing case writes its row to
 # test-artifacts/faults.jsonl and bench/faults.py makes bench/results/faults.md of it. Needs root (small tmpfs
 # mounts for the full-disk cases) and a machine with nothing else measuring.
 FAULT_LOG = test-artifacts/faults.jsonl
 faults: setup
 	mkdir -p test-artifacts && rm -f $(FAULT_LOG)
 	NOSQLTUNE_SLOW=1 NOSQLTUNE_FAULT_LOG=$(CURDIR)/$(FAULT_LOG) $(PYTEST) -m faults --durations=10 tests
-	$(PYTHON) bench/faults.py $(FAULT_LOG)
+	$(PY) bench/faults.py $(FAULT_LOG)
