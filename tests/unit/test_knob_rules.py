@@ -74,7 +74,7 @@ def test_rules_evaluate_a_whole_population_at_once():
 def test_the_knob_files_state_their_rules_with_why_and_source():
     (rule,) = load_space("cassandra").rules
     assert rule.name == "memtable_within_half_heap" and rule.text == "memtable_heap_space <= heap_size / 2"
-    assert rule.when_set == ("memtable_heap_space",) and "issue 38" in rule.source and rule.why
+    assert rule.when_set == ("memtable_heap_space",) and "disk-bound trials" in rule.source and rule.why
     (scylla,) = load_space("scylla").rules
     assert set(scylla.knobs) == {"reader_concurrency_semaphore_kill_limit_multiplier",
                                  "reader_concurrency_semaphore_serialize_limit_multiplier"}

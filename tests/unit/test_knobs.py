@@ -49,6 +49,7 @@ def test_every_default_validates_and_is_inside_its_range(space):
         if knob.choices:
             assert knob.default in knob.choices, knob.name
         assert knob.sources, knob.name
+        assert not any(s.startswith("seed") for s in knob.sources), knob.name   # readable tags: irace-table1, ...
         assert "\n" not in knob.description
         knob.is_active(full)  # every condition evaluates on the default config
         knob.rendered(knob.default)

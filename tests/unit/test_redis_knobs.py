@@ -1,4 +1,4 @@
-"""Redis's knob space as data (issue 7, first part): seed 003's Table 2 as the set mlos6, Redis 7.0 defaults,
+"""Redis's knob space as data: the MLOS / LlamaTune report's Table 2 as the set mlos6, Redis 7.0 defaults,
 directives as keys, and the conditions that say when a knob acts."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from nosqltune.knobs import KnobError, load_space, load_space_file
 from nosqltune.knobs.space import TuningSpace
 
 
-def test_seed003_table2_is_mlos6():
+def test_the_mlos_reports_table2_is_mlos6():
     space = load_space("redis")
     mlos6 = space.subset("mlos6")
+    assert all(k.sources == ("mlos-report-table2",) for k in mlos6.knobs.values())
     assert [k.name for k in mlos6.knobs.values()] == ["maxmemory_policy", "tcp_backlog", "appendfsync", "timeout",
                                                        "save_60_changes", "auto_aof_rewrite_percentage"]
     ranges = {k.name: k.range for k in mlos6.knobs.values() if k.range}
