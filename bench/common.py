@@ -32,18 +32,34 @@ def nosqltune(*args: str, capture: bool = True, ok: tuple[int, ...] = (0,)) -> s
 
 def study_rows(db: Path, study_name: str) -> list[dict]:
     """The trials of one study of a SQLite trial store, oldest first, as dicts with their JSON columns decoded
-    (state, metrics, timings, internals, failure_kind, error); [] when the store does not exist yet."""
+    (state, tag, config, meta, metrics, timings, internals, failure_kind, error, started_at, environment_id); []
+    when the store does not exist yet."""
     import json
     import sqlite3
 
     if not db.exists():
         return []
     with sqlite3.connect(db) as conn:
-        found = conn.execute("SELECT t.state, t.metrics, t.timings, t.internals, t.failure_kind, t.error FROM trials t "
+        found = conn.execute("SELECT t.state, t.metrics, t.timings, t.internals, t.failure_kind, t.error, t.tag, "
+                             "t.config, t.meta, t.started_at, t.environment_id FROM trials t "
                              "JOIN studies s ON s.id = t.study_id WHERE s.name = ? ORDER BY t.id",
                              (study_name,)).fetchall()
     return [{"state": r[0], "metrics": json.loads(r[1] or "{}"), "timings": json.loads(r[2] or "{}"),
-             "internals": json.loads(r[3] or "{}"), "failure_kind": r[4], "error": r[5]} for r in found]
+             "internals": json.loads(r[3] or "{}"), "failure_kind": r[4], "error": r[5], "tag": r[6],
+             "config": json.loads(r[7] or "{}"), "meta": json.loads(r[8] or "{}"), "started_at": r[9],
+             "environment_id": r[10]} for r in found]
+
+
+def machines(studies: dict[str, tuple[Path, str]], tolerance: float | None = None):
+    """Whether studies set side by side on a page ran on machines of one speed (nosqltune's evaluation/machines.py:
+    the CPU probe stored with every run, and the default's node CPU per operation): one group per label (a store's
+    study) and day. Its `line()` goes on the page; `apart` says the figures come from machines more than 20% apart
+    in speed."""
+    from nosqltune.evaluation.machines import TOLERANCE, by_day, check_machines
+
+    rows = [{**r, "label": label} for label, (db, name) in studies.items() for r in study_rows(db, name)]
+    return check_machines(rows, group=lambda r: f"{r['label']}, {by_day(r)}",
+                          tolerance=TOLERANCE if tolerance is None else tolerance)
 
 
 def counted_rows(db: Path, study_name: str) -> list[dict]:

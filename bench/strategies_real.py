@@ -29,7 +29,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from common import RESULTS, best_as_yaml, kept_notes, log, nosqltune, ratio_text, tune_or_resume  # bench/common.py
+from common import RESULTS, best_as_yaml, kept_notes, log, machines, nosqltune, ratio_text, tune_or_resume  # bench/common.py
 
 FOLDER = RESULTS / "strategies_v5"
 DB = FOLDER / "cloud-disk-real.db"
@@ -129,6 +129,11 @@ def write(results: dict, a: argparse.Namespace) -> None:
              "Figure: strategies_real.png (left: the single-run best so far per search trial, with SMAC's and irace's "
              "studies of impact_tuning.md dashed; right: each best against the default).", ""]
     lines += kept_notes(path, Path(__file__).name)
+    # the figure and the cost notes set SMAC's and irace's studies beside these: on which machines each ran
+    check = machines({**{s: (DB, s) for s in results["strategies"]},
+                      **{f"{k} (impact_tuning.md)": (IMPACT, k) for k in ("smac", "irace")}})
+    lines += [f"**Machines** (the CPU probe stored with each run, the default's node CPU per operation): "
+              f"{check.line()}.", ""]
     comparison = results.get("comparison") or {}
     lines += ["| strategy | surrogate ranking (confirmed, 10 seeds) | real study: search trials, failed | its own "
               "confirmation | vs default, interleaved (mean, 95% CI) | p | I/Os per op vs default | node CPU per op "

@@ -41,7 +41,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from common import RESULTS, ROOT, kept_notes, log, nosqltune, paired, study_rows  # bench/common.py
+from common import RESULTS, ROOT, kept_notes, log, machines, nosqltune, paired, study_rows  # bench/common.py
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -186,12 +186,20 @@ def run_study(share: float, rounds: int) -> None:
 
 
 def _search_cost(store: Path, name: str) -> dict | None:
+    """The search's time split (tuning/cost.py), with the machine seconds of its confirmation's rounds beside it
+    (`confirmation_s`): a study's cost like for like is search and confirmation in machine hours, not wall time,
+    which holds whatever pauses the study had."""
     from nosqltune.tuning.cost import time_split
 
     if not store.exists():
         return None
-    rows = [r for r in _trials(store).get(name, []) if r["tag"] in SEARCH_TAGS]
-    return time_split(rows) if rows else None
+    rows = _trials(store).get(name, [])
+    search = [r for r in rows if r["tag"] in SEARCH_TAGS]
+    if not search:
+        return None
+    confirmation = [r for r in rows if r["tag"] == "compare"
+                    and str((r.get("meta") or {}).get("group", "")).startswith("confirm")]
+    return {**time_split(search), "confirmation_s": time_split(confirmation)["machine_s"] if confirmation else None}
 
 
 # ------------------------------------------------------------------------------------------------ write
@@ -254,18 +262,26 @@ def _study_lines() -> list[str]:
     lines = ["", "## SMAC on disk-bound, 60 trials, before and with --build-share (`study`, its --share)", "",
              "The search's trials only (tagged tune: the confirmation's and the comparisons' rounds apart). *Build h*: the dataset builds; "
              "*other h*: everything else of the trials (restore, boot, warm-up, measuring, stop), which moves with "
-             "the machine's speed on the day: the build share, not the wall time, is what compares across days.", "",
+             "the machine's speed on the day: the build share, not the wall time, is what compares across days. "
+             "*With its confirmation*: the search's machine hours and its confirmation's rounds, like for like. "
+             "*Wall h*: the search's first trial to its last, pauses included (the study before pacing had about "
+             "1.3 h of them): not a cost to compare.", "",
              "| study | trials | machine h | build h | other h | build share | builds | run on data built before "
-             "| wall h |", "|---|---|---|---|---|---|---|---|---|"]
+             "| with its confirmation, machine h | wall h |", "|---|---|---|---|---|---|---|---|---|---|"]
     for label, c in costs.items():
         if c is None:
             continue
         share = "-" if c["shares"]["build"] is None else f"{c['shares']['build'] * 100:.0f}%"
         wall = "-" if not c.get("wall_s") else f"{c['wall_s'] / 3600:.2f}"
         build = c["seconds"]["build"]
+        confirmed = "-" if c["confirmation_s"] is None else f"{(c['machine_s'] + c['confirmation_s']) / 3600:.2f}"
         lines.append(f"| {label} | {c['trials']} | {c['machine_s'] / 3600:.2f} | {build / 3600:.2f} | "
                      f"{(c['machine_s'] - build) / 3600:.2f} | {share} | {c['builds']} | {c.get('replaced', 0)} | "
-                     f"{wall} |")
+                     f"{confirmed} | {wall} |")
+    check = machines({"before": BEFORE, "told the projection": PACED["projection"], "told what ran": PACED["ran"]})
+    lines += ["", f"**Machines** (the CPU probe stored with each run, the default's node CPU per operation): "
+              f"{check.line()}. Machine hours of studies on machines of different speeds differ by the machines "
+              "as well as by the pacing: the build share compares across them, the hours only roughly."]
     for told, path in COMPARISONS.items():
         if path.exists() and path.read_text().strip():
             lines += _comparison_lines(told, json.loads(path.read_text()), *PACED[told])

@@ -202,6 +202,12 @@ def test_a_shift_asks_the_model_once_and_every_window_and_decision_is_stored(mod
     assert online["summary"]["recommendations"] == 2 and "tune" not in study["settings"]
     # one progress line per window
     assert sum(line.startswith("window ") for line in lines) == 16
+    # every window carries the machine record: the environment watched from, and a speed probe taken beside the
+    # cluster (under load), one probe shared by the windows of the same 5 wall minutes
+    assert {r["environment_id"] for r in rows} == {rows[0]["environment_id"]} and rows[0]["environment_id"]
+    probes = [r["internals"]["machine_probe"] for r in rows]
+    assert all(p["cpu_mb_s"] > 0 and p["under_load"] is True and p["age_s"] >= 0 for p in probes)
+    assert len({p["cpu_mb_s"] for p in probes}) == 1
 
 
 def test_the_dashboard_and_the_model_fitting_do_not_take_an_online_study_for_a_tuning_study(model_dir, tmp_path):

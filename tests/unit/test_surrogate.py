@@ -321,6 +321,22 @@ def test_surrogate_target_tune_compare_export(tmp_path, capsys, monkeypatch, sur
     assert stats["verdict"] in ("better", "no significant difference", "worse")
     rows = open_store(str(study)).trials()
     assert sum(r["tag"] == "compare" for r in rows) == 8 and len(rows) == 20
+    assert not comparison["workloads"]["read90"]["machines"]["apart"]
+
+    # rounds resumed on a machine twice as slow (the probe and the default's CPU per operation, stored with each
+    # run): the comparison, which runs nothing more, says its pairs span two machines
+    import sqlite3
+
+    with sqlite3.connect(study) as db:
+        for trial_id, meta in db.execute("SELECT id, meta FROM trials WHERE tag = 'compare'").fetchall():
+            slow = json.loads(meta)["round"] >= 2
+            db.execute("UPDATE trials SET started_at = started_at + ?, internals = ?, metrics = json_set(metrics, "
+                       "'$.summary.node_cpu_us_per_op', ?) WHERE id = ?",
+                       (86_400 * 2 * slow, json.dumps({"machine_probe": {"cpu_mb_s": 1000 if slow else 2000}}),
+                        500 if slow else 250, trial_id))
+    assert main(["compare", "--study", str(study), "--repeat", "4"]) == 0
+    said = capsys.readouterr().out
+    assert "machines: figures from machines whose speeds differ x2.00" in said
 
     # a run that fails makes the comparison exit 1, as a failed trial does in bench and tune; what completed is shown
     from nosqltune.systems.base import TrialResult

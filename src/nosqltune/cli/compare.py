@@ -76,6 +76,8 @@ def format_comparison(result: dict[str, Any], unit: str) -> str:
     for name, w in result["workloads"].items():
         lines.append(f"\n{name}:")
         lines += _metric_lines(w)
+        if w.get("machines"):
+            lines.append(f"  machines: {w['machines']['line']}")
         for metric, side in (w.get("also") or {}).items():
             lines.append(f"  -- {metric} ({side['unit']}):")
             lines += _metric_lines(side)
@@ -110,7 +112,7 @@ def add_parsers(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run the candidates and the default in interleaved cold rounds (ABC CBA ...) on the study's "
                     "workloads and harness, then per candidate: speedup over the default of the same round (mean, "
-                    "median, 95%% bootstrap interval), Wilcoxon signed-rank p-value, and a verdict (better / no "
+                    "median, 95% bootstrap interval), Wilcoxon signed-rank p-value, and a verdict (better / no "
                     "significant difference / worse). Runs are stored in the study; an interrupted comparison "
                     "continues where it stopped.\n\nExamples:\n"
                     "  nosqltune compare --study runs/a.db --repeat 10\n"
@@ -126,8 +128,8 @@ def add_parsers(sub) -> None:
                         "best; the default configuration is always run as the reference)")
     p.add_argument("--repeat", type=int, default=10, metavar="N", help="interleaved rounds (default 10)")
     p.add_argument("--scale", type=float, default=1.0, metavar="X",
-                   help="multiply records and operations by X, e.g. 10 to validate at 10x the tuning load (seed 001's "
-                        "TS2; a new dataset is loaded once) (default 1)")
+                   help="multiply records and operations by X, e.g. 10 to validate at 10x the tuning load (like the "
+                        "irace paper's heavier test scenario TS2; a new dataset is loaded once) (default 1)")
     p.add_argument("--metrics", default="throughput,cpu-per-op", metavar="LIST",
                    help="figures tested beside the study's objective, from the same runs (default throughput,"
                         "cpu-per-op: the node's CPU per operation separates configurations that the throughput of a "

@@ -141,6 +141,7 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
     from ..runtime.paths import cache_dir
     from ..tuning.results import best_configuration, confirmed_best
     from ..workloads.spec import Workload
+    from .machines import check_machines
     from .stats import compare
 
     store, tune, objective, full_space = study.store, study.tune, study.objective, study.full_space
@@ -204,9 +205,14 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
             main = per_metric.pop(objective.metric)
             main["bottlenecks"] = {k: most_common([v for v in (of_trial(r, harness.flat()) for r in runs_of if r)
                                                    if v is not None]) for k, runs_of in runs.items()}
+            # a comparison resumed on another day may pair runs of two machine speeds: said, with the figures
+            machines = check_machines([r for v in runs.values() for r in v if r], environments=store.environments())
+            if machines.apart:
+                say(machines.line())
             result["workloads"][workload.name] = {"group": group, **main,
                                                   "also": {m: {**v, "unit": metric_unit(m)}
-                                                           for m, v in per_metric.items()}}
+                                                           for m, v in per_metric.items()},
+                                                  "machines": machines.to_dict()}
         earlier = (store.find_study(study.name) or study.record)["settings"].get("compare", {})
         store.update_study_settings(study.id, {"compare": {**earlier, f"x{settings.scale:g}{suffix}": result}})
     finally:

@@ -126,9 +126,15 @@ def _watch(settings: OnlineSettings, advisor: Advisor, record: dict[str, Any], *
            applier, run_phase, restarter, clock: Callable[[], float], sleep: Callable[[float], None],
            contact: str | None = None) -> OnlineSummary:
     """The loop on `settings.nodes`; `contact`: the trace's client contact points (default the CQL host)."""
+    from ..runtime.environment import fingerprint
+    from ..systems.cassandra.provision import DEFAULT_VERSION
+
+    # the machine watched from: the nodes' own for a cluster the run started, whose version is then known
+    version = DEFAULT_VERSION if "local" in record else "remote nodes (version not read)"
     recorder = StudyRecorder.open(settings.study, {**record, "model_meta": advisor.describe(),
                                                    "started_at": time.time()},
-                                  name=settings.study_name, system=settings.system)
+                                  name=settings.study_name, system=settings.system,
+                                  environment=fingerprint(settings.system, version))
     say(f"online study '{recorder.name}' in {settings.study}: {len(settings.nodes)} node(s), "
         f"{settings.window_seconds:g} s windows, horizon {settings.horizon_seconds:g} s"
         + (", dry run" if settings.dry_run else "") + (", restarts performed" if restarter is not None else ""))

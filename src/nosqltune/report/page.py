@@ -17,7 +17,7 @@ from .online import OnlineView
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1180px; padding: 0 18px 40px; color: #222; }
 h1 { font-size: 24px; margin: 22px 0 4px; } h2 { font-size: 19px; margin-top: 30px; border-bottom: 1px solid #ddd; }
-h3 { font-size: 15px; margin-top: 22px; } .muted { color: #777; } figure { margin: 10px 0; }
+h3 { font-size: 15px; margin-top: 22px; } .muted { color: #777; } .warn { color: #a40; font-weight: bold; } figure { margin: 10px 0; }
 img { max-width: 100%; border: 1px solid #eee; } figcaption { color: #666; font-size: 12px; }
 table { border-collapse: collapse; margin: 8px 0; font-size: 13px; } td, th { border: 1px solid #ddd; padding: 3px 8px; }
 th { background: #f5f5f5; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -183,6 +183,20 @@ def environment_section(views: list[TuningView]) -> str:
     return "\n".join(parts) or "<p class='muted'>No environment recorded.</p>"
 
 
+def machines_section(views: list[TuningView]) -> str:
+    """The machines the studies' runs came from, one row per study and day, and a warning when their speeds are
+    apart by more than the tolerance (evaluation/machines.py): then the studies' figures are not comparable."""
+    from ..evaluation.machines import by_day, check_machines
+
+    rows = [dict(r, _study=view.name) for view in views for r in view.all_rows]
+    check = check_machines(rows, group=lambda r: f"{r['_study']}, {by_day(r)}")
+    body = table(["study, day (environment)", "runs", "with a probe", "CPU probe MB/s (median)",
+                  "default's node CPU us/op (median)", "default's runs"],
+                 [[esc(g.label), g.runs, g.probed, fmt(g.cpu_mb_s), fmt(g.default_cpu_us_per_op), g.default_runs]
+                  for g in check.groups], numeric={1, 2, 3, 4, 5})
+    return f"<p class='{'warn' if check.apart else 'muted'}' id='machines-verdict'>{esc(check.verdict())}</p>" + body
+
+
 def build(views: list[TuningView], out: Path, source: str, runs: list[OnlineView] = ()) -> tuple[Path, list[Path]]:
     """The page of `views` (tuning studies) and `runs` (online runs)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -214,6 +228,7 @@ def _tuning_overview(views: list[TuningView], figures: Figures) -> list[str]:
             "<p class='muted'>Best and default here are single cold runs as measured during tuning; the "
             "comparisons below are the evidence.</p>",
             "<h2>Environment</h2>", environment_section(views),
+            "<h2>Machines</h2>", machines_section(views),
             "<h2>Convergence</h2>",
             figures.add("convergence", lambda: plots.convergence(views),
                         "objective per configuration in the order measured, and the best so far", "no trials")]

@@ -1,4 +1,4 @@
-"""The machine's own speed, measured in every trial before the datastore starts (issue 38's drift): a fixed piece
+"""The machine's own speed, measured in every trial before the datastore starts (bench/results/drift.md): a fixed piece
 of work that no datastore setting can change, timed the same way each time, so trials run hours apart can be told
 apart by the machine they ran on, not only by their configuration.
 
@@ -85,3 +85,10 @@ def disk_probe(folder: Path, reads: int = DISK_READS, size: int = DISK_FILE_BYTE
             "disk_read_ms_p90": round(times[int(0.9 * (len(times) - 1))] * 1000, 4),
             "disk_seconds": round(time.perf_counter() - began, 3),
             "disk_method": f"{len(times)} random {BLOCK // 1024} KiB O_DIRECT reads of {size >> 20} MiB"}
+
+
+def machine_record(folder: Path, **context: Any) -> dict[str, Any]:
+    """Both probes at once, the core's and the disk's under `folder`, with `context` (when and how it was taken,
+    e.g. under_load=True for a probe beside a running cluster): what every stored run carries as
+    internals.machine_probe."""
+    return {**machine_probe(), **disk_probe(folder), **context}

@@ -82,11 +82,11 @@ class Datastore:
     def run_trial(self, space: "KnobSpace", overrides: dict[str, Any], workload: "Workload",
                   settings: TrialSettings, progress: Progress = quiet) -> TrialResult:
         from ..runtime.paths import work_dir
-        from ..runtime.probe import disk_probe, machine_probe
+        from ..runtime.probe import machine_record
 
         settings, overrides = with_design(space, settings, overrides)
         # the machine's speed before the datastore starts: its core, and the disk under the trials' folder
-        probe = {**machine_probe(), **disk_probe(work_dir())}
+        probe = machine_record(work_dir())
         result = self.module.run_trial(space, overrides, workload, settings, progress)
         result.internals.setdefault("machine_probe", probe)
         if result.state == "COMPLETE":   # what limited it, stored with it (bottleneck/__init__.py says how)
