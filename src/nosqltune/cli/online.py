@@ -172,7 +172,7 @@ def add_parsers(sub) -> None:
                     "changes live (JMX operations on each node, ALTER TABLE for table options; read back, kept only "
                     "if the next window's throughput and p99 are not worse, rolled back otherwise), and weigh a "
                     "rolling restart or a rewrite for the other knobs against the gain the model predicts over "
-                    "--horizon (SOPHIA's cost-benefit). A restart is performed on a cluster the run started "
+                    "--horizon (the cost-benefit rule of SOPHIA, Mahgoub et al., USENIX ATC 2019). A restart is performed on a cluster the run started "
                     "(--nodes); on one given by --hosts it is decided and recorded, and rewrites are not performed. "
                     "Every window and decision is stored in a new study "
                     "of --study. It only observes the traffic there: it never benchmarks the cluster. Ctrl-C stops "
@@ -189,9 +189,12 @@ def add_parsers(sub) -> None:
     p.add_argument("--heap", default=None, metavar="SIZE", help="with --nodes: each node's heap (default 1G)")
     p.add_argument("--config", metavar="FILE",
                    help="the configuration the cluster runs, a YAML file of knob values (knob: value) or a named "
-                        "one (latest): with --hosts what it runs now (the plan starts from it; other knobs are taken "
-                        "at their defaults), with --nodes what its nodes start with. With --dry-run and --nodes, a "
-                        "static run of that configuration under the trace")
+                        "one (latest), with --set over it: the running configuration the plan starts from is these "
+                        "values over the defaults of the model's knobs (with --nodes, the heap is --heap's unless set "
+                        "here); nothing reads what a node runs beyond the live knobs, read from the nodes when a "
+                        "change is set. A knob the model's knob set does not have is refused. With --nodes, also what "
+                        "its nodes start with; with --dry-run and --nodes, a static run of that configuration under "
+                        "the trace")
     p.add_argument("--set", metavar="KNOB=VALUE", action="append", default=[], dest="assignments",
                    help="one knob of that configuration (repeatable); wins over --config")
     p.add_argument("--model", required=True, metavar="DIR",

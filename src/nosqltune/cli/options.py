@@ -23,33 +23,77 @@ DEFAULT_JIT = "c1"
 PER_NODE = "per_node"   # the --config entry of per-node knob values (cli/harness.py reads it)
 
 
+def scenario_names() -> str:
+    """The scenarios as --scenario's help lists them, from scenarios.yaml: 'in-memory (default), disk-bound, ...'."""
+    from ..scenarios import DEFAULT, scenarios
+
+    return ", ".join(name + (" (default)" if name == DEFAULT else "") for name in scenarios())
+
+
+def scenario_default(size: str, none: str = "none") -> str:
+    """The default of a size flag as its help states it, from the shipped scenarios (scenarios.yaml; Workload's own
+    where a scenario sets none): 'default N' when every scenario has the same, else 'default: the scenario's,
+    in-memory N, disk-bound M, ...'. `none` is said for a size nothing sets (max_seconds: no cap)."""
+    import dataclasses
+
+    from ..scenarios import scenarios
+    from ..workloads.spec import Workload
+
+    field = {"warmup_ops": "warmup_operations"}.get(size, size)
+    own = {f.name: f.default for f in dataclasses.fields(Workload)}[field]
+    values = {name: s.sizes.get(size, own) for name, s in scenarios().items()}
+    shown = {name: none if value is None else str(value) for name, value in values.items()}
+    if len(set(shown.values())) == 1:
+        return f"default {next(iter(shown.values()))}"
+    return "default: the scenario's, " + ", ".join(f"{name} {value}" for name, value in shown.items())
+
+
+def distribution_default() -> str:
+    """--distribution's default as its help states it, from scenarios.yaml and the workload catalog (ycsb.yaml)."""
+    from ..scenarios import scenarios
+    from ..workloads.spec import _catalog
+
+    chosen = ", ".join(f"{name} {s.distribution}" for name, s in scenarios().items() if s.distribution)
+    mixes = {name: w["properties"].get("requestdistribution", "zipfian") for name, w in _catalog()["workloads"].items()}
+    other = ", ".join(f"{name} {d}" for name, d in mixes.items() if d != "zipfian")
+    return (f"default: the scenario's where it sets one ({chosen}), else the workload's: zipfian"
+            + (f", but {other}" if other else ""))
+
+
 def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool = False) -> None:
     """The flags every trial-running command spells the same way."""
+    from ..workloads.spec import DISTRIBUTIONS
+
     parser.add_argument("--scenario", metavar="NAME", default=None,
                         help="benchmark scenario whose workload, sizes, memory cap, knobs and objective are the "
-                             "defaults: in-memory (default), disk-bound, write-heavy, latency-slo, cloud-disk, "
-                             "cloud-slo; every flag given "
-                             "wins over it (`nosqltune scenarios` lists what each sets)")
+                             f"defaults: {scenario_names()}; every flag given wins over it (`nosqltune scenarios` "
+                             "lists what each sets; `nosqltune calibrate --scenario NAME` on this machine replaces "
+                             "its sizes here)")
     w = parser.add_argument_group("workload")
     w.add_argument("--workload", metavar="NAME", default=None,
                    help="ycsb-a .. ycsb-f, readNN (e.g. read95: NN%% reads, rest updates), or a YCSB properties "
                         "file (default: ycsb-a)")
     w.add_argument("--read-ratio", type=float, metavar="R", help="custom mix: share of reads 0..1, rest updates")
-    w.add_argument("--distribution", choices=["zipfian", "uniform", "latest"],
-                   help="request distribution of the keys (default: the workload's, zipfian)")
-    w.add_argument("--records", type=int, metavar="N", default=None, help="records loaded (default 100000)")
+    w.add_argument("--distribution", choices=DISTRIBUTIONS,
+                   help="request distribution of the keys, any a YCSB properties file's requestdistribution takes "
+                        f"({distribution_default()})")
+    w.add_argument("--records", type=int, metavar="N", default=None,
+                   help=f"records loaded ({scenario_default('records')})")
     w.add_argument("--operations", type=int, metavar="N", default=None,
-                   help="measured operations (default 100000)")
-    w.add_argument("--threads", type=int, metavar="N", default=None, help="client threads (default 16)")
+                   help=f"measured operations ({scenario_default('operations')})")
+    w.add_argument("--threads", type=int, metavar="N", default=None,
+                   help=f"client threads ({scenario_default('threads')})")
     w.add_argument("--target", type=int, metavar="OPS", help="throttle the client to OPS operations/s")
     w.add_argument("--rate-fraction", type=float, metavar="F",
                    help="throttle the client to F x the default configuration's maximum throughput for the workload "
                         "on this machine (measured once with 3 cold trials, then kept); latency-slo's is 0.6")
     w.add_argument("--max-seconds", type=int, metavar="S",
                    help="end the measured phase after S seconds even if operations remain (YCSB's "
-                        "maxexecutiontime): bounds the cost of a very slow configuration (default: no cap)")
+                        "maxexecutiontime): bounds the cost of a very slow configuration "
+                        f"({scenario_default('max_seconds', none='no cap')})")
     w.add_argument("--warmup-ops", type=int, metavar="N", default=None,
-                   help="operations run and discarded before measuring, in the same client (default 20000)")
+                   help="operations run and discarded before measuring, in the same client "
+                        f"({scenario_default('warmup_ops')})")
     w.add_argument("--warmup-max-seconds", type=int, metavar="S", default=60,
                    help="upper bound of the warm-up (default 60)")
     w.add_argument("--steady-window", type=int, metavar="S", default=0,
@@ -353,9 +397,9 @@ def _stats(values: list[float]) -> dict[str, float | None]:
 
 
 def domain_flags(parser: argparse.ArgumentParser) -> None:
-    """model fit/report: seed 004's tuning domains (its Table 3)."""
+    """model fit/report: the RF/GBDT tuning paper's tuning domains (its Table 3)."""
     parser.add_argument("--domain", choices=["TD1", "TD2", "TD3", "TD4"], default="TD1",
-                        help="the features the model sees (seed 004's tuning domains): TD1 workload, physical design "
+                        help="the features the model sees (the tuning domains of the RF/GBDT tuning paper): TD1 workload, physical design "
                              "and knobs; TD2 no workload (the trials of one workload); TD3 no design (the trials of "
                              "one design); TD4 knobs only (default TD1)")
     parser.add_argument("--workload", metavar="NAME", help="TD2/TD4: the workload whose trials are kept, as stored "

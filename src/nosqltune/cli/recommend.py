@@ -69,6 +69,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub) -> None:
+    from ..workloads.spec import DISTRIBUTIONS
+
     p = sub.add_parser("recommend", help="a configuration for a workload, from a fitted model (no trial)",
                        description="Search a fitted surrogate (genetic algorithm or simulated annealing) for the "
                                    "best configuration on a workload. Example: nosqltune recommend --model "
@@ -77,9 +79,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--workload", default=None, metavar="NAME",
                    help="read=0.7, read70, ycsb-a..f or a properties file (default ycsb-a; for a model of tuning "
                         "domain TD2 or TD4, the one workload it was fitted on)")
-    p.add_argument("--distribution", choices=["zipfian", "uniform", "latest"], help="request distribution")
+    p.add_argument("--distribution", choices=DISTRIBUTIONS,
+                   help="request distribution of the keys (the model must know it: those its collection ran)")
     p.add_argument("--search", default="ga", help="ga (genetic algorithm, RAFIKI) or anneal (simulated annealing, "
-                   "seed 004) (default ga)")
+                   "as in the RF/GBDT tuning paper) (default ga)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--format", choices=["table", "yaml", "json"], default="table", help="output format (table)")
     p.set_defaults(func=cmd_recommend)

@@ -18,6 +18,7 @@ from ..evaluation.confirmation import (CONFIRM_ROUNDS, CONFIRM_TOP, ConfirmSetti
                                       asked_confirmation, confirm_best, confirm_plan)
 from .compare import format_confirmation
 from ..store import store_exists
+from .knobs import knob_sets_help
 from .options import DEFAULT_STUDY, _common, _progress, study_path
 
 
@@ -218,7 +219,7 @@ def _executor(args: argparse.Namespace, spec, study_name: str):
 
 
 def design_knobs(args: argparse.Namespace, full_space, subset):
-    """The searched knobs with the physical design (issue 8): the --design ranges added as the knobs `nodes`
+    """The searched knobs with the physical design: the --design ranges added as the knobs `nodes`
     and `replication_factor`; with any design flag (--nodes, --rf, --design) the design knobs of a knob set
     (irace23 has replication_factor) are left out of the search, so the design is what the flags say.
     Stored as a recipe (the knob set, the added ranges, what is left out), so a resume rebuilds it."""
@@ -329,6 +330,9 @@ def cmd_best(args: argparse.Namespace) -> int:
     from ..evaluation.study import open_study
     from ..store import open_store
 
+    if args.json and args.format not in (None, "json"):
+        raise UsageError(f"--json prints the best as JSON on stdout: give --json or --format {args.format}, not both")
+    args.format = "json" if args.json else (args.format or "table")
     if not store_exists(args.study):
         raise UsageError(f"no study store at {args.study}: give the --study of a tuning run")
     confirm = ConfirmSettings(top=args.top, rounds=args.rounds) if args.confirm else None
@@ -399,9 +403,9 @@ def add_parsers(sub) -> None:
                         "Bayesian optimization; smac: SMAC3; rafiki: neural-net ensemble + genetic algorithm; "
                         "surrogate-sa: random forest + simulated annealing (default smac)")
     t.add_argument("--knobs", default=None, metavar="SET|FILE",
-                   help="knob set (Cassandra: irace23, rafiki5, vorstella5, mlos10, eppinger; Redis: mlos6, operator) "
-                        "or a YAML file of knob names or narrowed ranges (default: irace23 for Cassandra, mlos6 for "
-                        "Redis, every knob of an external target); see `nosqltune knobs SYSTEM`")
+                   help="knob set of the datastore's knob space, or a YAML file of knob names or narrowed ranges "
+                        "(default: irace23 for Cassandra, mlos6 for Redis, every knob of an external target). "
+                        + knob_sets_help())
     t.add_argument("--budget", type=int, default=None, metavar="N",
                    help="cold trials at most, the default included (default 40)")
     t.add_argument("--max-time", metavar="DURATION", help="stop after this much trial time, e.g. 90m or 2h")
@@ -421,7 +425,7 @@ def add_parsers(sub) -> None:
     d.add_argument("--no-default", dest="include_default", action="store_false",
                    help="do not measure the default")
     t.add_argument("--design", metavar="nodes=LO..HI,rf=LO..HI",
-                   help="Cassandra: search the physical design with the knobs (seed 004): the number of nodes of the "
+                   help="Cassandra: search the physical design with the knobs (as the RF/GBDT tuning paper did): the number of nodes of the "
                         "local cluster and/or the replication factor, e.g. nodes=2..4,rf=1..3; the default "
                         "configuration runs on the smallest design (instead of --nodes/--rf for what is searched)")
     t.add_argument("--seed", type=int, default=1, help="seed of the optimizer (default 1)")
@@ -484,7 +488,8 @@ def add_parsers(sub) -> None:
                                    "table.")
     p.add_argument("--study", default=DEFAULT_STUDY, metavar="PATH_OR_URL", help=f"trial store: SQLite path or postgresql:// URL (default {DEFAULT_STUDY})")
     p.add_argument("--study-name", default=None, help="study within the store (default tune)")
-    p.add_argument("--format", choices=["table", "yaml", "json"], default="table", help="output format (table)")
+    p.add_argument("--format", choices=["table", "yaml", "json"], default=None,
+                   help="output format on stdout (default table; json with --json)")
     p.add_argument("--confirm", action="store_true",
                    help="re-measure the --top configurations by single runs with the default in --rounds "
                         "interleaved cold rounds (stored in the study, resumable) and make the one with the best "
@@ -493,6 +498,8 @@ def add_parsers(sub) -> None:
                    help=f"configurations to confirm (default {CONFIRM_TOP})")
     p.add_argument("--rounds", type=int, default=CONFIRM_ROUNDS, metavar="R",
                    help=f"interleaved cold rounds of the confirmation (default {CONFIRM_ROUNDS})")
-    p.add_argument("--json", action="store_true", help="progress lines on stderr as JSON (see --format json)")
+    p.add_argument("--json", action="store_true",
+                   help="print machine-readable JSON on stdout (as --format json), and --confirm's progress lines "
+                        "on stderr as JSON")
     p.set_defaults(func=cmd_best)
 

@@ -15,6 +15,8 @@ from ..errors import NosqltuneError
 
 # property names that hold a credential (loadgen's redis.password, another binding's password or secret)
 _CREDENTIAL = re.compile(r"passw(or)?d|secret|credential", re.IGNORECASE)
+# the request distributions of the keys YCSB 0.17's CoreWorkload takes (`requestdistribution`): a properties file
+# and --distribution accept these, and no other
 DISTRIBUTIONS = ("zipfian", "uniform", "latest", "hotspot", "sequential", "exponential")
 
 
@@ -130,6 +132,10 @@ def _mix_for(name: str) -> tuple[str, dict[str, Any]]:
             raise WorkloadError(f"workload file {path} holds {secret[0]}: a credential there would be stored with "
                                 f"every trial; name the environment variable holding it in the target file "
                                 f"instead (endpoint: password_env: VARIABLE)")
+        chosen = props.get("requestdistribution")
+        if chosen is not None and chosen not in DISTRIBUTIONS:   # YCSB would stop at its start with this
+            raise WorkloadError(f"workload file {path}: requestdistribution must be one of {', '.join(DISTRIBUTIONS)}, "
+                                f"got {chosen!r}")
         return path.stem, props
     raise WorkloadError(f"unknown workload {name!r}: use ycsb-a..ycsb-f, readNN (e.g. read95), "
                         f"or the path of a YCSB properties file")
