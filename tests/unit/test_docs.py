@@ -128,7 +128,63 @@ def test_the_readme_fits_on_a_screen_or_two():
 def test_the_figures_page_indexes_every_result_file():
     figures = (DOCS / "figures.md").read_text()
     for result in sorted((ROOT / "bench" / "results").glob("*.md")):
-        assert f"(/bench/results/{result.name})" in figures, f"docs/figures.md does not index {result.name}"
+        assert f"(results/{result.name})" in figures, f"docs/figures.md does not index {result.name}"
+
+
+LINK = re.compile(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def _links(page: Path):
+    """(line number, target) of every Markdown link and image of a page, code spans and blocks left out."""
+    code = {number for number, _ in _code_lines(page.read_text())}
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        if number not in code:
+            for target in LINK.findall(re.sub(r"`[^`]*`", "", line)):
+                yield number, target
+
+
+def test_no_page_links_a_root_absolute_path():
+    """A link like /bench/results/drift.md works on a code host but not in the site opened from the disk
+    (build/site/index.html): it would point at the disk's root. Results are linked relatively (results/drift.md),
+    and mkdocs.yml's absolute_links: warn fails the strict build on one too."""
+    found = [f"{page.name}:{number}: {target}" for page in sorted(DOCS.glob("*.md"))
+             for number, target in _links(page) if target.startswith("/")]
+    assert not found, "root-absolute links in docs/ (link results as results/<file>):\n" + "\n".join(found)
+
+
+def test_every_results_link_names_a_file_the_site_gets():
+    """The build adds bench/results/'s pages, figures and report to the site as results/ (scripts/mkdocs_results.py);
+    a page's link results/<path> must name such a file (not a .db store or .json data, which stay out)."""
+    import importlib.util   # the hook is a script of the build, not a module of the package
+    spec = importlib.util.spec_from_file_location("mkdocs_results", ROOT / "scripts" / "mkdocs_results.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    site = {f.src_uri for f in hook.results_files(str(ROOT / "build" / "site"), False)}
+    assert "results/figures.md" not in site and "results/drift.md" in site and "results/online.png" in site
+    assert not any(uri.endswith((".db", ".json")) for uri in site)
+    links = [(page.name, number, target.split("#")[0]) for page in sorted(DOCS.glob("*.md"))
+             for number, target in _links(page) if target.startswith("results/")]
+    assert len(links) >= 40, f"only {len(links)} links to results found"
+    broken = [f"{name}:{number}: {target}" for name, number, target in links if target not in site]
+    assert not broken, "links to results the site does not get:\n" + "\n".join(broken)
+
+
+def test_the_pages_name_no_internal_issue_or_seed_number():
+    """Readers have neither the project's issue tracker nor its seed documents: a page names the feature, the
+    results file or the published work (docs/references.md), not "issue 38" or "seed 001". docs/reference.md is
+    generated from the help texts, which answer for themselves."""
+    internal = re.compile(r"seed ?00[0-4]|issues? [0-9]", re.IGNORECASE)
+    found = [f"{page.relative_to(ROOT)}:{number}: {line.strip()[:100]}"
+             for page in PAGES if page.name != "reference.md"
+             for number, line in enumerate(page.read_text().splitlines(), 1) if internal.search(line)]
+    assert not found, "internal numbers in the docs:\n" + "\n".join(found)
+
+
+def test_the_home_page_links_every_page():
+    index = (DOCS / "index.md").read_text()
+    for page in sorted(DOCS.glob("*.md")):
+        if page.name != "index.md":
+            assert f"]({page.name})" in index, f"docs/index.md does not link {page.name}"
 
 
 def test_every_page_is_in_the_site_navigation():
