@@ -12,8 +12,8 @@ shares the cores, throughput measures the pair, these the server alone. Its disk
 read and written per operation: the volume's device's, else what the process itself caused the storage layer to
 move): where a volume's cap is the limit, these are what a configuration can cut.
 
-Constraints (seed 004's missing piece): `p99-read<=5` or `throughput>=3000`; a trial that breaks one is
-infeasible: it never becomes the best configuration, and the optimizer sees a penalty.
+Constraints (a piece the RF/GBDT tuning paper did not have): `p99-read<=5` or `throughput>=3000`; a trial that
+breaks one is infeasible: it never becomes the best configuration, and the optimizer sees a penalty.
 
 Several workloads: a configuration's value is the geometric mean over the workloads (scale-free, so a fast
 workload does not drown a slow one).

@@ -1,4 +1,5 @@
-"""`nosqltune calibrate`: how reliable one measurement is (seed 001): CV and cost per setup, and a pick."""
+"""`nosqltune calibrate`: how reliable one measurement is (as in the irace paper's reliable-setup study): CV and
+cost per setup, and a pick."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The "best practice" baseline (seed 000 compares against it): knob values computed from the rules of thumb
-Cassandra documents, for this machine.
+"""The "best practice" baseline (Vorstella's blog post on Bayesian-optimization tuning compares against it):
+knob values computed from the rules of thumb Cassandra documents, for this machine.
 
 Each rule is data: a knob's `best_practice: {rule: EXPRESSION, source: TEXT}` in the knob file, where
 EXPRESSION uses the machine facts `cores`, `drives` (data directories: one in our harness), `ssd` (1 when

@@ -1,4 +1,4 @@
-"""Online re-tuning of a running datastore: the decision logic, free of I/O (issue 39).
+"""Online re-tuning of a running datastore: the decision logic, free of I/O.
 
 RAFIKI (Mahgoub et al., Middleware 2017) watches the read/write mix of a running datastore and re-applies the
 configuration its surrogate predicts best for the mix it now sees; SOPHIA (Mahgoub et al., USENIX ATC 2019) makes

@@ -8,12 +8,13 @@ from typing import Any
 
 OPTIMIZERS = {
     "random": ("random_search", "RandomSearch", "uniform random sampling: the baseline"),
-    "gp": ("gp", "GaussianProcessBO", "Bayesian optimization, Gaussian process + expected improvement (seed 000)"),
-    "smac": ("smac_bo", "SMACOptimizer", "SMAC3, random-forest surrogate (seed 003)"),
-    "irace": ("irace", "IraceOptimizer", "iterated racing with the R irace package (seed 001)"),
-    "rafiki": ("surrogate_search", "Rafiki", "neural-net ensemble surrogate searched by a genetic algorithm (seed 002)"),
+    "gp": ("gp", "GaussianProcessBO",
+           "Bayesian optimization, Gaussian process + expected improvement (Vorstella's BO tuner)"),
+    "smac": ("smac_bo", "SMACOptimizer", "SMAC3, random-forest surrogate (the MLOS / LlamaTune report)"),
+    "irace": ("irace", "IraceOptimizer", "iterated racing with the R irace package (the irace paper)"),
+    "rafiki": ("surrogate_search", "Rafiki", "neural-net ensemble surrogate searched by a genetic algorithm (RAFIKI)"),
     "surrogate-sa": ("surrogate_search", "SurrogateAnnealing",
-                     "random-forest surrogate searched by simulated annealing (seed 004)"),
+                     "random-forest surrogate searched by simulated annealing (the RF/GBDT paper)"),
 }
 
 

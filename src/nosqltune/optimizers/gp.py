@@ -1,4 +1,4 @@
-"""Gaussian-process Bayesian optimization (seed 000 tuned Cassandra's p99 latency this way).
+"""Gaussian-process Bayesian optimization (Vorstella's blog post tuned Cassandra's p99 latency this way).
 
 The model is scikit-learn's GaussianProcessRegressor (maintained, CPU-only, no torch): a Matern 5/2 kernel
 with one length scale per input plus a white-noise term, since cold trials are noisy. Inputs are the knobs

@@ -1,4 +1,5 @@
-"""irace, the R package (seed 001), behind the ask/tell interface.
+"""irace, the R package (used on Cassandra by the irace paper, PeerJ Computer Science), behind the ask/tell
+interface.
 
 irace drives its own loop: it calls a target-runner once per (configuration, instance, seed) and reads the
 cost the runner prints. Here the R process runs in the background with a generated scenario; its
@@ -8,9 +9,9 @@ trial the same way as for the other optimizers. irace is sequential here (one re
 
 Files written to the work directory: parameters.txt (from the knob space: i / r / c types, log scales,
 conditions as R expressions), scenario.txt, instances.txt (the workloads; irace pairs them with seeds, as
-in seed 001's W6 scenario), default.txt (the default configuration, when included: the paper's D-x runs),
-target-runner, forbidden.txt (the knob rules, when any binds: one R expression per rule that is TRUE where the rule
-is broken, so irace never samples such a configuration), and irace's own log (irace.log, irace.Rdata).
+in the irace paper's W6 scenario, all six YCSB workloads), default.txt (the default configuration, when
+included: the paper's D-x runs, x its budget), target-runner, forbidden.txt (the knob rules, when any binds:
+one R expression per rule that is TRUE where the rule is broken, so irace never samples such a configuration), and irace's own log (irace.log, irace.Rdata).
 
 In a parallel study (option `parallel` N > 1) irace races natively in parallel (its scenario's `parallel = N`):
 it starts up to N target-runners at once, each request is one pending suggestion, and `ask` returns LATER when
@@ -21,7 +22,7 @@ in an order that varies from run to run, so a resume finds a stored trial by ira
 Small budgets: irace refuses a maxExperiments below a minimum it computes from the number of parameters,
 iterations, survivors and firstTest; `race_settings` keeps irace's defaults when the budget allows them and
 otherwise lowers firstTest to 2, then the iterations and survivors, until it does. irace is made for large
-budgets (seed 001 used up to 2000 experiments): it spends experiments re-measuring configurations, which is
+budgets (the irace paper used up to 2000 experiments): it spends experiments re-measuring configurations, which is
 what makes its choice robust to noisy trials, and below roughly 100 experiments random search often finds
 as good a configuration (measured on the analytic test function).
 """
@@ -47,7 +48,7 @@ from .base import LATER, Later, Optimizer, Suggestion
 from ..knobs.space import TuningSpace, categorical, choices_of
 
 IRACE_PATHS = ("/usr/lib/R/site-library/irace/bin/irace", "/usr/local/lib/R/site-library/irace/bin/irace")
-DIGITS = 2  # decimal places of real parameters, as in seed 001
+DIGITS = 2  # decimal places of real parameters, as in the irace paper
 SCENARIO_OPTIONS = ("nbIterations", "minNbSurvival", "firstTest", "mu", "eachTest", "elitist", "deterministic",
                     "testType", "confidence", "nbConfigurations", "softRestart")
 

@@ -1,11 +1,12 @@
-"""LlamaTune (Kanellis et al., VLDB 2022; seed 003 tuned Cassandra and Redis with it through MLOS): the
-optimizer searches a small synthetic space that is mapped onto all the knobs.
+"""LlamaTune (Kanellis et al., VLDB 2022; the MLOS / LlamaTune report of Dhawan et al. tuned Cassandra and
+Redis with it through MLOS): the optimizer searches a small synthetic space that is mapped onto all the knobs.
 
 Any optimizer of the ask/tell interface is wrapped: it sees `dims` real knobs y_1..y_d in [-1, 1] and the
 adapter turns each point into a full configuration with three techniques:
 
-1. Random linear projection (HeSBO): every knob i is given one synthetic dimension h(i) and a sign s(i),
-   drawn once from the seed; its position in [0, 1] is (s(i) * y_h(i) + 1) / 2. Knobs that share a dimension
+1. Random linear projection (HeSBO, the hashing-enhanced subspace Bayesian optimization of Nayebi et al., ICML
+   2019, which LlamaTune uses): every knob i is given one synthetic dimension h(i) and a sign s(i), drawn once
+   from the seed; its position in [0, 1] is (s(i) * y_h(i) + 1) / 2. Knobs that share a dimension
    move together, so d dimensions steer all the knobs. Categorical and boolean knobs are projected the same
    way, their position split into equal shares, one per choice (as the paper does).
 2. Special-value biasing: a numeric knob with special values in the knob space (0 = disabled, ...) takes one

@@ -1,4 +1,5 @@
-"""SMAC3 through its ask/tell interface (seed 003 used SMAC, through MLOS, on Cassandra and Redis).
+"""SMAC3 through its ask/tell interface (the MLOS / LlamaTune report used SMAC, through MLOS, on Cassandra
+and Redis).
 
 The facade is SMAC's hyperparameter-optimization one: a random-forest surrogate, which handles integer,
 real and categorical knobs and conditions natively through ConfigSpace, a Sobol initial design and

@@ -1,9 +1,9 @@
-"""The surrogate pipelines of seeds 002 and 004 as tuning strategies.
+"""The surrogate pipelines of RAFIKI and of the RF/GBDT tuning paper (Eppinger & Stoerl) as tuning strategies.
 
 - `rafiki`: a few random configurations, then at every step: fit the neural-net ensemble to all
   measurements, search it with the genetic algorithm, and measure the configuration it recommends.
 - `surrogate-sa`: the same loop with a random forest (hyperparameters tuned by grouped cross-validation on
-  the measurements) searched by simulated annealing (seed 004).
+  the measurements) searched by simulated annealing (the RF/GBDT paper's search).
 
 RAFIKI searches its model over the whole space because it trains on hundreds of trials first; a tuning run
 has a few dozen, and a model fitted to so few is wrong far from them (its optimum is then a corner it

@@ -1,4 +1,4 @@
-"""The report's part for `online` runs (issue 39): each run's timeline (throughput, p99 and the observed mix per
+"""The report's part for `online` runs: each run's timeline (throughput, p99 and the observed mix per
 window, with the shifts declared, the live changes kept or rolled back and the restart decisions marked, and the
 trace's phases when one was driven) and a table of what was decided in which window.
 

@@ -1,1 +1,2 @@
-"""Surrogate models of performance = f(workload, knobs): data collection, models, search (seeds 002 and 004)."""
+"""Surrogate models of performance = f(workload, knobs): data collection, models, search (after RAFIKI and
+the RF/GBDT tuning paper of Eppinger & Stoerl)."""

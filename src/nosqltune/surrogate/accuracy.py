@@ -1,4 +1,5 @@
-"""How well a surrogate predicts what it has not seen (RAFIKI Table 2, seed 004 Table 5 and Fig. 2).
+"""How well a surrogate predicts what it has not seen (RAFIKI Table 2, the RF/GBDT paper's Table 5 and
+Fig. 2).
 
 Two questions, two grouped splits: unseen configurations (every trial of a test configuration, on every
 workload, is out of training) and unseen workloads (every trial of a test workload is out). Scores are
@@ -80,5 +81,5 @@ def evaluate(table, kind: str, metric: str, split: str = "configs", *, repeats: 
 
 def learning_curve(table, kind: str, metric: str, sizes: Sequence[int], *, repeats: int = 5,
                    seed: int = 0) -> list[dict[str, Any]]:
-    """Error on unseen configurations versus the number of training trials (seed 004 Fig. 2)."""
+    """Error on unseen configurations versus the number of training trials (the RF/GBDT paper's Fig. 2)."""
     return [evaluate(table, kind, metric, "configs", repeats=repeats, seed=seed, train_size=size) for size in sizes]

@@ -7,8 +7,8 @@ Datasets shipped with nosqltune live in `surrogate/datasets/` and are named by t
 `SurrogateTarget` stands in for a datastore in the tuning loop (`nosqltune tune --system surrogate:wide24`):
 a model fitted to the dataset predicts each metric, and the noise measured in the dataset (repeats of the
 default) is added to every answer, so that optimizers can be compared over many seeds in seconds (the cheap
-benchmark seed 001's conclusion asks for). Fitted models are cached per dataset, metric and model kind; a process that finds another fitting the same
-model waits for it and reads its file.
+benchmark the irace paper's conclusion asks for). Fitted models are cached per dataset, metric and model kind; a
+process that finds another fitting the same model waits for it and reads its file.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ read ratio, and a scan reads whole chunks), and when the data has more than one,
 (one-hot).
 Physical design (node count, replication factor) enters as numbers when trials carry it.
 
-Seed 004's tuning domains (its Table 3) choose which of these a model sees: TD1 all of them; TD2 no workload
-features (the trials of one workload); TD3 no design features (the trials of one design); TD4 the knobs only
-(one workload on one design).
+The tuning domains of the RF/GBDT tuning paper (Eppinger & Stoerl, its Table 3) choose which of these a model
+sees: TD1 all of them; TD2 no workload features (the trials of one workload); TD3 no design features (the
+trials of one design); TD4 the knobs only (one workload on one design).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def workload_features(workload: Mapping[str, Any]) -> dict[str, Any]:
 
 DESIGN_DEFAULTS = {"nodes": 1, "replication_factor": 1}
 
-# seed 004, Table 3: which feature groups a model of each tuning domain sees (the rest is held fixed)
+# the RF/GBDT paper's Table 3: which feature groups a model of each tuning domain sees (the rest is held fixed)
 DOMAINS = {"TD1": {"workload": True, "design": True}, "TD2": {"workload": False, "design": True},
            "TD3": {"workload": True, "design": False}, "TD4": {"workload": False, "design": False}}
 
@@ -66,7 +66,7 @@ class FeatureSpec:
     distributions: list[str] = field(default_factory=lambda: ["zipfian"])
     design: list[str] = field(default_factory=list)
     system: str = "cassandra"          # the knob space (cassandra, redis, ...)
-    domain: str = "TD1"                # seed 004's tuning domain: which feature groups the rows carry
+    domain: str = "TD1"                # the RF/GBDT paper's tuning domain: which feature groups the rows carry
     scope: dict[str, Any] = field(default_factory=dict)   # what the domain holds fixed: workload, design
     scans: bool = False                # the rows carry the scan ratio (the data has range scans)
     defaults: dict[str, Any] = field(default_factory=dict)   # knob defaults the recording's harness gave (its heap)
@@ -244,7 +244,8 @@ def _in_domain(rows: list[dict], features: list[dict], domain: str, workload: st
     """The rows a model of the tuning domain learns from (of one workload and/or one design, as the domain
     holds them fixed), and what it holds fixed. With one workload (design) in the data, that one is taken."""
     if domain not in DOMAINS:
-        raise UsageError(f"unknown tuning domain {domain!r}: use {', '.join(DOMAINS)} (seed 004's Table 3)")
+        raise UsageError(f"unknown tuning domain {domain!r}: use {', '.join(DOMAINS)} "
+                         "(the tuning domains of the RF/GBDT tuning paper)")
     keep, scope = list(range(len(rows))), {}
     if workload is not None and DOMAINS[domain]["workload"]:
         raise UsageError(f"{domain} learns across workloads: --workload goes with TD2 or TD4")

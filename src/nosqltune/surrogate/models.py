@@ -1,4 +1,5 @@
-"""Surrogate models: RAFIKI's neural-net ensemble, and random forest / gradient-boosted trees (seed 004).
+"""Surrogate models: RAFIKI's neural-net ensemble, and random forest / gradient-boosted trees (the RF/GBDT
+tuning paper, Eppinger & Stoerl).
 
 All models learn log(target): throughput and latencies are positive and knobs act on them by factors, so
 errors are relative, as the accuracy is reported (MAPE).
@@ -9,7 +10,7 @@ errors are relative, as the accuracy is reported (MAPE).
   MLPRegressor (L-BFGS) trains them; the fitted weights are then kept as numpy arrays, so predicting (and
   `nosqltune recommend`) needs numpy only.
 - `rf` and `gbdt`: scikit-learn's RandomForestRegressor and GradientBoostingRegressor with their
-  hyperparameters picked by grouped cross-validation (seed 004 saw a large gain from tuning them).
+  hyperparameters picked by grouped cross-validation (the RF/GBDT paper saw a large gain from tuning them).
 """
 
 from __future__ import annotations

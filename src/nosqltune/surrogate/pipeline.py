@@ -25,7 +25,7 @@ def noise(table, metric: str) -> dict[str, Any]:
 
 
 def best_measured(table, metric: str) -> dict[str, Any]:
-    """Per workload: the best configuration measured in the data (seed 004 compared its tuned
+    """Per workload: the best configuration measured in the data (the RF/GBDT paper compared its tuned
     configurations with the best training example)."""
     maximize = Objective.parse(metric).maximize
     y, mask = table.target(metric)

@@ -1,5 +1,5 @@
 """Search a surrogate instead of the datastore: a genetic algorithm (RAFIKI 3.7) and simulated annealing
-(seed 004), both over the knob space's types, ranges and conditions.
+(the RF/GBDT tuning paper's search), both over the knob space's types, ranges and conditions.
 
 A candidate is a genome with one real gene per knob: a number in the knob's own scale (its logarithm for
 log-scaled knobs), a category as a real in [0, n) whose integer part picks the choice. `Codec` turns a whole

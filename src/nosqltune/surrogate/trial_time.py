@@ -12,8 +12,8 @@ A recorded dataset keeps each real trial's timings (seconds per phase, tuning/co
   serves a process (the targets of a study's search and of its confirmation share it, as trials share a machine's
   dataset cache); a resumed study's new process pays its shapes' builds again.
 
-So strategies on a surrogate can be compared against machine time as well as trials (issue 38 item 4). Datasets
-exported before timings were kept (wide24) have no clock: None."""
+So strategies on a surrogate can be compared against machine time as well as trials
+(bench/results/strategies_v5.md). Datasets exported before timings were kept (wide24) have no clock: None."""
 
 from __future__ import annotations
 

@@ -201,7 +201,8 @@ def copy_tree(source: Path, data_dir: Path, mode: str = "link") -> None:
 def read_through(root: Path, chunk: int = 1 << 20) -> int:
     """Read every file under `root` once so its pages sit in the OS page cache; returns bytes read.
 
-    The kernel here reclaims cold page cache on its own (DAMON pageout), so whether a trial's SSTables
+    The kernel here reclaims cold page cache on its own (DAMON pageout: the kernel's data-access
+    monitor paging out memory it sees unused), so whether a trial's SSTables
     are cached would otherwise depend on how long ago the last trial ran: noise, not configuration.
     """
     total = 0

@@ -78,7 +78,8 @@ class CassandraSettings:
         return None if limit is None else limit - (self.offheap_mb or 0)
 
     def design(self) -> dict[str, int]:
-        """The physical design as numbers (features of the surrogate models, seed 004's TD1-TD4)."""
+        """The physical design as numbers (features of the surrogate models, the RF/GBDT paper's tuning
+        domains TD1-TD4)."""
         return {"nodes": self.nodes, "replication_factor": self.replication_factor}
 
     def loaded_design(self) -> dict[str, int]:

@@ -1,5 +1,5 @@
-"""What a study's machine time went to (issue 42): each trial's stored timings summed into phases, and the best
-found against the machine time spent to find it.
+"""What a study's machine time went to (bench/results/study_cost.md): each trial's stored timings summed into
+phases, and the best found against the machine time spent to find it.
 
 A trial's `timings` (seconds, written by the datastore's trial) fall into these phases; what no phase names
 (starting the client's JVM, stopping the node, removing the trial's folders) is `other`, so the phases add up
@@ -120,7 +120,7 @@ def format_split(split: dict[str, Any]) -> str:
 
 
 class BuildPacer:
-    """Keeps a study's dataset builds to a share of its machine time (tune --build-share, issue 42).
+    """Keeps a study's dataset builds to a share of its machine time (tune --build-share).
 
     A suggestion whose dataset-shaping knobs (TuningSpace.dataset_shape) ask for data the study has not built
     is run as suggested while the study's build seconds, with one more build at the mean build time so far,

@@ -1,9 +1,9 @@
-"""A phase-changing trace (issue 39): a workload whose mix shifts over time, for measuring `online`.
+"""A phase-changing trace: a workload whose mix shifts over time, for measuring `online`.
 
 A trace is a list of phases, each a YCSB mix (any workload name `--workload` takes: ycsb-a to ycsb-f, write90,
 read90, ...), a duration and either full speed (closed loop: the client's threads as fast as the node answers) or a
 fixed rate. It is data: a YAML file of the user's, or one that ships (`traces/*.yaml`, listed by `shipped_traces`).
-RAFIKI (seed 002) re-tuned against the MG-RAST trace, whose read/write mix shifts every few minutes; the shipped
+RAFIKI (Mahgoub et al., Middleware 2017) re-tuned against the MG-RAST trace, whose read/write mix shifts every few minutes; the shipped
 `shifting` trace is in that spirit: read-heavy, write-heavy and scan-heavy phases of a few minutes.
 
 `drive` runs the phases one after the other with the YCSB client against a running node or cluster, each phase one

@@ -78,7 +78,7 @@ def wait_compactions(jmx_port: int, timeout: float, poll: float = 2.0, keyspace:
         time.sleep(min(poll, max(0.0, timeout - waited)))
 
 
-# ------------------------------------------------------------------------------------- online re-tuning (issue 39)
+# ------------------------------------------------------------------------------------------------ online re-tuning
 
 def client_requests(jmx_port: int, timeout: float = 15.0, host: str | None = None) -> dict:
     """The node's cumulative ClientRequest metrics and its JVM's uptime, as loadgen's `requests` prints them:

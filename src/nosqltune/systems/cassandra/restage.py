@@ -1,4 +1,4 @@
-"""Restored data brought to a knob's value instead of data loaded with it (issue 42).
+"""Restored data brought to a knob's value instead of data loaded with it.
 
 A knob that shapes the SSTables on disk keys the dataset (`reload: true`): every value is a build of its own.
 Where the knob file says the node can rebuild the component the knob shapes (`restaged`: the bloom filter's

@@ -81,8 +81,8 @@ def available_bytes() -> int | None:
 
 
 def preflight(workload: Workload, settings: TrialSettings, available: int | None = None) -> None:
-    """The memory guard: refuse a dataset that would not fit in memory beside the client (seed 003 ran Redis out
-    of RAM at 1M records), instead of letting the kernel's OOM killer end the run. The snapshot's fork
+    """The memory guard: refuse a dataset that would not fit in memory beside the client (the MLOS / LlamaTune
+    report ran Redis out of RAM at 1M records), instead of letting the kernel's OOM killer end the run. The snapshot's fork
     shares pages copy-on-write, so the dataset counts once."""
     available = available_bytes() if available is None else available
     if available is None:
