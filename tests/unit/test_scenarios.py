@@ -308,3 +308,53 @@ def test_a_volume_without_its_machinery_is_one_line_exit_3_and_bad_input_exit_2(
         assert main(["bench", *argv]) == 2, argv
         err = capsys.readouterr().err.strip()
         assert words in err and err.count("\n") == 0, err
+
+
+def test_every_scenario_names_a_5_0_knob_set_and_a_screening_of_real_knobs():
+    full = load_space("cassandra")
+    for found in scenarios().values():
+        assert found.knob_set in full.knob_sets, found.name
+        screening = found.screening
+        assert screening["limited_by"] and screening["measured"].startswith("bench/results/"), found.name
+        assert set(screening["moves"]) <= set(full.knobs), found.name
+        assert screening.get("otherwise") in (None, *scenarios()), found.name
+    # where a volume's cap binds the cloud set; elsewhere v5
+    assert {s.name: s.knob_set for s in scenarios().values() if s.knob_set == "cloud"} == \
+        {"cloud-disk": "cloud", "cloud-slo": "cloud"}
+
+
+def test_tune_without_knobs_searches_the_scenarios_5_0_set_and_says_what_limits_its_default(monkeypatch, tmp_path,
+                                                                                           capsys):
+    """The default path: no irace23 (3.x papers' knobs, num_tokens among them); at its start tune prints the
+    scenario's stored screening: the limit, the knobs that moved it, and where to go when nothing here moves."""
+    from nosqltune.cli.tune import _new_run
+    from nosqltune.tuning.loop import TuningLoop
+    from nosqltune.tuning.workers import search_space
+
+    for argv, expected in ((["tune"], "v5"), (["tune", "--scenario", "cloud-disk"], "cloud"),
+                           (["tune", "--scenario", "write-heavy"], "v5")):
+        args = build_parser().parse_args(argv)
+        settings = trial_settings(args, surrogate=True)
+        subset = _new_run(args, search_space(settings, None), settings)[3]
+        assert subset.label.split()[0] == expected, argv
+        assert "num_tokens" not in subset.knobs
+
+    class Stop(Exception):
+        pass
+
+    def stop(self):
+        raise Stop
+
+    monkeypatch.setattr(TuningLoop, "run", stop)
+    capsys.readouterr()
+    with pytest.raises(Stop):
+        main(["tune", "--study", str(tmp_path / "s.db"), "--budget", "3"])
+    err = capsys.readouterr().err
+    assert "scenario in-memory: the default was limited by the node's cores" in err
+    assert "knobs that moved it in the screening: disk_access_mode, memtable, heap_size" in err
+    assert "when nothing here moves your objective: --scenario cloud-disk" in err
+    with pytest.raises(Stop):
+        main(["tune", "--study", str(tmp_path / "c.db"), "--scenario", "cloud-disk", "--budget", "3",
+              "--knobs", "v5"])
+    err = capsys.readouterr().err
+    assert "the volume's IOPS cap" in err and "read_ahead_kb" in err and "not in v5" in err

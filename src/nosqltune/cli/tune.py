@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import NosqltuneError, UsageError
 from ..tuning.loop import DEFAULT_BUDGET, DEFAULT_STUDY_NAME
-from ..tuning.results import format_summary, stored_subset, summarize, yaml_fragment
+from ..tuning.results import UNCONFIRMED, confirmation_status, format_summary, stored_subset, summarize, yaml_fragment
 from ..evaluation.confirmation import (CONFIRM_ROUNDS, CONFIRM_TOP, ConfirmSettings, apply_confirmation,
                                       asked_confirmation, confirm_best, confirm_plan)
 from .compare import format_confirmation
@@ -38,7 +38,7 @@ def _workdir(args, study_name: str, optimizer: str) -> Path:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .options import trial_target
+    from .options import _progress, _scenario, trial_target
     from .harness import trial_settings
     from ..tuning.workers import search_space
     from ..knobs.space import TuningSpace
@@ -106,6 +106,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
             (stored or {}).get("knob_label"), "harness": settings.to_dict(), "system": system, "confirm": asked}})
         by_name = {w.name: w for w in workloads}
         display = TerminalDisplay(json_lines=args.json)
+        if not args.resume and system == "cassandra":   # what this scenario's default is limited by, and what moves it
+            say = _progress(args)
+            for line in _scenario(args).outlook(set(subset.knobs), subset.label):
+                say(line)
         objective = Objective.from_dict(spec.objective)
         target = trial_target(settings, system, seed=spec.seed,
                               metrics=(objective.metric,) + tuple(c.metric for c in objective.constraints))
@@ -354,8 +358,9 @@ def cmd_best(args: argparse.Namespace) -> int:
     finally:
         store.close()
     apply_confirmation(result, confirmation, space, spec)   # the best is the confirmed one, if confirmed
+    status = confirmation_status(result["best"])
     if args.format == "json":
-        print(json.dumps({**result, "fixed": tune["fixed"]}, default=str))
+        print(json.dumps({**result, "best_status": status, "fixed": tune["fixed"]}, default=str))
     elif args.format == "yaml":
         best, default, confirmed = result["best"], result["default"], result["best"].get("confirmed")
         measured = ("the mean of its confirmation's interleaved cold rounds" if confirmed
@@ -366,7 +371,8 @@ def cmd_best(args: argparse.Namespace) -> int:
                   f"best {best['value']:.6g} {result['unit']}{', ' if confirmed else ' '}{measured}"
                   + (f"; default {default['value']:.6g}{' (its runs in the study)' if confirmed else ''}"
                      if default and default["value"] else "")
-                  + (f"; {(result['speedup'] - 1) * 100:+.1f}% ({basis})" if result["speedup"] else ""))
+                  + (f"; {(result['speedup'] - 1) * 100:+.1f}% ({basis})" if result["speedup"] else "")
+                  + ("" if confirmed else f"\n{UNCONFIRMED}"))
         sys.stdout.write(yaml_fragment(space, result["best"]["config"], tune["fixed"], header, settings))
     else:
         print(format_summary(result))
@@ -376,8 +382,7 @@ def cmd_best(args: argparse.Namespace) -> int:
             if stale > 0:
                 print(f"  (confirmed before the study's last {stale} trial(s): `best --confirm` again to include them)")
         else:
-            print("not confirmed: the best of single cold runs is partly luck; `nosqltune best --confirm` "
-                  "re-measures the top configurations")
+            print(UNCONFIRMED)
     return 0
 
 
@@ -404,7 +409,8 @@ def add_parsers(sub) -> None:
                         "surrogate-sa: random forest + simulated annealing (default smac)")
     t.add_argument("--knobs", default=None, metavar="SET|FILE",
                    help="knob set of the datastore's knob space, or a YAML file of knob names or narrowed ranges "
-                        "(default: irace23 for Cassandra, mlos6 for Redis, every knob of an external target). "
+                        "(default: for Cassandra the 5.0 set of the scenario, v5 or cloud where a volume's cap binds "
+                        "(`nosqltune scenarios` names it); mlos6 for Redis; every knob of an external target). "
                         + knob_sets_help())
     t.add_argument("--budget", type=int, default=None, metavar="N",
                    help="cold trials at most, the default included (default 40)")

@@ -165,8 +165,10 @@ def best_section(view: TuningView) -> str:
                   + (f", 95% interval {fmt(interval[0])} .. {fmt(interval[1])}" if interval else "")
                   + f"; the top {confirmation['top']} by single runs re-measured beside the default)")
     else:
+        from ..tuning.results import UNCONFIRMED
+
         header = (f"best of study {view.name}: {view.objective.metric} {fmt(view.best['value'])} over "
-                  f"{view.best['trials']} trial(s): single cold runs, not confirmed (nosqltune best --confirm)")
+                  f"{view.best['trials']} trial(s)\n{UNCONFIRMED}")
     settings = TrialSettings.from_dict(view.tune["harness"])
     return f"<pre>{esc(yaml_fragment(view.space, view.best['config'], view.fixed, header, settings))}</pre>"
 

@@ -25,8 +25,9 @@ DEFAULT = "in-memory"
 _SIZES = ("records", "operations", "warmup_ops", "max_seconds", "threads")
 CALIBRATED_SIZES = ("records", "operations", "warmup_ops", "threads")   # what a calibration picks
 _FIELDS = {"summary", "why", "workload", "distribution", "heap", "memory", "volume", "knobs", "objective",
-           "rate_fraction", "calibration", "sources", *_SIZES}
+           "rate_fraction", "calibration", "sources", "knob_set", "screening", *_SIZES}
 _CALIBRATION = {"metric", "max_cv", "max_trial_s", "measured"}
+_SCREENING = {"limited_by", "moves", "found", "otherwise", "measured"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,32 @@ class Scenario:
     max_trial_s: float = 60.0
     measured: str | None = None
     calibrated_here: dict[str, Any] | None = None    # this machine's own pick (calibration_file()), if any
+    knob_set: str | None = None                       # the Cassandra 5.0 knob set `tune` searches here by default
+    screening: dict[str, Any] = field(default_factory=dict)   # limited_by, moves, found, otherwise, measured
+
+    def outlook(self, searched: Any = None, label: str | None = None) -> list[str]:
+        """What a search in this scenario can expect, from the screening's stored answer: what limited the default,
+        the knobs that moved it (and those of them `searched`, a collection of knob names, leaves out), what a
+        confirmed search found, and where to go when nothing here moves. [] for a scenario without one."""
+        if not self.screening:
+            return []
+        s = self.screening
+        lines = [f"scenario {self.name}: the default was limited by {s['limited_by']}"]
+        moves = list(s.get("moves") or ())
+        if moves:
+            left_out = [k for k in moves if searched is not None and k not in searched]
+            lines.append("knobs that moved it in the screening: " + ", ".join(moves)
+                         + (f" ({', '.join(left_out)} not in {label or 'the searched set'})" if left_out else ""))
+        else:
+            lines.append("no knob moved it beyond the noise in the screening")
+        if s.get("found"):
+            lines.append(f"what a confirmed search found here: {s['found']}")
+        if s.get("otherwise"):
+            lines.append(f"when nothing here moves your objective: --scenario {s['otherwise']} "
+                         f"(nosqltune scenarios says what it needs)")
+        lines.append(f"measured on the project's 2-core machine ({s['measured']}); `nosqltune bench --scenario "
+                     f"{self.name}` prints what limits the default on yours")
+        return lines
 
     @property
     def memory_capped(self) -> bool:
@@ -90,7 +117,8 @@ class Scenario:
         if self.calibrated_here:
             calibration["calibrated_here"] = {**self.calibrated_here, "file": str(calibration_file())}
         return {"name": self.name, "summary": self.summary, "why": self.why, "sets": sets,
-                "calibration": calibration, "sources": list(self.sources)}
+                "calibration": calibration, "knob_set": self.knob_set, "screening": dict(self.screening),
+                "sources": list(self.sources)}
 
 
 def _parse(name: str, spec: dict[str, Any]) -> Scenario:
@@ -134,6 +162,13 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
 
         if volume not in presets():
             raise ValueError(f"{where}: volume {volume!r} is not a preset of volumes.yaml")
+    screening = spec.get("screening") or {}
+    if not isinstance(screening, dict) or set(screening) - _SCREENING or (screening and not all(
+            isinstance(screening.get(k), str) for k in ("limited_by", "measured"))):
+        raise ValueError(f"{where}: screening takes {', '.join(sorted(_SCREENING))}, limited_by and measured "
+                         "among them")
+    if not isinstance(screening.get("moves", []), list):
+        raise ValueError(f"{where}: screening's moves is a list of knobs")
     fraction = spec.get("rate_fraction")
     if fraction is not None and not 0 < float(fraction) <= 1:
         raise ValueError(f"{where}: rate_fraction must be within (0, 1]")
@@ -146,6 +181,8 @@ def _parse(name: str, spec: dict[str, Any]) -> Scenario:
                     objective=spec.get("objective", "throughput"),
                     rate_fraction=None if fraction is None else float(fraction),
                     sources=tuple(spec.get("sources") or ()),
+                    knob_set=spec.get("knob_set"),
+                    screening={k: (" ".join(v.split()) if isinstance(v, str) else v) for k, v in screening.items()},
                     calibration_metric=calibration.get("metric", spec.get("objective", "throughput")),
                     max_cv=float(calibration.get("max_cv", 0.05)),
                     max_trial_s=float(calibration.get("max_trial_s", 60)),

@@ -119,6 +119,16 @@ def confirmed_best(best: dict[str, Any] | None, settings: dict[str, Any], space:
             "confirmed": True, "label": label, "single_run_best": best}
 
 
+UNCONFIRMED = ("NOT CONFIRMED: the best of single cold runs, which is partly luck; `nosqltune best --confirm` "
+               "re-measures the top configurations beside the default before any of it is applied")
+
+
+def confirmation_status(best: dict[str, Any] | None) -> str:
+    """'confirmed' for a best re-measured beside the default in interleaved rounds, else 'unconfirmed': every place
+    that prints a best says which (a single run's +1% is not a reason to change a production setting)."""
+    return "confirmed" if best and best.get("confirmed") else "unconfirmed"
+
+
 def default_entry(rows: list[dict], objective: Objective, workloads: list[str],
                   space: TuningSpace) -> dict[str, Any] | None:
     for entry in configurations(rows, objective, workloads, space):
@@ -212,7 +222,7 @@ def format_summary(result: dict[str, Any]) -> str:
                          + (f", after {result['result_hours']:.2f} machine hours (search and confirmation)"
                             if result.get("result_hours") else ""))
         else:
-            lines.append(f"best:    {value(best['value'])} ({best['trials']} trials)"
+            lines.append(f"best (NOT CONFIRMED): {value(best['value'])} ({best['trials']} trials)"
                          + (f", {(result['speedup'] - 1) * 100:+.1f}% vs default (single cold runs: confirm with "
                             "repeated interleaved runs)" if result["speedup"] else ""))
         if result["changed"]:

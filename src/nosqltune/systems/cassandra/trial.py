@@ -31,8 +31,11 @@ NO_SPACE = "No space left on device"   # the JVM's words for ENOSPC, in a node's
 LOW_SPACE_BYTES = 16 << 20   # a node that failed to boot with less free beside it failed on the full disk
 
 def default_knobs(settings: TrialSettings) -> str | None:
-    """The knob set `tune` searches unless --knobs says otherwise."""
-    return "irace23"
+    """The knob set `tune` searches unless --knobs says otherwise: the 5.0 set of the trial's scenario
+    (scenarios.yaml's knob_set: v5, or cloud where a volume's cap binds), v5 for a scenario that names none."""
+    from ...scenarios import scenario
+
+    return scenario(settings.scenario).knob_set or "v5"
 
 
 def knob_space(settings: TrialSettings) -> KnobSpace:
