@@ -57,6 +57,8 @@ DUPLICATES = $(PY) -m pylint --disable=all --enable=R0801 --min-similarity-lines
 # The documentation site. `make docs` first writes docs/reference.md from the command line's parsers, then builds
 # the site with warnings as errors (a broken link or anchor fails it) into build/site/. `make test` builds the
 # committed pages without regenerating the reference, so tests/unit/test_docs.py can tell when it is stale.
+# Both builds take bench/results/'s pages, figures and sample report into the site as results/ (mkdocs.yml's hook,
+# scripts/mkdocs_results.py; not the .db stores or .json data), so build/site/index.html opens from the disk whole.
 DOCS_BUILD = $(PY) -m mkdocs build --strict
 
 reference:
