@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The optimizers' own overhead per suggestion (ask time) at 40 and 200 trials (issue 3).
+"""The optimizers' own overhead per suggestion (ask time) at 40 and 200 trials.
 
 Each optimizer is driven through ask/tell for 200 suggestions over a Cassandra knob set, with a synthetic
 cost (an analytic function of the knobs plus noise: the optimizer's work does not depend on where the cost

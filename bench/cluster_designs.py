@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Throughput and p99 of the default configuration per physical design (issue 8; the shape of seed 004's
-Table 4): nodes x replication factor in {1,2,3} x {1,2,3} (RF <= nodes), local clusters on 127.0.0.x, and the
+"""Throughput and p99 of the default configuration per physical design (the shape of Table 4 of
+the RF/GBDT tuning paper, Eppinger & Stoerl): nodes x replication factor in {1,2,3} x {1,2,3} (RF <= nodes), local clusters on 127.0.0.x, and the
 cost of one cold trial versus node count. Rounds go over every design in turn (design order rotated each
 round) so that slow drift of the machine spreads over all designs alike.
 
@@ -82,7 +82,7 @@ def write(a) -> None:
                                       if r["timings"].get("dataset_build_s")), None)})
     (RESULTS / "cluster_designs.json").write_text(json.dumps({"settings": vars(a), "designs": table}, indent=1) + "\n")
     base = table[0]["throughput"]
-    lines = ["# Default Cassandra per physical design (issue 8)", "",
+    lines = ["# Default Cassandra per physical design", "",
              f"Workload A, {a.records:,} records, {a.operations:,} measured operations, {a.threads} client threads, "
              f"consistency ONE, heap {a.heap} per node, {a.repeat} cold trials per design, rounds interleaved. "
              "All nodes and the client share 2 cores: the ratios between designs and the trial costs are the "

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Surrogate accuracy per tuning domain (issue 8; seed 004's Table 3 and Figure 3): does a model that sees
+"""Surrogate accuracy per tuning domain (the RF/GBDT tuning paper's Table 3 and Figure 3): does a model that sees
 the physical design and the workload (TD1) predict worse than one that holds them fixed (TD2-TD4)?
 
-1. `nosqltune collect` over bench/design_domains.yaml: seed 004's seven knobs plus node count (1-2) and
+1. `nosqltune collect` over bench/design_domains.yaml: the RF/GBDT paper's seven knobs plus node count (1-2) and
    replication factor (1-2) as knobs, so every configuration runs on its own design; read ratios 0.1, 0.5,
    0.9; 20K records, 20K measured operations, 16 threads, 1 GiB heap per node; the default repeated per
    read ratio (the noise). Resumable.
 2. `nosqltune model report --domain TD1..TD4` for rf and gbdt: error (MAPE) on unseen configurations with all
    the trials of the domain, and with the same number of training trials in every domain (--size), the
-   comparison seed 004's Figure 3 makes. TD2/TD4 keep the trials of --workload, TD3/TD4 those of --design.
+   comparison the RF/GBDT paper's Figure 3 makes. TD2/TD4 keep the trials of --workload, TD3/TD4 those of --design.
 
 Writes bench/results/design_domains.{md,json}; the study is bench/results/surrogate/design-domains.db.
 All nodes and the client share the machine's 2 cores.
@@ -60,13 +60,13 @@ def write(reports: dict, a) -> None:
                                                  + "\n")
     first = next(iter(reports.values()))
     noise = first["noise"]["cv"]
-    lines = ["# Surrogate accuracy per tuning domain (issue 8; seed 004 Table 3, Figure 3)", "",
-             f"Real cold trials: seed 004's seven knobs plus node count 1-2 and replication factor 1-2 as knobs, "
+    lines = ["# Surrogate accuracy per tuning domain (the RF/GBDT tuning paper's Table 3, Figure 3)", "",
+             f"Real cold trials: the RF/GBDT paper's seven knobs plus node count 1-2 and replication factor 1-2 as knobs, "
              f"read ratios {a.read_ratios}, 20K records, 20K operations, 16 threads, 1 GiB heap per node "
              f"(study bench/results/surrogate/design-domains.db). Measurement noise (repeated default): CV "
              + (f"{noise * 100:.1f}%" if noise is not None else "unknown") + ". "
              f"Error of throughput predictions on unseen configurations (MAPE, {a.repeats} grouped splits); "
-             f"'at {a.size}' trains every domain on {a.size} trials, as seed 004's Figure 3 compares domains. "
+             f"'at {a.size}' trains every domain on {a.size} trials, as the RF/GBDT paper's Figure 3 compares domains. "
              "TD2/TD4 keep the trials of one workload, TD3/TD4 those of one design.", "",
              "| domain | kept | trials | features | model | MAPE % (all trials) | MAPE % at "
              f"{a.size} trials |", "|---|---|---|---|---|---|---|"]

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Tuned vs default Cassandra per physical design (issue 8; seed 004's point: the best knobs differ per design).
+"""Tuned vs default Cassandra per physical design (the point of the RF/GBDT tuning paper, Eppinger &
+Stoerl: the best knobs differ per design).
 
-For each fixed design (--designs, e.g. 1x1 and 2x2: nodes x replication factor), tune seed 004's seven knobs
-(`eppinger`) with seed 004's strategy (random forest + simulated annealing, `surrogate-sa`), then compare the
+For each fixed design (--designs, e.g. 1x1 and 2x2: nodes x replication factor), tune the RF/GBDT paper's seven
+knobs (`eppinger`) with its strategy (random forest + simulated annealing, `surrogate-sa`), then compare the
 best configuration with the default in --repeat interleaved cold rounds (`nosqltune compare`: mean speedup,
-bootstrap 95% interval, Wilcoxon p). Then the design searched with the knobs (`tune --design`, seed 004's
-TD1): its best configuration against the default (the smallest design) and against Cassandra's default knobs
+bootstrap 95% interval, Wilcoxon p). Then the design searched with the knobs (`tune --design`, the paper's
+tuning domain TD1): its best configuration against the default (the smallest design) and against Cassandra's default knobs
 on the best design (`design-default`), which splits the gain into the design's and the knobs'.
 
 Studies: bench/results/tuning/design-<name>.db. Resumable: run it again after an interruption (a finished
@@ -57,9 +58,9 @@ def run_one(name: str, design_flags: list[str], candidates: str, repeat: int, a)
 def write(results: list[dict], a) -> None:
     (RESULTS / "design_tuning.json").write_text(json.dumps({"settings": vars(a), "studies": results}, indent=1,
                                                            default=str) + "\n")
-    lines = ["# Tuned vs default Cassandra per physical design (issue 8)", "",
+    lines = ["# Tuned vs default Cassandra per physical design", "",
              f"Workload A, {a.records:,} records, {a.operations:,} measured operations, {a.threads} client threads, "
-             f"consistency ONE, heap {a.heap} per node. Per study: {a.optimizer} on knob set {a.knobs} (seed 004's "
+             f"consistency ONE, heap {a.heap} per node. Per study: {a.optimizer} on knob set {a.knobs} (the RF/GBDT paper's "
              f"knobs), {a.budget} cold trials (the default first), then the candidates against the default in "
              "interleaved cold rounds. All nodes and the client share the machine's 2 cores, so absolute figures "
              "say little; the ratios are the point.", "",

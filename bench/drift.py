@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Can a measure taken in the same trial take the machine's drift out of its throughput (issue 38, `--denoise`)?
+"""Can a measure taken in the same trial take the machine's drift out of its throughput (`--denoise`)?
 
 Reads the committed stores (no trial is run). For every configuration run at least --min-runs times in one store
 (screening repeats, confirmation and comparison rounds alike), each run's log throughput and each candidate
 measure of the machine's speed, centred on the configuration's own means:
 
   client CPU us/op   the YCSB client's CPU per operation: no Cassandra setting changes the client's work per
-                     operation, so what moves it is the machine (its speed, its neighbours), if the issue's caveat
+                     operation, so what moves it is the machine (its speed, its neighbours), if one caveat
                      holds: it must not move with the configuration or the load;
   client CPU cores   the client's CPU time per second of the run (its share of the 2 cores);
   node+client cores  both processes' CPU per second: how much of the machine the trial got;
@@ -18,8 +18,8 @@ The same fit is what `tune --denoise` does on a study's own repeats (tuning/deno
 
 Per store and measure: the pooled within-configuration elasticity of throughput on the measure (the slope of the
 centred logs), the share of the within-configuration variance of log throughput it explains, and the spread of
-repeats before and after dividing each run by (measure / the store's median)^elasticity. Then the two checks the
-issue asks for: whether the measure moves with the configuration (the share of its variance that lies between the
+repeats before and after dividing each run by (measure / the store's median)^elasticity. Then the two checks a
+de-noising measure must pass: whether the measure moves with the configuration (the share of its variance that lies between the
 configurations' means, and the correlation of the configurations' mean measure with their mean throughput: an
 adjustment by a measure that follows the configuration would favour or penalise configurations, not the machine),
 and the rank of each configuration's adjusted mean against its raw mean. Then, from the confirmations stored with
@@ -168,7 +168,7 @@ def main() -> int:
         return "-" if x is None else format(x, spec)
 
     path = RESULTS / "drift.md"
-    lines = ["# Machine drift: what a measure taken in the same trial removes from its throughput (issue 38)", "",
+    lines = ["# Machine drift: what a measure taken in the same trial removes from its throughput", "",
              f"Written by `python3 bench/drift.py --min-runs {a.min_runs}` from the committed stores (no trial run); "
              "saturated runs only, configurations with repeats. *sd raw/adjusted*: the spread of log throughput among "
              "a configuration's repeats (about the CV), before and after dividing each run by (measure / median) ^ "

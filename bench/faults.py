@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/results/faults.md from the fault campaign's own run (issue 22).
+"""bench/results/faults.md from the fault campaign's own run.
 
 `make faults` runs the tests marked `faults` (all of them, the slow ones too) with NOSQLTUNE_FAULT_LOG naming a
 JSON-lines file; each test writes its row there after its assertions passed. This script turns that file into
@@ -42,7 +42,7 @@ def write(rows: list[dict], out: Path) -> str:
     orphans = sum(int(r.get("orphans") or 0) for r in faults)
     stray = sum(int(r.get("files_outside") or 0) for r in faults)
     unresumed = [r for r in faults if r.get("resumed") is False]
-    md = ["# Faults and bad input: what the campaign saw (issue 22)", "",
+    md = ["# Faults and bad input: what the campaign saw", "",
           f"From the suite's own run (`make faults`, started {when} UTC): every row is a test whose assertions "
           "passed; a failing test writes no row. Studies of 3 trials (Redis unless the system says otherwise), "
           "the fault at the named phase of trial 2; a stopped tuner is resumed with `tune --resume`.", "",

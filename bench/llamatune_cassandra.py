@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""LlamaTune's confirmation on real Cassandra (issue 4): SMAC + LlamaTune on workload A over the 24-knob space
+"""LlamaTune's confirmation on real Cassandra: SMAC + LlamaTune on workload A over the 24-knob space
 of the surrogate benchmark (`wide24`: irace23 without num_tokens, a reload knob, plus the two switches that
 let its cache knobs act in 5.0), 30 trials, then its best configuration against the default in --repeat
 interleaved cold rounds (`nosqltune compare`): mean speedup, 95% bootstrap interval, Wilcoxon p.
@@ -39,7 +39,7 @@ def main() -> int:
     out = {"tune": tuned, "compare": compared}
     (RESULTS / "llamatune_cassandra.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
     stats = compared["workloads"]["ycsb-a"]["stats"]["best"]
-    lines = ["# SMAC + LlamaTune on real Cassandra (issue 4)", "",
+    lines = ["# SMAC + LlamaTune on real Cassandra", "",
              f"Workload A, 100K records, {a.operations} measured operations per cold trial, knob set `wide24` "
              f"(24 knobs), SMAC with the LlamaTune adapter (16 synthetic dimensions, special-value bias 0.2, "
              f"10,000 buckets), {a.budget} trials; then the best configuration against the default in "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""LlamaTune on the surrogate benchmark (issue 4): how many trials each strategy needs on the wide24 space.
+"""LlamaTune on the surrogate benchmark: how many trials each strategy needs on the wide24 space.
 
 Target: `surrogate:wide24` (a random forest fitted to the recorded real trials, answering with the noise
 measured in the dataset). For each strategy (random, smac, smac + llamatune, gp, gp + llamatune) and each of
@@ -173,7 +173,7 @@ def write(report: dict, key: str, a) -> None:
     fig.tight_layout()
     fig.savefig(RESULTS / "llamatune_surrogate.png", dpi=110)
     plt.close(fig)
-    lines = ["# LlamaTune on the surrogate benchmark (issue 4)", "",
+    lines = ["# LlamaTune on the surrogate benchmark", "",
              f"Target `surrogate:wide24` ({a.kind} model of real Cassandra trials, with the dataset's measured noise), "
              f"read ratio {a.read:g}, {a.budget} trials per run (the default first), up to {a.seeds} seeds per strategy. "
              "Quality: the noise-free model value of the incumbent over the default's, mean over seeds.", "",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Online re-tuning on the shifting trace against static configurations (issue 39, item 3).
+"""Online re-tuning on the shifting trace against static configurations.
 
 Every part runs on the same setup: a local cluster of 2 nodes with replication factor 2 (1 GiB heaps), 100,000
 records, the knob set `online12` (what `online` can change: live over JMX or ALTER TABLE, or by a rolling
@@ -465,7 +465,7 @@ def _figure(runs: list[dict]) -> str | None:
 
 def write() -> None:
     md, out = RESULTS / "online.md", {}
-    lines = ["# Online re-tuning on the shifting trace (issue 39)", "",
+    lines = ["# Online re-tuning on the shifting trace", "",
              "Written by `python3 bench/online.py` (its docstring has the parts and their commands): a local cluster "
              "of 2 nodes, RF 2, 1 GiB heaps, 100,000 records, knob set `online12`, the model an rf forest fitted on "
              "a collection over the trace's three mixes on the same setup.", ""]

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Does the data disk's read-ahead decide what disk-bound's `disk_access_mode` does? (issue 20's reading)
+"""Does the data disk's read-ahead decide what disk-bound's `disk_access_mode` does? (a reading of
+bench/results/landscape.md)
 
 In the disk-bound screening, `disk_access_mode=mmap` ran at x0.04 of the default's throughput. A memory-mapped
 read that faults makes the kernel read up to the device's read-ahead around the page it needs (8 MiB on this
@@ -108,7 +109,7 @@ def write(configs: list[str], levels: list[int], rounds: int, own: int) -> None:
     data = summarize(configs, levels, rounds, own)
     (RESULTS / "read_ahead.json").write_text(json.dumps(data, indent=1) + "\n")
     base = levels[0]
-    md = ["# The data disk's read-ahead under disk-bound (issue 20)", "",
+    md = ["# The data disk's read-ahead under disk-bound", "",
           f"Scenario disk-bound (2M records of 1 KB, the node in a memory group), {rounds} interleaved cold rounds; "
           f"read-ahead levels {', '.join(f'{x} KiB' for x in levels)} (the machine's own: {own} KiB). "
           "Written by bench/read_ahead.py.", "",

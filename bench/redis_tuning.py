@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Default Redis vs tuned Redis (issue 7): SMAC, 30 trials, on YCSB C and A, for two knob sets: seed 003's six
-knobs (`mlos6`, Table 2 of the MLOS/LlamaTune report, which found +0.8% on Redis) and an operator's set
-(`operator`: io-threads, persistence, listpack limits, lazyfree, hz...). Then each study's best configuration
-against the default in --repeat interleaved cold rounds (`nosqltune compare`: mean speedup, bootstrap 95%
-interval, Wilcoxon p), and which knobs mattered: the permutation importance of a random forest fitted to the
+"""Default Redis vs tuned Redis: SMAC, 30 trials, on YCSB C and A, for two knob sets: the six knobs of the
+MLOS/LlamaTune report (`mlos6`, its Table 2; Dhawan et al., "Optimizing KV stores for workloads using Machine
+Learning", which found +0.8% on Redis) and an operator's set (`operator`: io-threads, persistence, listpack
+limits, lazyfree, hz...). Then each study's best configuration against the default in --repeat interleaved cold
+rounds (`nosqltune compare`: mean speedup, bootstrap 95% interval, Wilcoxon p), and which knobs mattered: the permutation importance of a random forest fitted to the
 study's trials (`nosqltune importance --from-study`).
 
 Studies: bench/results/tuning/redis-<workload>-<set>.db. Resumable: run it again after an interruption (a
@@ -65,7 +65,7 @@ def stats_of(entry: dict) -> dict:
 
 def write(results: list[dict], a) -> None:
     (RESULTS / "redis_tuning.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    lines = ["# Default vs tuned Redis (issue 7)", "",
+    lines = ["# Default vs tuned Redis", "",
              f"Debian's redis-server 7.0, one local process per cold trial (started from a dump.rdb of "
              f"{a.records:,} records, 10 fields of 100 B), YCSB through loadgen's Redis binding, {a.threads} "
              f"client threads, {a.warmup_ops:,} warm-up then {a.operations:,} measured operations (capped at "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A sample report from a small real study (issue 6), kept for review with its screenshot.
+"""A sample report from a small real study, kept for review with its screenshot.
 
 On real Cassandra (workload A, 100K records, 30K measured operations per cold trial): `nosqltune tune` with
 SMAC on the `wide24` knobs for --budget trials, then `nosqltune compare` of best and best-practice against

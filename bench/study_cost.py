@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a study's machine time goes, and what bringing restored data to a knob's value saves (issue 42).
+"""Where a study's machine time goes, and what bringing restored data to a knob's value saves.
 
 Two parts, each written to bench/results/study_cost.{md,json}:
 
@@ -219,7 +219,7 @@ def write() -> None:
         return "-" if x is None else format(x, spec)
 
     path = RESULTS / "study_cost.md"
-    lines = ["# Study cost: where a study's machine time goes, and restaged knobs (issue 42)", "",
+    lines = ["# Study cost: where a study's machine time goes, and restaged knobs", "",
              "Written by `python3 bench/study_cost.py` (see its docstring); `replay` reads the committed studies, "
              "`restage` runs trials.", ""]
     lines += kept_notes(path, "study_cost.py")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A surrogate benchmark's dataset: real Cassandra trials over a knob space and several read ratios (wide24 by
-default; `--name cloud13 --scenario cloud-disk --knobs cloud` for the capped volume's, issue 38).
+default; `--name cloud13 --scenario cloud-disk --knobs cloud` for the capped volume's).
 
 1. `nosqltune collect` of 50 configurations (the default, and random ones covering every knob's extremes)
    x read ratios 0.1, 0.3, 0.5, 0.7, 0.9, plus 3 extra runs of the default per read ratio (the noise);
@@ -16,7 +16,7 @@ default; `--name cloud13 --scenario cloud-disk --knobs cloud` for the capped vol
    fingerprint), the dataset `--system surrogate:wide24` answers from (`--name N`: N.json.gz, surrogate:N).
 
 Resumable: run it again with the same flags. Results: bench/results/surrogate/<name>.db and collection.md (wide24),
-collection-<name>.md otherwise. Issue 38's recorded landscape, begun 2026-11-27 (cloud13.db, resumable; about a
+collection-<name>.md otherwise. The capped volume's recorded landscape, begun 2026-11-27 (cloud13.db, resumable; about a
 trial a minute here, dataset builds included):
   python3 bench/surrogate_collect.py --name cloud13 --scenario cloud-disk --knobs cloud \
       --read-ratios 0.5,0.7,0.95 --configs 96 --noise-repeats 5 --operations 30000

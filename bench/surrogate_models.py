@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Surrogate accuracy and recommendation on the wide24 dataset (issue 5 targets, no datastore needed).
+"""Surrogate accuracy and recommendation on the wide24 dataset (no datastore needed).
 
-1. Accuracy (RAFIKI Table 2 / seed 004 Table 5): `nosqltune model report` for nn-ensemble, rf and gbdt:
+1. Accuracy (RAFIKI Table 2 / the RF/GBDT tuning paper's Table 5): `nosqltune model report` for nn-ensemble, rf and gbdt:
    unseen configurations (5 grouped random splits, 20% of the configurations held out) and unseen workloads
    (each read ratio held out in turn); MAPE of throughput versus training-set size (25..200).
    Target: MAPE <= 5% on unseen configurations with at most 200 training trials.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The surrogate's recommendation on real Cassandra (RAFIKI Fig. 4 / Table 3; seed 004's gap to the best
-training example).
+"""The surrogate's recommendation on real Cassandra (RAFIKI Fig. 4 / Table 3; the RF/GBDT tuning
+paper's gap to the best training example).
 
 For read ratios 0.1, 0.5 and 0.9: the configuration `nosqltune recommend` gives (the most accurate model kind
 of accuracy.json fitted to the whole wide24 dataset, GA search), the best configuration measured in the dataset for that read ratio (one cold

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Each tuning strategy on real Cassandra, then its best configuration against the default (issue 3's benchmark).
+"""Each tuning strategy on real Cassandra, then its best configuration against the default.
 
 For every workload: `nosqltune tune` with each optimizer (same knob set, same budget, one study each in
 bench/results/tuning/<workload>.db), then the best configuration of each optimizer and the default run
@@ -105,7 +105,7 @@ def compare(db: Path, workload_name: str, bests: dict[str, dict], a: argparse.Na
 
 def write_report(report: dict, a: argparse.Namespace) -> None:
     (RESULTS / "tuning_strategies.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
-    lines = ["# Tuning strategies on real Cassandra (issue 3 benchmark)", "",
+    lines = ["# Tuning strategies on real Cassandra", "",
              f"Knob set `{a.knobs}`, budget {a.budget} trials per optimizer (the default included), "
              f"{a.operations} operations per trial (100K records, 16 threads, C1 JIT, cold trials), then the "
              f"best configuration of each optimizer against the default in {a.repeats} interleaved cold rounds. "

@@ -498,7 +498,7 @@ def test_latest_is_cassandra_5s_own_recommendation_as_knob_values(tmp_path):
     space = load_space("cassandra")
     assert named_configs("cassandra") == ["latest"] and named_configs("redis") == []
     latest = load_config("latest", "cassandra")
-    # cassandra_latest.yaml's differences that act on a YCSB table (issue 20)
+    # cassandra_latest.yaml's differences that act on a YCSB table (bench/results/landscape.md)
     assert latest == {"memtable": "trie", "memtable_allocation_type": "offheap_objects", "sstable_format": "bti",
                       "compaction_method": "UnifiedCompaction", "key_cache_size": 0,
                       "commitlog_disk_access_mode": "auto", "concurrent_compactors": 8, "column_index_size": 4,
