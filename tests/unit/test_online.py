@@ -233,9 +233,9 @@ def test_the_dwell_time_after_a_change_is_honoured():
     # windows ending before 120 + 300 s do not count; then two windows beyond the threshold
     assert states == ["dwell"] * 4 + ["beyond", "shift"]
     assert v.at == 120.0 + 300.0 + 2 * MINUTE - MINUTE
-    # a change the caller reports starts a dwell as well
-    detector.note_change(t)
+    # the dwell runs from the shift just declared: the next window does not count
     assert detector.observe(mix_window(t, 0.5, 50_000)).state == "dwell"
+    assert not hasattr(detector, "note_change")   # a configuration change is no shift: the detector never hears of it
 
 
 def test_idle_windows_are_no_evidence_and_the_mean_dwell_counts_the_mixes_seen():

@@ -209,8 +209,9 @@ def add_parsers(sub) -> None:
                    help="consecutive windows beyond the current mix, and agreeing with each other, before a shift is "
                         "declared (default 3): the hysteresis; a mix must last N windows for online to act on it")
     p.add_argument("--min-dwell", type=float, default=180.0, metavar="S", dest="min_dwell",
-                   help="seconds after a shift or a change during which windows do not count toward another shift "
-                        "(default 180): a configuration stands at least this long plus --confirm windows")
+                   help="seconds after a shift during which windows do not count toward another shift (default "
+                        "180): the configuration chosen for a mix stands at least this long plus --confirm windows; "
+                        "a live change or a restart is no shift and starts no dwell")
     p.add_argument("--horizon", type=float, default=1800.0, metavar="S",
                    help="seconds over which a restart's predicted gain must pay for its cost (default 1800)")
     p.add_argument("--duration", type=float, default=None, metavar="S",

@@ -117,7 +117,11 @@ class Controller:
                  progress: Say = lambda _: None, restarter: Restarter | None = None) -> None:
         self.settings, self.advisor, self.reader, self.applier = settings, advisor, reader, applier
         self.restarter = restarter           # None: the nodes are not this run's to restart (--hosts)
-        self.restart_seconds: list[float] = list(settings.restart_seconds)   # measured restarts, one node each
+        # the price of one node's restart: as given (earlier restarts, or the cluster's idle start), until this run
+        # has restarted nodes under its traffic; from then on those alone (a start under load took 4-5 times an
+        # idle one: bench/results/online.md)
+        self.restart_seconds: list[float] = list(settings.restart_seconds)
+        self.restarts_under_load: list[float] = []
         self.recorder, self.clock, self.sleep = recorder, clock, sleep
         self._say_out, self.progress = say, progress
         self.running = advisor.running_config(settings.running)
@@ -172,8 +176,7 @@ class Controller:
     def _stop(self, stopped: str) -> None:
         if self._pending is not None:
             pending, self._pending = self._pending, None
-            self.summary.final_rollback = self._rollback(pending, "stopped before the guard judged it",
-                                                         at=self.clock())
+            self.summary.final_rollback = self._rollback(pending, "stopped before the guard judged it")
             self.summary.final_rollback["said"] = list(self._said)   # kept with the run: no window records them
             self._said = []
         self.summary.stopped = stopped
@@ -234,11 +237,11 @@ class Controller:
             return out
         else:
             why = f"the guard: {verdict.reason}"
-        out["rollback"] = self._rollback(pending, why, at=window.end)
+        out["rollback"] = self._rollback(pending, why)
         self._pending = None    # only once put back: an interrupted rollback is retried when the run stops
         return out
 
-    def _rollback(self, pending: _Pending, why: str, at: float) -> dict[str, Any]:
+    def _rollback(self, pending: _Pending, why: str) -> dict[str, Any]:
         """Re-apply the values before a live change; said, and returned for the record."""
         back = tuple(Change(c.knob, c.applies, self.running.get(c.knob), pending.previous[c.knob], "live", c.how,
                             "rollback") for c in pending.changes)
@@ -249,7 +252,6 @@ class Controller:
         out["applied"] = outcome.as_dict()
         if self._take(back, outcome):
             self._touched = True
-        self.detector.note_change(max(at, self.clock()))   # when made, after the JMX calls
         return out
 
     # ------------------------------------------------------------------------------------------ asking the model
@@ -330,7 +332,6 @@ class Controller:
             self.summary.live_applied += len(done)
             previous = {c.knob: self._before(c, outcome, previous[c.knob]) for c in done}
             self._pending = _Pending(done, previous, before, window.end)
-            self.detector.note_change(max(window.end, self.clock()))   # when made, after the JMX calls
         return out
 
     def _why_not(self, left: Sequence[Change]) -> list[str]:
@@ -417,7 +418,7 @@ class Controller:
                                   replication_factor=s.replication_factor,
                                   dwell_seconds=self.detector.mean_dwell_seconds(window.end),
                                   restart=bool(plan.restart), replicas_needed=s.replicas_needed,
-                                  measured_restart_seconds=self.restart_seconds,
+                                  measured_restart_seconds=self.restarts_under_load or self.restart_seconds,
                                   rewrite_bytes_per_node=float(s.data_bytes_per_node) if rewrite else 0.0,
                                   rewrite_bytes_per_second=rate if rewrite else None, settings=self.cost)
         out.update(verdict=decision.verdict, decision=decision.as_dict(),
@@ -440,7 +441,7 @@ class Controller:
         came back, and each node's time feeds the cost of the next decision."""
         turns = self.restarter.roll(changes, dict(self.running), self.say)
         ok = bool(turns) and all(t.ok for t in turns) and len(turns) == len(self.settings.nodes)
-        self.restart_seconds += [t.seconds for t in turns if t.ok]
+        self.restarts_under_load += [t.seconds for t in turns if t.ok]
         if ok:
             for change in changes:
                 self.running[change.knob] = change.after
@@ -449,7 +450,6 @@ class Controller:
         if begun:   # the next window starts once the nodes serve again
             self._touched = True
         self.summary.restart_decisions[-1]["performed"] = ok
-        self.detector.note_change(max(window.end, self.clock()))   # after the roll, not before it
         note = (f"rolling restart with {', '.join(f'{c.knob} = {c.after}' for c in changes)}: "
                 + (f"done, {sum(t.seconds for t in turns):.0f} s over {len(turns)} node(s)" if ok else
                    "stopped at " + ", ".join(f"{t.node} ({t.error})" for t in turns if not t.ok)

@@ -28,9 +28,14 @@ The rule, as `ShiftDetector.observe` applies it to each window:
    nearer the new mix than the reference, but is left out of the new reference, which would otherwise sit
    between the two mixes and put the new mix's own windows beyond it. A shift back has to pass the same test
    against the new reference. The band of +-threshold around whichever mix is current is the hysteresis.
-6. After a shift, or after any configuration change the caller reports (`note_change`), windows that end within
-   `min_dwell_seconds` (default 180 s) do not count. A change thus stands for at least that long plus `confirm`
-   windows before another shift can undo it.
+6. After a shift, windows that end within `min_dwell_seconds` (default 180 s) do not count. The configuration
+   chosen for a mix thus stands for at least that long plus `confirm` windows before another shift can undo it.
+   A configuration change (a live change, a rolling restart) is no shift and leaves the detector as it was: the
+   mix is a property of the traffic, not of the configuration, so windows keep being compared with the mix the
+   running configuration was chosen for, and a streak under way goes on across the change. (A restart under load
+   takes minutes on a slow machine; a shift that arrived in the window a restart was decided in was missed when a
+   change started a dwell of its own and cleared the streak.) What a change does reset is the performance
+   baseline, which the guard keeps, not the workload's.
 
 The detector also keeps how long each mix lasted, so `mean_dwell_seconds` can estimate how long the current one
 will (SOPHIA's concern that a reconfiguration must pay off before the workload changes again).
@@ -144,15 +149,8 @@ class ShiftDetector:
         self.reference_operations = float(reference_operations)
         self._since = start                 # when the current mix began
         self._dwells: list[float] = []      # how long each earlier mix lasted, in seconds
-        self._last_change: float | None = None
+        self._last_shift: float | None = None
         self._streak: list[Window] = []
-
-    # -- the caller's side
-    def note_change(self, at: float) -> None:
-        """A configuration change was made at `at`: the dwell time runs from there, and no window before it
-        counts towards a shift."""
-        self._last_change = at if self._last_change is None else max(self._last_change, at)
-        self._streak = []
 
     @property
     def shifts(self) -> int:
@@ -206,10 +204,10 @@ class ShiftDetector:
         figures = dict(mix=mix, reference=self.reference, distance=distance, threshold=threshold, noise=noise)
         why = (f"mix {_fmt(mix)} is {distance:.3f} from the reference {_fmt(self.reference)} "
                f"(threshold {threshold:.3f}: floor {s.floor:.3f}, noise {noise:.3f})")
-        if self._last_change is not None and window.end < self._last_change + s.min_dwell_seconds:
+        if self._last_shift is not None and window.end < self._last_shift + s.min_dwell_seconds:
             self._streak = []
             return ShiftVerdict(state="dwell", streak=0, reason=f"{why}; within {s.min_dwell_seconds:.0f} s of the "
-                                f"change at {self._last_change:.0f}: not counted", **figures, **base)
+                                f"shift at {self._last_shift:.0f}: not counted", **figures, **base)
         if distance <= threshold:
             self._streak = []
             return ShiftVerdict(state="within", streak=0, reason=f"{why}: within", **figures, **base)
@@ -236,7 +234,7 @@ class ShiftDetector:
         self._dwells.append(max(0.0, began - self._since))
         self._since = began
         self.reference, self.reference_operations = new, pooled_n
-        self._last_change = window.end
+        self._last_shift = window.end
         self._streak = []
         return ShiftVerdict(state="shift", streak=s.confirm, new_reference=new,
                             reason=f"{why}: beyond in {s.confirm} consecutive windows; new reference {_fmt(new)}"
