@@ -61,7 +61,13 @@ def test_port_taken_between_choice_and_launch_is_retried(nosqltune_home, busy_po
 
 def test_workload_the_client_rejects_is_stored_as_failed(nosqltune_home, tmp_path, capsys):
     workload = tmp_path / "bogus.properties"
+    # a request distribution YCSB does not know is refused before anything starts (exit 2, nothing stored)
     workload.write_text("readproportion=0.5\nupdateproportion=0.5\nrequestdistribution=bogus\n")
+    refused = tmp_path / "refused.db"
+    assert main(["bench", *SMALL, "--workload", str(workload), "--study", str(refused), "--json"]) == 2
+    assert "requestdistribution must be one of" in capsys.readouterr().err and not refused.exists()
+    # a property only the client checks (the field lengths' distribution) fails the trial, stored with its reason
+    workload.write_text("readproportion=0.5\nupdateproportion=0.5\nfieldlengthdistribution=bogus\n")
     study = tmp_path / "bogus.db"
     code = main(["bench", *SMALL, "--workload", str(workload), "--study", str(study), "--json"])
     capsys.readouterr()

@@ -547,7 +547,7 @@ def test_best_confirm_remeasures_the_top_configurations(tmp_path, capsys, monkey
                  "--optimizer", "random", "--budget", "8", "--study", str(study), "--json"]) == 0
     single = json.loads(capsys.readouterr().out)["best"]
     assert main(["best", "--study", str(study)]) == 0
-    assert "not confirmed" in capsys.readouterr().out
+    assert "NOT CONFIRMED" in capsys.readouterr().out
     assert main(["best", "--study", str(study), "--format", "yaml"]) == 0
     header = capsys.readouterr().out.splitlines()[1]
     assert f"best {single['value']:.6g} ops/s over 1 trial(s)" in header

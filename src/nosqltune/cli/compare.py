@@ -49,6 +49,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     store = existing_store(args.study)
     try:
         study = open_study(store, args.study, args.study_name, "compare")
+        if args.ablation:
+            from ..evaluation.ablation import AblationSettings, ablate, format_ablation
+
+            ablation = ablate(study, AblationSettings(rounds=args.repeat), say=_say(args))
+            print(json.dumps(ablation, default=str) if args.json else format_ablation(ablation))
+            return 0
         result = {"study": args.study, **compare_study(study, settings, say=_say(args))}
     finally:
         store.close()
@@ -134,5 +140,9 @@ def add_parsers(sub) -> None:
                    help="figures tested beside the study's objective, from the same runs (default throughput,"
                         "cpu-per-op: the node's CPU per operation separates configurations that the throughput of a "
                         "client sharing the cores cannot; '' for none)")
+    p.add_argument("--ablation", action="store_true",
+                   help="instead of the candidates: the study's best with each changed setting reverted to its "
+                        "default, one at a time, beside the best and the default in --repeat interleaved cold "
+                        "rounds; each setting's share of the gain, and which are optional")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_compare)

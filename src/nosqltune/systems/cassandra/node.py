@@ -48,7 +48,7 @@ def base_settings() -> dict[str, Any]:
 
 
 # the shipped options that belong to G1: left off when a knob selects another collector (the JVM refuses two)
-_G1_ONLY = ("-XX:+UseG1GC", "-XX:G1", "-XX:MaxGCPauseMillis", "-XX:InitiatingHeapOccupancyPercent")
+G1_ONLY = ("-XX:+UseG1GC", "-XX:G1", "-XX:MaxGCPauseMillis", "-XX:InitiatingHeapOccupancyPercent")
 
 
 def jvm_options(flags: list[str] = ()) -> list[str]:
@@ -57,7 +57,7 @@ def jvm_options(flags: list[str] = ()) -> list[str]:
     lines = _package_file("jvm17.options").read_text().splitlines()
     options = [ln.strip() for ln in lines if ln.strip().startswith("-")]
     if any(f.startswith("-XX:+Use") and f.endswith("GC") and f != "-XX:+UseG1GC" for f in flags):
-        options = [o for o in options if not o.startswith(_G1_ONLY)]
+        options = [o for o in options if not o.startswith(G1_ONLY)]
     return options
 
 
