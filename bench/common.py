@@ -32,7 +32,8 @@ def nosqltune(*args: str, capture: bool = True, ok: tuple[int, ...] = (0,)) -> s
 
 def study_rows(db: Path, study_name: str) -> list[dict]:
     """The trials of one study of a SQLite trial store, oldest first, as dicts with their JSON columns decoded
-    (state, tag, config, meta, metrics, timings, internals, failure_kind, error, started_at, environment_id); []
+    (state, tag, config, meta, metrics, timings, internals, failure_kind, error, started_at, environment_id,
+    workload); []
     when the store does not exist yet."""
     import json
     import sqlite3
@@ -41,13 +42,13 @@ def study_rows(db: Path, study_name: str) -> list[dict]:
         return []
     with sqlite3.connect(db) as conn:
         found = conn.execute("SELECT t.state, t.metrics, t.timings, t.internals, t.failure_kind, t.error, t.tag, "
-                             "t.config, t.meta, t.started_at, t.environment_id FROM trials t "
+                             "t.config, t.meta, t.started_at, t.environment_id, t.workload FROM trials t "
                              "JOIN studies s ON s.id = t.study_id WHERE s.name = ? ORDER BY t.id",
                              (study_name,)).fetchall()
     return [{"state": r[0], "metrics": json.loads(r[1] or "{}"), "timings": json.loads(r[2] or "{}"),
              "internals": json.loads(r[3] or "{}"), "failure_kind": r[4], "error": r[5], "tag": r[6],
              "config": json.loads(r[7] or "{}"), "meta": json.loads(r[8] or "{}"), "started_at": r[9],
-             "environment_id": r[10]} for r in found]
+             "environment_id": r[10], "workload": json.loads(r[11] or "{}")} for r in found]
 
 
 def machines(studies: dict[str, tuple[Path, str]], tolerance: float | None = None):

@@ -28,7 +28,7 @@ from statistics import mean
 
 from nosqltune.objective import metric_unit
 
-from common import (RESULTS, best_as_yaml, kept_notes, log, nosqltune, paired, ratio_text,  # bench/common.py
+from common import (RESULTS, machines, best_as_yaml, kept_notes, log, nosqltune, paired, ratio_text,  # bench/common.py
                     tune_or_resume)
 
 FOLDER = RESULTS / "impact"
@@ -104,6 +104,12 @@ def write(results: dict) -> None:
              "Wilcoxon signed-rank test over the rounds. Goal: >= x1.30 throughput or a read p99 40% lower, p < "
              "0.05, in two of three scenarios, and better than `latest` in one.", ""]
     lines += kept_notes(path, Path(__file__).name)
+    # the table sets the scenarios' studies side by side: on which machines each ran
+    studies = {f"{scenario} {optimizer}": (FOLDER / f"{STORE.get(scenario, scenario)}.db", optimizer)
+               for scenario, r in results["scenarios"].items() for optimizer in r["tuned"]}
+    lines += [f"**Machines** (the CPU probe stored with each run, the default's node CPU per operation; compare the "
+              f"ratios of one row, each measured within its own rounds, not absolute figures across rows): "
+              f"{machines(studies).line()}.", ""]
     lines += ["| scenario | objective | rounds | candidate | vs default (mean, 95% CI) | p | vs latest | p | goal | "
               "same runs, vs default |", "|---|---|---|---|---|---|---|---|---|---|"]
     for scenario, r in results["scenarios"].items():

@@ -10,8 +10,9 @@ DAY = 86_400.0
 T0 = time.mktime((2026, 11, 26, 12, 0, 0, 0, 0, 0))
 
 
-def run(cpu_mb_s=None, cpu_us=None, *, day=0, candidate="default", env=1, state="COMPLETE"):
+def run(cpu_mb_s=None, cpu_us=None, *, day=0, candidate="default", env=1, state="COMPLETE", workload="ycsb-a"):
     return {"state": state, "started_at": T0 + day * DAY, "environment_id": env,
+            "workload": {"name": workload, "harness": {"scenario": "in-memory"}},
             "meta": {"candidate": candidate, "round": 0},
             "internals": {"machine_probe": {"cpu_mb_s": cpu_mb_s}} if cpu_mb_s else {},
             "metrics": {"summary": {"node_cpu_us_per_op": cpu_us}}}
@@ -81,3 +82,12 @@ def test_the_report_names_studies_from_machines_apart_in_a_warning():
     assert "class='warn'" in page and "x2.80" in page and "gp, 2026-11-26" in page and "smac, 2026-11-25" in page
     alone = machines_section([fast])
     assert "class='muted'" in alone and "one machine" in alone
+
+
+def test_the_default_cpu_per_operation_is_compared_within_one_workload_only():
+    """Another mix costs another CPU per operation on the same machine: write-heavy's default against ycsb-a's is
+    no evidence of two machines; the probe still is."""
+    rows = [run(2000, 250), run(2000, 600, day=1, workload="write90")]
+    check = check_machines(rows)
+    assert not check.apart and check.ratio == 1.0
+    assert check_machines([run(2000, 250), run(1500, 600, day=1, workload="write90")]).by == "the CPU probe"

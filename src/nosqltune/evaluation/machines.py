@@ -10,7 +10,8 @@ by more than a tolerance (20%) are named:
 - the CPU probe, `cpu_mb_s` (SHA-256 MB/s of one core, best of five passes): no datastore setting changes it;
 - the default configuration's node CPU per operation (`node_cpu_us_per_op`), where the default ran in the group:
   the datastore's own cost on that machine, which the probe does not always follow (a busy neighbour slows the
-  node but not always the probe's best pass).
+  node but not always the probe's best pass). It is compared only between groups of the same workload (another
+  mix or scenario costs another CPU per operation on the same machine).
 
 A group is one environment on one day (UTC) unless the caller groups otherwise (by study, by store). Runs without
 a probe (stores older than the probes, online windows before they carried one) count as unknown: a group with
@@ -38,6 +39,7 @@ class MachineSpeed:
     default_cpu_us_per_op: float | None         # the median node CPU per operation of the default's runs (lower: faster)
     default_runs: int = 0
     environment: str | None = None              # the fingerprint's CPU model and cores, when known
+    workload: str | None = None                 # the workload the default's runs measured (their most common)
 
     def line(self) -> str:
         probe = f"probe {self.cpu_mb_s:,.0f} MB/s ({self.probed} of {self.runs} runs)" if self.cpu_mb_s else \
@@ -90,6 +92,14 @@ def cpu_per_op_of(row: Mapping[str, Any]) -> float | None:
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
+def workload_of(row: Mapping[str, Any]) -> str | None:
+    """The workload a stored run measured (its name, with the scenario it ran in)."""
+    workload = row.get("workload") or {}
+    harness = workload.get("harness") or {}
+    name = workload.get("name")
+    return None if name is None else f"{name} ({harness.get('scenario', '-')})"
+
+
 def by_day(row: Mapping[str, Any]) -> str:
     """The default grouping: the run's environment and the UTC day it started."""
     started = row.get("started_at")
@@ -114,7 +124,10 @@ def speed_of(label: str, rows: list[Mapping[str, Any]], is_default: Callable[[Ma
     from ..tuning.denoise import probe_of
 
     probes = [p for p in (probe_of(dict(r), "cpu_mb_s") for r in rows) if p is not None]
-    costs = [c for c in (cpu_per_op_of(r) for r in rows if is_default(r)) if c is not None]
+    defaults = [r for r in rows if is_default(r) and cpu_per_op_of(r) is not None]
+    names = [workload_of(r) for r in defaults]
+    workload = max(set(names), key=names.count) if names else None
+    costs = [cpu_per_op_of(r) for r in defaults if workload_of(r) == workload]
     env = None
     if environments:
         ids = {r.get("environment_id") for r in rows} - {None}
@@ -124,7 +137,7 @@ def speed_of(label: str, rows: list[Mapping[str, Any]], is_default: Callable[[Ma
     return MachineSpeed(label=label, runs=len(rows), probed=len(probes),
                         cpu_mb_s=round(statistics.median(probes), 1) if probes else None,
                         default_cpu_us_per_op=round(statistics.median(costs), 1) if costs else None,
-                        default_runs=len(costs), environment=env)
+                        default_runs=len(costs), environment=env, workload=workload)
 
 
 def check_machines(rows: Iterable[Mapping[str, Any]], *, group: Callable[[Mapping[str, Any]], str] = by_day,
@@ -144,8 +157,11 @@ def judge(speeds: list[MachineSpeed], tolerance: float = TOLERANCE) -> MachineCh
     """The verdict over groups already summed up (e.g. one per study or per store): the largest ratio of each figure
     among the groups that have it."""
     worst: tuple[float, str] | None = None
-    for figure, values in (("the CPU probe", [s.cpu_mb_s for s in speeds]),
-                           ("the default's node CPU per operation", [s.default_cpu_us_per_op for s in speeds])):
+    comparable = [("the CPU probe", [s.cpu_mb_s for s in speeds])]
+    for workload in sorted({s.workload for s in speeds if s.workload}):   # CPU per op: one workload at a time
+        comparable.append(("the default's node CPU per operation",
+                           [s.default_cpu_us_per_op for s in speeds if s.workload == workload]))
+    for figure, values in comparable:
         known = [v for v in values if v]
         if len(known) >= 2:
             ratio = max(known) / min(known)
