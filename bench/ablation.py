@@ -2,7 +2,7 @@
 """Which settings of the committed cloud-disk bests carry their gain: `nosqltune best --ablation` on real Cassandra, the
 best with each changed setting reverted alone, beside the best and the default in interleaved cold rounds, then
 bench/results/ablation.md with each setting's share of the gain (log scale, 95% bootstrap interval), whether it
-is optional, and the mechanism of every candidate (I/Os, KB and node CPU per operation, page cache over live data, what limited
+is optional, and the mechanism of every candidate (I/Os, KB and node CPU per operation, what limited
 its runs).
 
 The studies: irace's on cloud-disk (bench/results/impact/cloud-disk.db, study irace), whose best ran x1.653 against
@@ -32,18 +32,9 @@ STUDIES = {"irace": (RESULTS / "impact" / "cloud-disk.db", "irace"),
 ROUNDS = 6
 
 
-def in_memory(row: dict) -> float | None:
-    """The node's page cache at the end of the run (its memory group's) over its live data on disk: under 1, that
-    share of the data at most was in memory; over 1, all of it could be (the cache also holds other files)."""
-    internals = row["internals"] or {}
-    cache = sum((g or {}).get("page_cache") or 0 for g in (internals.get("memory_cgroup") or {}).values())
-    live = internals.get("live_disk_space_used_bytes")
-    return cache / live if cache and live else None
-
-
 def mechanism(rows: list[dict]) -> dict[str, dict]:
-    """Per candidate of the ablation's runs: the means of I/Os, KB read and node CPU per operation, the share of the
-    page cache over the live data, and the most common bottleneck."""
+    """Per candidate of the ablation's runs: the means of I/Os, KB read and node CPU per operation, and the most
+    common bottleneck."""
     out: dict[str, dict] = {}
     for row in rows:
         meta = row["meta"] or {}
@@ -65,7 +56,6 @@ def mechanism(rows: list[dict]) -> dict[str, dict]:
             "io_per_op": mean(lambda r: summary(r).get("node_io_per_op")),
             "kb_per_op": mean(lambda r: (summary(r).get("node_bytes_per_op") or 0) / 1000 or None),
             "cpu_us_per_op": mean(lambda r: summary(r).get("node_cpu_us_per_op")),
-            "in_memory": mean(in_memory),
             "limited_by": max(set(limits), key=limits.count) if limits else None}
     return figures
 
@@ -117,8 +107,8 @@ def _section(label: str, db: Path, study: str) -> tuple[list[str], dict]:
                      f"{vs['p_value']:.3g} | {'yes' if per['optional'] else 'no'} |")
     lines += ["", f"Sum of the shares: {ablation['sum_of_shares'][workload] * 100:.0f}%.", "",
               "The mechanism, per candidate (means over its runs):", "",
-              "| candidate | runs | ops/s | I/Os per op | KB read per op | node CPU us/op | page cache / live data | limited by |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| candidate | runs | ops/s | I/Os per op | KB read per op | node CPU us/op | limited by |",
+              "|---|---|---|---|---|---|---|"]
 
     def f(x, spec):
         return "-" if x is None else format(x, spec)
@@ -128,9 +118,7 @@ def _section(label: str, db: Path, study: str) -> tuple[list[str], dict]:
         if not m:
             continue
         lines.append(f"| {candidate} | {m['runs']} | {f(m['ops_s'], ',.0f')} | {f(m['io_per_op'], '.2f')} | "
-                     f"{f(m['kb_per_op'], '.1f')} | {f(m['cpu_us_per_op'], '.0f')} | "
-                     f"{f(m['in_memory'] * 100 if m['in_memory'] is not None else None, '.0f')}% | "
-                     f"{m['limited_by'] or '-'} |")
+                     f"{f(m['kb_per_op'], '.1f')} | {f(m['cpu_us_per_op'], '.0f')} | {m['limited_by'] or '-'} |")
     return lines + [""], {"ablation": ablation, "mechanism": figures, "machines": check.to_dict()}
 
 
