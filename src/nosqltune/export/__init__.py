@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import UsageError
+from ..online.plan import Change
 
 FILES = ("cassandra.yaml.patch", "jvm-server.options", "schema.cql", "volume.txt", "cass-operator.yaml", "PLAN.md")
 CASS_OPERATOR_SOURCE = (
@@ -94,21 +95,15 @@ class ExportSettings:
 
 
 @dataclass(frozen=True)
-class Setting:
-    """One changed setting and how it reaches a running cluster."""
+class Setting(Change):
+    """One changed setting (online/plan.py's Change: its route, how it is made and why) and how it reaches a running
+    cluster: its tags (live, restart, rewrite, cluster-wide in steps, irreversible, tuned on the rig, ...) and notes."""
 
-    knob: str
-    applies: str
-    before: Any
-    after: Any
-    route: str                    # online/plan.py's: live, rewrite, restart+rewrite, restart, fixed, inert
-    how: str
-    tags: tuple[str, ...]         # live, restart, rewrite, cluster-wide in steps, irreversible, tuned on the rig, ...
+    tags: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"knob": self.knob, "applies": self.applies, "before": self.before, "after": self.after,
-                "route": self.route, "how": self.how, "tags": list(self.tags), "notes": list(self.notes)}
+        return {**super().as_dict(), "tags": list(self.tags), "notes": list(self.notes)}
 
 
 def _rig_dependent(knob) -> bool:
@@ -155,8 +150,7 @@ def settings_of(space, config: Mapping[str, Any], optional: Sequence[str] = ()) 
             tags.append("tuned on the rig")
         if change.knob in optional:
             tags.append("optional")
-        out.append(Setting(change.knob, knob.applies, change.before, change.after, change.route, change.how,
-                           tuple(tags), tuple(notes)))
+        out.append(Setting(**{**change.as_dict(), "tags": tuple(tags), "notes": tuple(notes)}))
     return out
 
 
