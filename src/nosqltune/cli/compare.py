@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ..errors import UsageError
 from .options import DEFAULT_STUDY
 
 
@@ -55,6 +56,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
             ablation = ablate(study, AblationSettings(rounds=args.repeat), say=_say(args))
             print(json.dumps(ablation, default=str) if args.json else format_ablation(ablation))
             return 0
+        if args.data_growth:
+            from ..evaluation.compare import compare_growth, growth_table
+
+            grown = compare_growth(study, settings, _multiples(args.data_growth), say=_say(args))
+            table = growth_table(study.reread().record["settings"].get("compare") or {})
+            if args.json:
+                print(json.dumps({"study": args.study, **grown, "table": table}, default=str))
+            else:
+                for result in grown["sizes"].values():
+                    print(format_comparison(result, study.objective.unit) + "\n")
+                print(format_growth(table))
+            failed = sum(r["failed_runs"] for r in grown["sizes"].values())
+            return 1 if failed else 0
         result = {"study": args.study, **compare_study(study, settings, say=_say(args))}
     finally:
         store.close()
@@ -69,6 +83,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _multiples(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"--data-growth takes multiples of the data such as 1,2,4, got {text!r}") from None
+
+
+def format_growth(table: list[dict[str, Any]]) -> str:
+    """The gain of each candidate against the default at each data size, as `best` and `compare` print it."""
+    if not table:
+        return "no comparison at more than one data size (compare --data-growth 1,2,4 makes them)"
+    lines = ["gain against the data size (records multiplied, operations held; each size its own interleaved rounds):"]
+    for row in table:
+        interval = (f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if row.get("ci_low") is not None else "")
+        p = "-" if row.get("p_value") is None else f"{row['p_value']:.3g}"
+        speedup = "-" if row.get("mean_speedup") is None else f"x{row['mean_speedup']:.3f}"
+        lines.append(f"  {row['workload']}  {row['candidate']:<14} data x{row['multiple']:g}: {speedup}{interval}, "
+                     f"p = {p} over {row['pairs']} pairs")
+    return "\n".join(lines)
+
+
 def _say(args):
     from .options import _progress
 
@@ -76,7 +111,8 @@ def _say(args):
 
 
 def format_comparison(result: dict[str, Any], unit: str) -> str:
-    lines = [f"{result['metric']} ({unit}), study {result['study_name']}, scale x{result['scale']:g}: "
+    size = f"scale x{result['scale']:g}" + (f", data x{result['data']:g}" if result.get("data", 1) != 1 else "")
+    lines = [f"{result['metric']} ({unit}), study {result['study_name']}, {size}: "
              "speedup = candidate / default of the same round (> 1 is better)"
              + (f"; best = {result['best_is']}" if result.get("best_is") and "best" in result["candidates"] else "")]
     for name, w in result["workloads"].items():
@@ -140,6 +176,10 @@ def add_parsers(sub) -> None:
                    help="figures tested beside the study's objective, from the same runs (default throughput,"
                         "cpu-per-op: the node's CPU per operation separates configurations that the throughput of a "
                         "client sharing the cores cannot; '' for none)")
+    p.add_argument("--data-growth", default=None, metavar="LIST",
+                   help="data multiples, e.g. 1,2,4: the records multiplied and the operations held, the "
+                        "candidates, the default and latest measured at each size in its own interleaved rounds "
+                        "(--repeat each); prints the gain against the data size (best shows it too)")
     p.add_argument("--ablation", action="store_true",
                    help="instead of the candidates: the study's best with each changed setting reverted to its "
                         "default, one at a time, beside the best and the default in --repeat interleaved cold "

@@ -364,6 +364,9 @@ def cmd_best(args: argparse.Namespace) -> int:
         store.close()
     apply_confirmation(result, confirmation, space, spec)   # the best is the confirmed one, if confirmed
     result["ablation"] = ablation
+    from ..evaluation.compare import growth_table
+
+    result["growth"] = growth = growth_table(study.record["settings"].get("compare") or {})
     status = confirmation_status(result["best"])
     if args.format == "json":
         print(json.dumps({**result, "best_status": status, "fixed": tune["fixed"]}, default=str))
@@ -393,6 +396,10 @@ def cmd_best(args: argparse.Namespace) -> int:
             from ..evaluation.ablation import format_ablation
 
             print(format_ablation(ablation))
+        if growth:
+            from .compare import format_growth
+
+            print(format_growth(growth))
     return 0
 
 

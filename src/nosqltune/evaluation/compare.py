@@ -78,6 +78,7 @@ class CompareSettings:
     rounds: int = 10                  # interleaved cold rounds
     scale: float = 1.0                # records and operations multiplied by this (validation at a larger load)
     metrics: tuple[str, ...] = ("throughput", "cpu-per-op")   # tested beside the objective, from the same runs
+    data: float = 1.0                 # records alone multiplied by this, operations held (one size of a growth test)
 
     def __post_init__(self) -> None:
         from ..objective import check_metric
@@ -86,6 +87,11 @@ class CompareSettings:
             raise UsageError("--repeat must be at least 2 (a comparison needs repeated pairs)")
         if self.scale <= 0:
             raise UsageError("--scale must be positive")
+        if self.data <= 0:
+            raise UsageError("a data growth multiple must be positive")
+        if self.data != 1 and self.scale != 1:
+            raise UsageError("--data-growth multiplies the records at equal work; --scale multiplies records and "
+                             "operations: give one of them")
         for metric in self.metrics:
             check_metric(metric, "--metrics entry")
 
@@ -165,13 +171,14 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
     # side) and its own stored result; plain best-vs-default keeps the bare scale as its key
     others = [k for k in candidates if k != "default"]
     suffix = "" if others == ["best"] else ":" + "+".join(others)
+    size = f"x{settings.scale:g}" + (f"-data{settings.data:g}" if settings.data != 1 else "")
     result: dict[str, Any] = {"study_name": study.name, "system": study.system, "metric": objective.metric,
-                              "best_is": best_source, "scale": settings.scale, "candidates": candidates,
-                              "workloads": {}, "runs": 0, "failed_runs": 0}
+                              "best_is": best_source, "scale": settings.scale, "data": settings.data,
+                              "candidates": candidates, "workloads": {}, "runs": 0, "failed_runs": 0}
     if "best-practice" in candidates:
         result["best_practice"] = {"machine": facts, "rules": rules}
-    workloads = [Workload.from_dict(w if settings.scale == 1 else
-                                    {**w, "records": int(w["records"] * settings.scale),
+    workloads = [Workload.from_dict(w if settings.scale == 1 and settings.data == 1 else
+                                    {**w, "records": int(w["records"] * settings.scale * settings.data),
                                      "operations": int(w["operations"] * settings.scale)})
                  for w in tune["workloads"]]
     for workload in workloads:   # e.g. the memory guard of Redis at --scale 10
@@ -182,9 +189,9 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
     try:
         env_id = store.environment(target.fingerprint(harness))
         for workload in workloads:
-            group = f"{workload.name}-x{settings.scale:g}{suffix}"
-            say(f"{workload.name} at x{settings.scale:g}: {settings.rounds} interleaved rounds of "
-                f"{', '.join(candidates)}")
+            group = f"{workload.name}-{size}{suffix}"
+            say(f"{workload.name} at {size} ({workload.records:,} records, {workload.operations:,} operations): "
+                f"{settings.rounds} interleaved rounds of {', '.join(candidates)}")
             runs = run_interleaved(store, study.id, candidates, settings.rounds,
                                    lambda overrides: target.run_trial(full_space, overrides, workload, harness,
                                                                       progress=say),
@@ -214,7 +221,52 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
                                                            for m, v in per_metric.items()},
                                                   "machines": machines.to_dict()}
         earlier = (store.find_study(study.name) or study.record)["settings"].get("compare", {})
-        store.update_study_settings(study.id, {"compare": {**earlier, f"x{settings.scale:g}{suffix}": result}})
+        store.update_study_settings(study.id, {"compare": {**earlier, f"{size}{suffix}": result}})
     finally:
         lease.release()
     return result
+
+
+def compare_growth(study, settings: CompareSettings, growth: tuple[float, ...],
+                   say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """The candidates, the default and `latest` at each data multiple of `growth` (records multiplied, operations and
+    everything else held), each size in its own interleaved rounds, stored as one comparison per size; returns
+    {"growth": [...], "sizes": {multiple: result}}."""
+    from dataclasses import replace
+
+    if not growth or any(g <= 0 for g in growth) or len(set(growth)) != len(growth):
+        raise UsageError("--data-growth takes distinct positive multiples of the data, e.g. 1,2,4")
+    if settings.scale != 1:
+        raise UsageError("--data-growth multiplies the records at equal work; --scale multiplies records and "
+                         "operations: give one of them")
+    names = [c.strip() for c in settings.candidates.split(",") if c.strip()]
+    if study.system == "cassandra" and "latest" not in names:
+        names.append("latest")   # Cassandra's own newer defaults, at every size beside the tuned ones
+    sizes = {}
+    for multiple in growth:
+        sizes[multiple] = compare_study(study, replace(settings, candidates=",".join(names), data=multiple), say=say)
+    return {"growth": list(growth), "sizes": sizes}
+
+
+def growth_table(comparisons: dict[str, Any]) -> list[dict[str, Any]]:
+    """From a study's stored comparisons: each data size's speedup of every candidate against the default, smallest
+    size first (rows: multiple, workload, candidate, mean_speedup, ci_low, ci_high, p_value, pairs). Only the
+    comparisons at equal work (scale 1) are rows; one that is not a growth size counts as data x1."""
+    rows = []
+    for key, result in comparisons.items():
+        if result.get("scale", 1) != 1 or not result.get("workloads"):
+            continue
+        for workload, w in result["workloads"].items():
+            for candidate, stats in (w.get("stats") or {}).items():
+                rows.append({"multiple": result.get("data", 1.0), "workload": workload, "candidate": candidate,
+                             "key": key, **{k: stats.get(k) for k in ("mean_speedup", "ci_low", "ci_high",
+                                                                        "p_value", "pairs", "verdict")}})
+    sized = {r["multiple"] for r in rows}
+    if len(sized) < 2:
+        return []   # no growth: one size only
+    best: dict[tuple, dict] = {}
+    for row in rows:   # per size and candidate the comparison with the most pairs
+        key = (row["multiple"], row["workload"], row["candidate"])
+        if key not in best or (row["pairs"] or 0) > (best[key]["pairs"] or 0):
+            best[key] = row
+    return sorted(best.values(), key=lambda r: (r["workload"], r["candidate"], r["multiple"]))

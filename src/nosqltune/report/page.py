@@ -138,6 +138,11 @@ def comparison_section(view: TuningView, figures: Figures) -> str:
              figures.add(f"{view.name}-speedups", lambda: plots.speedup_boxes(view),
                          "per-round speedup over the default; box: quartiles, triangle: mean, dots: rounds",
                          "no complete pairs to draw")]
+    from ..evaluation.compare import growth_table
+
+    if growth_table(view.comparisons):
+        parts.append(figures.add(f"{view.name}-growth", lambda: plots.growth(view),
+                                 "the gain against the data size (compare --data-growth)", "nothing to draw"))
     for scale, result in sorted(view.comparisons.items()):
         practice = result.get("best_practice")
         if practice:

@@ -72,6 +72,35 @@ def speedup_boxes(view: TuningView):
     return fig
 
 
+def growth(view: TuningView):
+    """Each candidate's speedup over the default against the data size (compare --data-growth), with its 95%
+    interval; None without comparisons at two sizes or more."""
+    from ..evaluation.compare import growth_table
+
+    table = growth_table(view.comparisons)
+    if not table:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for (workload, candidate) in dict.fromkeys((r["workload"], r["candidate"]) for r in table):
+        rows = [r for r in table if r["workload"] == workload and r["candidate"] == candidate
+                and r["mean_speedup"] is not None]
+        xs = [r["multiple"] for r in rows]
+        ys = [r["mean_speedup"] for r in rows]
+        low = [y - (r["ci_low"] if r["ci_low"] is not None else y) for y, r in zip(ys, rows)]
+        high = [(r["ci_high"] if r["ci_high"] is not None else y) - y for y, r in zip(ys, rows)]
+        ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, label=f"{candidate} ({workload})")
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("data: multiple of the study's records (operations held)")
+    ax.set_ylabel("speedup over the default (mean of rounds)")
+    ax.set_title(f"{view.name}: the gain as the data grows (95% bootstrap intervals)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def knob_values(view: TuningView):
     names, rows, values = knob_matrix(view)
     if not names or len(rows) < 2:

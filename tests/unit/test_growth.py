@@ -1,0 +1,68 @@
+"""`compare --data-growth`: the candidates and the default at each data multiple (records multiplied, operations
+held), each size in its own interleaved rounds, stored; `best` prints the gain against the data size and the report
+draws it. On the recorded surrogate (the sizes' structure; what the data does to a gain is a real-trial question)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nosqltune.cli import main
+from nosqltune.evaluation.compare import growth_table
+from nosqltune.store import open_store
+
+
+@pytest.fixture()
+def study(tmp_path, capsys, monkeypatch, surrogate_cache):
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(surrogate_cache))
+    path = tmp_path / "g.db"
+    assert main(["tune", "--system", "surrogate:cloud13", "--read-ratio", "0.95", "--distribution", "uniform",
+                 "--optimizer", "random", "--budget", "8", "--seed", "1", "--study", str(path), "--json"]) == 0
+    capsys.readouterr()
+    return path
+
+
+def test_each_size_is_its_own_interleaved_comparison_at_equal_work(study, capsys):
+    assert main(["compare", "--study", str(study), "--data-growth", "1,2", "--repeat", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["growth"] == [1.0, 2.0] and set(out["sizes"]) == {"1.0", "2.0"}
+    store = open_store(str(study))
+    try:
+        rows = [r for r in store.trials() if r["tag"] == "compare"]
+        comparisons = store.find_study("tune")["settings"]["compare"]
+    finally:
+        store.close()
+    assert set(comparisons) == {"x1", "x1-data2"}
+    by_size = {}
+    for row in rows:
+        by_size.setdefault(row["meta"]["group"], []).append(row["workload"])
+    assert len(by_size) == 2 and all(len(v) == 3 * 2 for v in by_size.values())   # default and best, 3 rounds
+    small, large = (v[0] for v in sorted(by_size.values(), key=lambda v: v[0]["records"]))
+    assert large["records"] == 2 * small["records"] and large["operations"] == small["operations"]
+    table = growth_table(comparisons)
+    assert [(r["candidate"], r["multiple"]) for r in table] == [("best", 1.0), ("best", 2.0)]
+    assert all(r["pairs"] == 3 for r in table) and out["table"] == table
+
+    # best prints it, and the report draws it
+    assert main(["best", "--study", str(study)]) == 0
+    printed = capsys.readouterr().out
+    assert "gain against the data size" in printed and "data x2:" in printed
+    from nosqltune.report import plots
+    from nosqltune.report.data import load_views
+
+    (view,) = load_views(str(study))
+    assert plots.growth(view) is not None
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--data-growth", "1,2", "--scale", "2"], "give one of them"),
+    (["--data-growth", "0,2"], "distinct positive multiples"),
+    (["--data-growth", "1,1"], "distinct positive multiples"),
+    (["--data-growth", "one"], "--data-growth takes multiples"),
+])
+def test_bad_growth_is_one_line_and_runs_nothing(study, capsys, flags, message):
+    assert main(["compare", "--study", str(study), "--repeat", "2", *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not [r for r in open_store(str(study)).trials() if r["tag"] == "compare"]
