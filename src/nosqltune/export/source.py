@@ -37,6 +37,8 @@ def comparisons(store, space) -> Iterator[dict[str, Any]]:
         settings = study.get("settings") or {}
         fixed = ((settings.get("tune") or {}).get("fixed")) or {}
         for key, result in (settings.get("compare") or {}).items():
+            if result.get("scale", 1) != 1 or result.get("data", 1) != 1:
+                continue   # at another load or data size: evidence of that size, not of the study's
             for workload, found in (result.get("workloads") or {}).items():
                 for label, stats in (found.get("stats") or {}).items():
                     config = (result.get("candidates") or {}).get(label)
