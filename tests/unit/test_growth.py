@@ -66,3 +66,25 @@ def test_bad_growth_is_one_line_and_runs_nothing(study, capsys, flags, message):
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not [r for r in open_store(str(study)).trials() if r["tag"] == "compare"]
+
+
+def test_compare_and_confirm_take_another_jit_stored_apart(study, capsys):
+    """Fidelity: the study tuned with c1 (tune's default) measured with tiered JVMs: its own comparison and its own
+    confirmation, the JIT stored with each; the trials' harness says tiered."""
+    assert main(["compare", "--study", str(study), "--repeat", "2", "--jit", "tiered", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["jit"] == "tiered"
+    assert main(["best", "--study", str(study), "--confirm", "--top", "1", "--rounds", "2", "--jit", "tiered",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["confirm"]["jit"] == "tiered"
+    store = open_store(str(study))
+    try:
+        record = store.find_study("tune")["settings"]
+        rows = [r for r in store.trials() if r["tag"] == "compare"]
+    finally:
+        store.close()
+    assert "x1-tiered" in record["compare"]
+    assert rows and all(r["workload"]["harness"]["jit"] == "tiered" for r in rows)
+    assert all(r["meta"]["group"].endswith("tiered") or "-tiered" in r["meta"]["group"] for r in rows)
+    assert main(["best", "--study", str(study), "--jit", "tiered"]) == 2       # --jit without --confirm
+    assert "give --confirm too" in capsys.readouterr().err

@@ -45,7 +45,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..evaluation.study import open_study
     from ..surrogate.features import existing_store
 
-    settings = CompareSettings(candidates=args.candidates, rounds=args.repeat, scale=args.scale,
+    settings = CompareSettings(candidates=args.candidates, rounds=args.repeat, scale=args.scale, jit=args.jit,
                                metrics=tuple(m.strip() for m in args.metrics.split(",") if m.strip()))
     store = existing_store(args.study)
     try:
@@ -112,6 +112,7 @@ def _say(args):
 
 def format_comparison(result: dict[str, Any], unit: str) -> str:
     size = f"scale x{result['scale']:g}" + (f", data x{result['data']:g}" if result.get("data", 1) != 1 else "")
+    size += f", JIT {result['jit']}" if result.get("jit") else ""
     lines = [f"{result['metric']} ({unit}), study {result['study_name']}, {size}: "
              "speedup = candidate / default of the same round (> 1 is better)"
              + (f"; best = {result['best_is']}" if result.get("best_is") and "best" in result["candidates"] else "")]
@@ -176,6 +177,10 @@ def add_parsers(sub) -> None:
                    help="figures tested beside the study's objective, from the same runs (default throughput,"
                         "cpu-per-op: the node's CPU per operation separates configurations that the throughput of a "
                         "client sharing the cores cannot; '' for none)")
+    p.add_argument("--jit", choices=["c1", "tiered"], default=None,
+                   help="both JVMs' JIT for these rounds, whatever the study was tuned with (its trials ran c1 unless "
+                        "tune said otherwise): tiered measures at production's JIT, whose plateau takes about a "
+                        "minute of warm-up on 2 cores; stored as its own comparison")
     p.add_argument("--data-growth", default=None, metavar="LIST",
                    help="data multiples, e.g. 1,2,4: the records multiplied and the operations held, the "
                         "candidates, the default and latest measured at each size in its own interleaved rounds "

@@ -79,6 +79,7 @@ class CompareSettings:
     scale: float = 1.0                # records and operations multiplied by this (validation at a larger load)
     metrics: tuple[str, ...] = ("throughput", "cpu-per-op")   # tested beside the objective, from the same runs
     data: float = 1.0                 # records alone multiplied by this, operations held (one size of a growth test)
+    jit: str | None = None            # both JVMs' JIT for these rounds (c1, tiered); None: the study's own
 
     def __post_init__(self) -> None:
         from ..objective import check_metric
@@ -89,6 +90,8 @@ class CompareSettings:
             raise UsageError("--scale must be positive")
         if self.data <= 0:
             raise UsageError("a data growth multiple must be positive")
+        if self.jit not in (None, "c1", "tiered"):
+            raise UsageError(f"--jit takes c1 or tiered, got {self.jit!r}")
         if self.data != 1 and self.scale != 1:
             raise UsageError("--data-growth multiplies the records at equal work; --scale multiplies records and "
                              "operations: give one of them")
@@ -152,6 +155,11 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
 
     store, tune, objective, full_space = study.store, study.tune, study.objective, study.full_space
     harness = study.settings
+    jit = settings.jit if settings.jit and settings.jit != harness.jit else None   # fidelity: another JIT than tuned
+    if jit:
+        from dataclasses import replace as with_field
+
+        harness = with_field(harness, jit=jit)
     rows = study.trials()
     # the confirmed best when the study has one (`best --confirm`, or the end of `tune`)
     best = confirmed_best(best_configuration(rows, objective, study.spec.workloads, study.space),
@@ -171,9 +179,11 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
     # side) and its own stored result; plain best-vs-default keeps the bare scale as its key
     others = [k for k in candidates if k != "default"]
     suffix = "" if others == ["best"] else ":" + "+".join(others)
-    size = f"x{settings.scale:g}" + (f"-data{settings.data:g}" if settings.data != 1 else "")
+    size = (f"x{settings.scale:g}" + (f"-data{settings.data:g}" if settings.data != 1 else "")
+            + (f"-{jit}" if jit else ""))
     result: dict[str, Any] = {"study_name": study.name, "system": study.system, "metric": objective.metric,
                               "best_is": best_source, "scale": settings.scale, "data": settings.data,
+                              "jit": harness.jit,
                               "candidates": candidates, "workloads": {}, "runs": 0, "failed_runs": 0}
     if "best-practice" in candidates:
         result["best_practice"] = {"machine": facts, "rules": rules}
@@ -254,8 +264,8 @@ def growth_table(comparisons: dict[str, Any]) -> list[dict[str, Any]]:
     comparisons at equal work (scale 1) are rows; one that is not a growth size counts as data x1."""
     rows = []
     for key, result in comparisons.items():
-        if result.get("scale", 1) != 1 or not result.get("workloads"):
-            continue
+        if result.get("scale", 1) != 1 or not result.get("workloads") or key.split(":")[0].endswith(("-c1", "-tiered")):
+            continue   # another load, or another JIT than the study's: not a size of its growth
         for workload, w in result["workloads"].items():
             for candidate, stats in (w.get("stats") or {}).items():
                 rows.append({"multiple": result.get("data", 1.0), "workload": workload, "candidate": candidate,

@@ -17,10 +17,13 @@ CONFIRM_ROUNDS = 3    # ... in this many interleaved cold rounds with the defaul
 class ConfirmSettings:
     top: int = CONFIRM_TOP       # configurations re-measured
     rounds: int = CONFIRM_ROUNDS  # interleaved cold rounds, the default in each
+    jit: str | None = None       # both JVMs' JIT for the rounds (c1, tiered); None: the study's own
 
     def __post_init__(self) -> None:
         if self.top < 1 or self.rounds < 2:
             raise UsageError("--top must be at least 1 and --rounds at least 2")
+        if self.jit not in (None, "c1", "tiered"):
+            raise UsageError(f"--jit takes c1 or tiered, got {self.jit!r}")
 
 
 def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(),
@@ -38,6 +41,11 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
     store, tune, top, rounds = study.store, study.tune, confirm.top, confirm.rounds
     settings, full_space, spec, objective, space = (study.settings, study.full_space, study.spec, study.objective,
                                                     study.space)
+    jit = confirm.jit if confirm.jit and confirm.jit != settings.jit else None   # fidelity: another JIT than tuned
+    if jit:
+        from dataclasses import replace as with_field
+
+        settings = with_field(settings, jit=jit)
     rows = study.trials()
     sign = 1 if objective.maximize else -1
     ranked = sorted((e for e in configurations(rows, objective, spec.workloads, space)
@@ -53,7 +61,7 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
     # one confirmation per state of the study: after more tuning trials the top configurations may change, and
     # the stored rounds of "top1" then belong to another configuration
     completed = len([r for r in rows if r["failure_kind"] != "interrupted"])
-    group = f"confirm-after-{completed}"
+    group = f"confirm-after-{completed}" + (f"-{jit}" if jit else "")
     summaries: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
     trials: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
     for w in tune["workloads"]:
@@ -98,7 +106,7 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
                 and (label == "default" or "unstable" not in out[label])]
     best = max(eligible, key=lambda label: sign * out[label]["mean"]) if eligible else None
     result = {"top": top, "rounds": rounds, "trials": rounds * len(candidates) * len(tune["workloads"]),
-              "after_tune_trials": completed, "metric": objective.metric, "unit": objective.unit,
+              "after_tune_trials": completed, "jit": settings.jit, "metric": objective.metric, "unit": objective.unit,
               "candidates": out, "best": best,
               **({"denoise": {k: denoised[k] for k in ("elasticity", "described")}} if denoised else {}),
               "vs_default": compare(best, out[best]["values"], out["default"]["values"],
