@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from ..errors import UsageError
@@ -12,8 +11,8 @@ from .options import DEFAULT_STUDY
 
 
 def cmd_export_config(args: argparse.Namespace) -> int:
-    from ..export import FILES, ExportSettings, export_config, tablestats_bytes
-    from ..export.source import evidence_for, rig_of, study_config
+    from ..export import FILES, Evidence, ExportSettings, export_config, tablestats_bytes
+    from ..export.source import evidence_for, rig_of
 
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not args.overwrite:
@@ -43,11 +42,7 @@ def cmd_export_config(args: argparse.Namespace) -> int:
 
         space, store = load_space("cassandra"), None
     try:
-        evidence = evidence_for(store, space, config, said) if store is not None else None
-        if evidence is None:
-            from ..export import Evidence
-
-            evidence = Evidence(source=said)
+        evidence = evidence_for(store, space, config, said) if store is not None else Evidence(source=said)
         if not evidence.confirmed and not args.force:
             raise UsageError(f"{evidence.line()}: not confirmed against the default at p < 0.05; measure it with "
                              "`nosqltune compare --repeat 10` (a 3-round confirmation cannot reach p < 0.05), or give "
