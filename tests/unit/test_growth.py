@@ -86,5 +86,32 @@ def test_compare_and_confirm_take_another_jit_stored_apart(study, capsys):
     assert "x1-tiered" in record["compare"]
     assert rows and all(r["workload"]["harness"]["jit"] == "tiered" for r in rows)
     assert all(r["meta"]["group"].endswith("tiered") or "-tiered" in r["meta"]["group"] for r in rows)
+    # tiered rounds warm up by time, long enough for the JIT's plateau, whatever the study's warm-up was
+    assert all(r["workload"]["warmup_max_seconds"] == 60 and r["workload"]["warmup_operations"] >= 10**9
+               for r in rows)
     assert main(["best", "--study", str(study), "--jit", "tiered"]) == 2       # --jit without --confirm
     assert "give --confirm too" in capsys.readouterr().err
+
+
+def test_a_warmup_by_time_is_its_own_comparison(study, capsys):
+    assert main(["compare", "--study", str(study), "--repeat", "2", "--warmup-seconds", "45", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warmup_seconds"] == 45
+    store = open_store(str(study))
+    try:
+        record = store.find_study("tune")["settings"]
+        rows = [r for r in store.trials() if r["tag"] == "compare"]
+        tuned = [r for r in store.trials() if r["tag"] != "compare"]
+    finally:
+        store.close()
+    assert set(record["compare"]) == {"x1-warm45s"}
+    assert rows and all(r["workload"]["warmup_max_seconds"] == 45 for r in rows)
+    assert {r["workload"]["warmup_max_seconds"] for r in tuned} != {45}
+
+
+@pytest.mark.parametrize("command", [["compare", "--repeat", "2"], ["best", "--confirm", "--rounds", "2"]])
+@pytest.mark.parametrize("seconds", ["0", "601", "-5"])
+def test_a_warmup_out_of_range_is_refused_before_any_run(study, capsys, command, seconds):
+    assert main([command[0], "--study", str(study), *command[1:], "--warmup-seconds", seconds]) == 2
+    err = capsys.readouterr().err
+    assert "--warmup-seconds takes 1 to 600" in err and len(err.strip().splitlines()) == 1
+    assert not [r for r in open_store(str(study)).trials() if r["tag"] == "compare"]

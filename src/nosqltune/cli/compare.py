@@ -46,6 +46,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..surrogate.features import existing_store
 
     settings = CompareSettings(candidates=args.candidates, rounds=args.repeat, scale=args.scale, jit=args.jit,
+                               warmup_seconds=args.warmup_seconds,
                                metrics=tuple(m.strip() for m in args.metrics.split(",") if m.strip()))
     store = existing_store(args.study)
     try:
@@ -113,6 +114,7 @@ def _say(args):
 def format_comparison(result: dict[str, Any], unit: str) -> str:
     size = f"scale x{result['scale']:g}" + (f", data x{result['data']:g}" if result.get("data", 1) != 1 else "")
     size += f", JIT {result['jit']}" if result.get("jit") else ""
+    size += f", warm-up {result['warmup_seconds']} s" if result.get("warmup_seconds") else ""
     lines = [f"{result['metric']} ({unit}), study {result['study_name']}, {size}: "
              "speedup = candidate / default of the same round (> 1 is better)"
              + (f"; best = {result['best_is']}" if result.get("best_is") and "best" in result["candidates"] else "")]
@@ -180,7 +182,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--jit", choices=["c1", "tiered"], default=None,
                    help="both JVMs' JIT for these rounds, whatever the study was tuned with (its trials ran c1 unless "
                         "tune said otherwise): tiered measures at production's JIT, whose plateau takes about a "
-                        "minute of warm-up on 2 cores; stored as its own comparison")
+                        "minute on 2 cores, so its runs warm up for 60 s (--warmup-seconds says otherwise); stored "
+                        "as its own comparison")
+    p.add_argument("--warmup-seconds", type=int, default=None, metavar="S",
+                   help="warm up each run for S seconds (by time, not operations) instead of the study's warm-up; "
+                        "stored as its own comparison")
     p.add_argument("--data-growth", default=None, metavar="LIST",
                    help="data multiples, e.g. 1,2,4: the records multiplied and the operations held, the "
                         "candidates, the default and latest measured at each size in its own interleaved rounds "

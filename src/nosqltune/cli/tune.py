@@ -339,9 +339,10 @@ def cmd_best(args: argparse.Namespace) -> int:
     args.format = "json" if args.json else (args.format or "table")
     if not store_exists(args.study):
         raise UsageError(f"no study store at {args.study}: give the --study of a tuning run")
-    if args.jit and not args.confirm:
-        raise UsageError("--jit sets the JIT of --confirm's rounds: give --confirm too")
-    confirm = ConfirmSettings(top=args.top, rounds=args.rounds, jit=args.jit) if args.confirm else None
+    if (args.jit or args.warmup_seconds) and not args.confirm:
+        raise UsageError("--jit and --warmup-seconds set --confirm's rounds: give --confirm too")
+    confirm = (ConfirmSettings(top=args.top, rounds=args.rounds, jit=args.jit, warmup_seconds=args.warmup_seconds)
+               if args.confirm else None)
     store = open_store(args.study)
     try:
         study = open_study(store, args.study, args.study_name, "best")
@@ -525,7 +526,11 @@ def add_parsers(sub) -> None:
                    help=f"interleaved cold rounds of the confirmation (default {CONFIRM_ROUNDS})")
     p.add_argument("--jit", choices=["c1", "tiered"], default=None,
                    help="with --confirm: both JVMs' JIT for its rounds, whatever the study was tuned with (tiered: "
-                        "production's; stored as a confirmation of its own)")
+                        "production's, whose rounds then warm up for 60 s to reach its plateau; stored as a "
+                        "confirmation of its own)")
+    p.add_argument("--warmup-seconds", type=int, default=None, metavar="S",
+                   help="with --confirm: warm up each run for S seconds (by time, not operations) instead of the "
+                        "study's warm-up; stored as a confirmation of its own")
     p.add_argument("--ablation", action="store_true",
                    help="re-measure the best with each changed setting reverted to its default, one at a time, "
                         "beside the best and the default in --ablation-rounds interleaved cold rounds (stored, "

@@ -69,6 +69,29 @@ def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]],
     return out
 
 
+# --- the warm-up of a fidelity check ----------------------------------------------------------------------------
+
+TIERED_WARMUP_S = 60   # tiered throughput after a cold boot still climbs at 50 s on 2 cores (warmup_curve.md)
+MAX_WARMUP_S = 600
+
+
+def check_warmup_seconds(seconds: int | None) -> None:
+    if seconds is not None and not 0 < seconds <= MAX_WARMUP_S:
+        raise UsageError(f"--warmup-seconds takes 1 to {MAX_WARMUP_S} seconds, got {seconds}")
+
+
+def warmed_up(workload: dict[str, Any], jit: str | None, warmup_seconds: int | None) -> tuple[dict[str, Any], str]:
+    """The workload of rounds at another JIT than the study's, or with a warm-up by time: (the workload, the suffix
+    of its stored group). Rounds switched to tiered warm up for TIERED_WARMUP_S unless `warmup_seconds` says
+    otherwise, so that they measure the JIT's plateau rather than a point on its slope; the warm-up then ends by
+    time alone (its operation count is not the limit)."""
+    seconds = warmup_seconds or (TIERED_WARMUP_S if jit == "tiered" else None)
+    suffix = (f"-{jit}" if jit else "") + (f"-warm{warmup_seconds}s" if warmup_seconds else "")
+    if not seconds:
+        return workload, suffix
+    return {**workload, "warmup_operations": 10**9, "warmup_max_seconds": seconds, "warmup_steady_window": 0}, suffix
+
+
 # --- a study's candidates against its default (`nosqltune compare`) --------------------------------------------
 
 
@@ -80,6 +103,7 @@ class CompareSettings:
     metrics: tuple[str, ...] = ("throughput", "cpu-per-op")   # tested beside the objective, from the same runs
     data: float = 1.0                 # records alone multiplied by this, operations held (one size of a growth test)
     jit: str | None = None            # both JVMs' JIT for these rounds (c1, tiered); None: the study's own
+    warmup_seconds: int | None = None  # a warm-up by time instead of the study's (tiered: TIERED_WARMUP_S)
 
     def __post_init__(self) -> None:
         from ..objective import check_metric
@@ -92,6 +116,7 @@ class CompareSettings:
             raise UsageError("a data growth multiple must be positive")
         if self.jit not in (None, "c1", "tiered"):
             raise UsageError(f"--jit takes c1 or tiered, got {self.jit!r}")
+        check_warmup_seconds(self.warmup_seconds)
         if self.data != 1 and self.scale != 1:
             raise UsageError("--data-growth multiplies the records at equal work; --scale multiplies records and "
                              "operations: give one of them")
@@ -179,17 +204,18 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
     # side) and its own stored result; plain best-vs-default keeps the bare scale as its key
     others = [k for k in candidates if k != "default"]
     suffix = "" if others == ["best"] else ":" + "+".join(others)
-    size = (f"x{settings.scale:g}" + (f"-data{settings.data:g}" if settings.data != 1 else "")
-            + (f"-{jit}" if jit else ""))
+    _, warm = warmed_up({}, jit, settings.warmup_seconds)
+    size = f"x{settings.scale:g}" + (f"-data{settings.data:g}" if settings.data != 1 else "") + warm
     result: dict[str, Any] = {"study_name": study.name, "system": study.system, "metric": objective.metric,
                               "best_is": best_source, "scale": settings.scale, "data": settings.data,
-                              "jit": harness.jit,
+                              "jit": harness.jit, "warmup_seconds": settings.warmup_seconds,
                               "candidates": candidates, "workloads": {}, "runs": 0, "failed_runs": 0}
     if "best-practice" in candidates:
         result["best_practice"] = {"machine": facts, "rules": rules}
-    workloads = [Workload.from_dict(w if settings.scale == 1 and settings.data == 1 else
-                                    {**w, "records": int(w["records"] * settings.scale * settings.data),
-                                     "operations": int(w["operations"] * settings.scale)})
+    workloads = [Workload.from_dict(warmed_up(w if settings.scale == 1 and settings.data == 1 else
+                                              {**w, "records": int(w["records"] * settings.scale * settings.data),
+                                               "operations": int(w["operations"] * settings.scale)},
+                                              jit, settings.warmup_seconds)[0])
                  for w in tune["workloads"]]
     for workload in workloads:   # e.g. the memory guard of Redis at --scale 10
         target.preflight(workload, harness)

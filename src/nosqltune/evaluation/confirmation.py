@@ -18,12 +18,16 @@ class ConfirmSettings:
     top: int = CONFIRM_TOP       # configurations re-measured
     rounds: int = CONFIRM_ROUNDS  # interleaved cold rounds, the default in each
     jit: str | None = None       # both JVMs' JIT for the rounds (c1, tiered); None: the study's own
+    warmup_seconds: int | None = None   # a warm-up by time instead of the study's (tiered: TIERED_WARMUP_S)
 
     def __post_init__(self) -> None:
+        from .compare import check_warmup_seconds
+
         if self.top < 1 or self.rounds < 2:
             raise UsageError("--top must be at least 1 and --rounds at least 2")
         if self.jit not in (None, "c1", "tiered"):
             raise UsageError(f"--jit takes c1 or tiered, got {self.jit!r}")
+        check_warmup_seconds(self.warmup_seconds)
 
 
 def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(),
@@ -35,7 +39,7 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
     study has no completed configuration but the default."""
     from ..tuning.results import configurations, default_entry
     from ..workloads.spec import Workload
-    from .compare import run_interleaved
+    from .compare import run_interleaved, warmed_up
     from .stats import compare, mean_interval
 
     store, tune, top, rounds = study.store, study.tune, confirm.top, confirm.rounds
@@ -61,11 +65,11 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
     # one confirmation per state of the study: after more tuning trials the top configurations may change, and
     # the stored rounds of "top1" then belong to another configuration
     completed = len([r for r in rows if r["failure_kind"] != "interrupted"])
-    group = f"confirm-after-{completed}" + (f"-{jit}" if jit else "")
+    group = f"confirm-after-{completed}" + warmed_up({}, jit, confirm.warmup_seconds)[1]
     summaries: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
     trials: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
     for w in tune["workloads"]:
-        workload = Workload.from_dict(w)
+        workload = Workload.from_dict(warmed_up(w, jit, confirm.warmup_seconds)[0])
         say(f"confirming on {workload.name}: {rounds} interleaved cold rounds of {', '.join(candidates)}")
         runs = run_interleaved(store, study.id, candidates, rounds,
                                lambda overrides: target.run_trial(full_space, overrides, workload, settings,
