@@ -16,7 +16,10 @@ Constraints (a piece the RF/GBDT tuning paper did not have): `p99-read<=5` or `t
 breaks one is infeasible: it never becomes the best configuration, and the optimizer sees a penalty.
 
 Several workloads: a configuration's value is the geometric mean over the workloads (scale-free, so a fast
-workload does not drown a slow one).
+workload does not drown a slow one). With `combine="worst-gain"` (tune --data-sizes: one workload at several data
+sizes) it is the worst of its gains against the default's values on the same workloads, times the geometric mean of
+the default's values: in the metric's unit, the default's own value for the default, and a configuration whose gain
+falls off a cliff at one size is ranked by that size.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ STATS = ("avg", "p95", "p99", "p999")
 OPS = ("read", "update", "insert", "scan", "readmodifywrite", "all")
 _CONSTRAINT = re.compile(r"^\s*([a-z0-9-]+)\s*(<=|>=)\s*([0-9.]+(?:e-?[0-9]+)?)\s*$")
 
+
+COMBINE = ("geometric-mean", "worst-gain")
 
 # the node's cost per operation: metric -> summary key (workloads/ycsb.cost_summary)
 COST_METRICS = {"cpu-per-op": "node_cpu_us_per_op", "gc-per-op": "node_gc_us_per_op",
@@ -98,10 +103,15 @@ class Constraint:
 class Objective:
     metric: str = "throughput"
     constraints: tuple[Constraint, ...] = field(default_factory=tuple)
+    combine: str = "geometric-mean"    # over the workloads: geometric-mean | worst-gain (against the default's)
+
+    def __post_init__(self) -> None:
+        if self.combine not in COMBINE:
+            raise UsageError(f"unknown way to combine workloads {self.combine!r}: {' or '.join(COMBINE)}")
 
     @classmethod
-    def parse(cls, metric: str, constraints: Iterable[str] = ()) -> "Objective":
-        return cls(check_metric(metric), tuple(Constraint.parse(c) for c in constraints))
+    def parse(cls, metric: str, constraints: Iterable[str] = (), combine: str = "geometric-mean") -> "Objective":
+        return cls(check_metric(metric), tuple(Constraint.parse(c) for c in constraints), combine)
 
     @property
     def maximize(self) -> bool:
@@ -113,23 +123,29 @@ class Objective:
 
     def describe(self) -> str:
         text = ("maximize " if self.maximize else "minimize ") + self.metric
+        if self.combine == "worst-gain":
+            text += " at the worst of its gains over the workloads"
         if self.constraints:
             text += " subject to " + ", ".join(map(str, self.constraints))
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "constraints": [str(c) for c in self.constraints]}
+        return {"metric": self.metric, "constraints": [str(c) for c in self.constraints],
+                **({"combine": self.combine} if self.combine != "geometric-mean" else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Objective":
-        return cls.parse(data["metric"], data.get("constraints", ()))
+        return cls.parse(data["metric"], data.get("constraints", ()), data.get("combine", "geometric-mean"))
 
     # -- values of configurations
     def better(self, a: float, b: float) -> bool:
         return a > b if self.maximize else a < b
 
-    def evaluate(self, summaries: list[dict[str, Any]]) -> "Evaluation":
-        """One configuration's value from the summaries of its trials, one per workload (None: failed)."""
+    def evaluate(self, summaries: list[dict[str, Any]],
+                 reference: list[dict[str, Any] | None] | None = None) -> "Evaluation":
+        """One configuration's value from the summaries of its trials, one per workload (None: failed).
+        `reference`: the default's summaries on the same workloads, in the same order (worst-gain only; without
+        them, or with one missing, the geometric mean stands in)."""
         if any(s is None for s in summaries) or not summaries:
             return Evaluation(None, False, math.inf)
         values = [metric_value(self.metric, s) for s in summaries]
@@ -138,6 +154,11 @@ class Objective:
         if any(v is None or v < 0 or (v == 0 and not floor_ok) for v in values):
             return Evaluation(None, False, math.inf)
         value = geometric_mean(values)
+        base = ([metric_value(self.metric, s) if s else None for s in reference]
+                if self.combine == "worst-gain" and reference and len(reference) == len(values) else None)
+        if base and all(b and v for b, v in zip(base, values)):
+            gains = [v / b if self.maximize else b / v for v, b in zip(values, base)]
+            value = geometric_mean(base) * min(gains) if self.maximize else geometric_mean(base) / min(gains)
         violation = max((c.violation(metric_value(c.metric, s)) for c in self.constraints for s in summaries),
                         default=0.0)
         return Evaluation(value, violation == 0.0, violation)

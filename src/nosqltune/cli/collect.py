@@ -107,13 +107,13 @@ def _workloads(args: argparse.Namespace) -> list:
     """The collection's workloads: the named mixes of --workload (a comma list), else one per --read-ratios
     (reads, the rest updates; default 0:1:0.1)."""
     from ..surrogate.collect import parse_ratios
-    from .options import _build_workload, _scenario
+    from .options import _build_workload, _scenario, workload_names
 
     if _scenario(args).rate_fraction is not None:
         raise UsageError(f"collect measures configurations over workloads at full speed; --scenario "
                          f"{_scenario(args).name} runs at a fixed rate (use bench or tune with it)")
     if args.workload:
-        names = [n.strip() for n in args.workload.split(",") if n.strip()]
+        names = workload_names(args.workload)
         if len(set(names)) != len(names):
             raise UsageError("--workload lists the same workload twice")
         return [_build_workload(args, name=name) for name in names]

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import UsageError
-from .options import DEFAULT_STUDY
+from .options import DEFAULT_STUDY, multiples
 
 
 def format_confirmation(result: dict[str, Any]) -> str:
@@ -60,7 +60,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.data_growth:
             from ..evaluation.compare import compare_growth, growth_table
 
-            grown = compare_growth(study, settings, _multiples(args.data_growth), say=_say(args))
+            grown = compare_growth(study, settings, multiples(args.data_growth, "--data-growth"), say=_say(args))
             table = growth_table(study.reread().record["settings"].get("compare") or {})
             if args.json:
                 print(json.dumps({"study": args.study, **grown, "table": table}, default=str))
@@ -82,13 +82,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
               "reasons: `nosqltune export`)", file=sys.stderr)
         return 1
     return 0
-
-
-def _multiples(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise UsageError(f"--data-growth takes multiples of the data such as 1,2,4, got {text!r}") from None
 
 
 def format_growth(table: list[dict[str, Any]]) -> str:

@@ -171,6 +171,27 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
 
 
+def workload_names(text: str) -> list[str]:
+    """A --workload list: its commas split it, except those inside a profile's ops(...); profiles and YCSB
+    workloads are not mixed in one list (a study compares configurations on one kind of data)."""
+    from ..workloads.profile import PREFIX, split_workloads
+
+    names = split_workloads(text)
+    profiles = [n for n in names if n.startswith(PREFIX)]
+    if profiles and len(profiles) != len(names):
+        raise UsageError(f"--workload mixes a profile ({profiles[0]}) with YCSB workloads: give profiles or YCSB "
+                         "workloads, not both")
+    return names
+
+
+def multiples(text: str, flag: str) -> tuple[float, ...]:
+    """'1,2,4' -> (1.0, 2.0, 4.0), for --data-growth and --data-sizes."""
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"{flag} takes multiples of the data such as 1,2,4, got {text!r}") from None
+
+
 def _positive(name: str, value: int | None) -> None:
     if value is not None and value <= 0:
         raise UsageError(f"--{name} must be a positive integer, got {value}")

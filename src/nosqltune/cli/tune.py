@@ -111,6 +111,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
             for line in _scenario(args).outlook(set(subset.knobs), subset.label):
                 say(line)
         objective = Objective.from_dict(spec.objective)
+        if not args.resume and objective.combine == "worst-gain":   # --data-sizes: what the sizes cost
+            sizes = ", ".join(f"{w.name} ({w.records:,} records)" for w in workloads)
+            _progress(args)(f"data sizes {sizes}: every configuration runs at each size, so the search's "
+                            f"{plan['search_budget']} trials are {plan['search_budget'] // len(workloads)} "
+                            "configurations, ranked by their worst gain over the default; each data layout is built "
+                            "once per size")
         target = trial_target(settings, system, seed=spec.seed,
                               metrics=(objective.metric,) + tuple(c.metric for c in objective.constraints))
         env_id = store.environment(target.fingerprint(settings))
@@ -243,7 +249,8 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
 
 def _new_run(args: argparse.Namespace, full_space, settings):
     """The settings of a new tuning run from the flags, all checked."""
-    from .options import _build_workload, _scenario, _searched_space, scenario_rate, trial_target
+    from .options import (_build_workload, _scenario, _searched_space, multiples, scenario_rate, trial_target,
+                          workload_names)
     from ..knobs.space import TuningSpace
     from ..tuning.loop import TuneSpec
     from ..objective import Objective
@@ -260,8 +267,7 @@ def _new_run(args: argparse.Namespace, full_space, settings):
     if args.workload is None and args.read_ratio is None:
         workloads = [_build_workload(args)]        # the scenario's (ycsb-a in-memory)
     else:
-        names = ["custom"] if args.read_ratio is not None else [n.strip() for n in args.workload.split(",")
-                                                                 if n.strip()]
+        names = ["custom"] if args.read_ratio is not None else workload_names(args.workload)
         workloads = [_build_workload(args, name=None if name == "custom" else name) for name in names]
     if len({w.name for w in workloads}) != len(workloads):
         raise UsageError("--workload lists the same workload twice")
@@ -269,7 +275,22 @@ def _new_run(args: argparse.Namespace, full_space, settings):
     rated = [scenario_rate(args, settings, w) for w in workloads]   # latency-slo: each workload's fixed rate
     workloads = [w for w, _ in rated]
     constraints += [c for _, c in rated if c and len(rated) == 1]     # several rates: no single throughput floor
-    objective = Objective.parse(args.objective or _scenario(args).objective, constraints)
+    combine = "geometric-mean"
+    if args.data_sizes is not None:   # a best without a cliff: ranked by its worst gain over the sizes
+        from ..workloads.spec import at_data_sizes
+
+        if args.optimizer == "irace":
+            raise UsageError("--data-sizes ranks each configuration by its worst size, so every size runs for it; "
+                             "irace races its instances one at a time: pick another --optimizer")
+        if not args.include_default:
+            raise UsageError("--data-sizes ranks configurations by their gain over the default at each size: it "
+                             "needs the default (leave out --no-default)")
+        if args.denoise:
+            raise UsageError("--denoise corrects each workload's runs apart; with --data-sizes the value is a gain "
+                             "over the default: give one of them")
+        workloads = at_data_sizes(workloads, multiples(args.data_sizes, "--data-sizes"))
+        combine = "worst-gain"
+    objective = Objective.parse(args.objective or _scenario(args).objective, constraints, combine)
     system = args.system or "cassandra"
     target = trial_target(settings, system, seed=args.seed)
     knobs = args.knobs if args.knobs is not None else (target.default_knobs(settings) or list(full_space.knobs))
@@ -441,6 +462,12 @@ def add_parsers(sub) -> None:
                         "time, user + system, summed over a cluster's nodes) or gc-per-op (its GC pauses), or its "
                         "disk per operation: io-per-op (I/Os its volume served; needs --volume) or bytes-per-op "
                         "(default: the scenario's, throughput; latency-slo and cloud-slo: p99-read)")
+    t.add_argument("--data-sizes", default=None, metavar="LIST",
+                   help="multiples of the records, e.g. 1,2: every configuration runs at each size (the operations "
+                        "held) and is ranked by its worst gain over the default at the same size, so that the best "
+                        "does not live on a cliff where the data just fits in memory. Costs: one trial per size and "
+                        "configuration (a budget of 60 is 30 configurations at two sizes), and each data layout is "
+                        "built once per size")
     t.add_argument("--constraint", action="append", default=[], dest="constraints", metavar="METRIC<=X",
                    help="keep only configurations with METRIC<=X or METRIC>=X, e.g. p99-read<=5 or "
                         "throughput>=5000 (repeatable)")

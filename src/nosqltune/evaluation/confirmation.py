@@ -85,7 +85,7 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
               **{f"top{i}": e["value"] for i, e in enumerate(ranked, 1)}}
     values = {}
     for label, per_round in summaries.items():
-        evaluated = [objective.evaluate(s) for s in per_round]
+        evaluated = [objective.evaluate(s, summaries["default"][r]) for r, s in enumerate(per_round)]
         values[label] = [e.value if e.value is not None and e.feasible else None for e in evaluated]
     denoised = None
     if spec.denoise:   # the rounds are repeats: corrected by the probe, and candidates that disagree with themselves

@@ -211,7 +211,7 @@ def local_cluster(setup: LocalSetup, trace, records: int, replication_factor: in
             boot = cluster.start()
             first = cluster.members[0]
             workload = trace.phases[0].client_workload(records)
-            _create_schema(first.address, first.ports.native, workload.fieldcount,
+            _create_schema(first.address, first.ports.native, workload,
                            replication_factor=replication_factor,
                            table_statements=placed.table_statements(KEYSPACE, TABLE))
             say(f"loading {records:,} records (replication factor {replication_factor})")

@@ -193,17 +193,27 @@ class TuningLoop:
         """The point's evaluation from its trials (the mean of its runs per workload) and, with --denoise, its value
         corrected and the p of its repeats when they are unstable (the denoiser refits on what is stored so far and
         this point, unless `refit` is off: then the fit of the last call corrects it, to compare two points alike)."""
-        from .results import _mean_summary
-
-        summaries = []
-        for name in workloads:
-            rows = [r for r in point.rows if r["meta"]["instance"] == name]
-            ok = rows and all(r["state"] == TrialState.COMPLETE.value for r in rows)
-            summaries.append(_mean_summary([r["metrics"]["summary"] for r in rows]) if ok else None)
-        evaluation = self.objective.evaluate(summaries)
+        reference = None
+        if self.objective.combine == "worst-gain":   # gains against the default's runs on the same workloads
+            default = point if point.kind == "default" else next((p for p in self.points if p.kind == "default"),
+                                                                 None)
+            reference = self._summaries(default, workloads) if default else None
+        evaluation = self.objective.evaluate(self._summaries(point, workloads), reference)
         if self.spec.denoise and evaluation.value is not None:
             return self.denoiser.evaluate(point, workloads, evaluation, refit=refit)
         return evaluation, None
+
+    @staticmethod
+    def _summaries(point: Point, workloads: list[str]) -> list[dict | None]:
+        """The mean summary of the point's runs on each workload (None where one failed or none ran)."""
+        from .results import _mean_summary
+
+        out = []
+        for name in workloads:
+            rows = [r for r in point.rows if r["meta"]["instance"] == name]
+            ok = rows and all(r["state"] == TrialState.COMPLETE.value for r in rows)
+            out.append(_mean_summary([r["metrics"]["summary"] for r in rows]) if ok else None)
+        return out
 
     def _evaluate(self, point: Point, workloads: list[str]) -> None:
         point.evaluation, point.unstable = self._value(point, workloads)

@@ -51,8 +51,8 @@ def configurations(rows: list[dict], objective: Objective, workloads: list[str],
         canonical.setdefault(key, config)
         groups.setdefault(key, []).append(row)
     default_key = _group_key(space.canonical(space.default()))
-    out = []
-    for key, group in groups.items():
+
+    def mean_summaries(group: list[dict]) -> tuple[dict[str, dict], bool]:
         per_workload: dict[str, list[dict]] = {}
         failed = False
         for row in group:
@@ -60,9 +60,18 @@ def configurations(rows: list[dict], objective: Objective, workloads: list[str],
                 failed = True
             else:
                 per_workload.setdefault(row["meta"]["instance"], []).append(row["metrics"]["summary"])
-        means = {w: _mean_summary(per_workload[w]) for w in workloads if w in per_workload}
+        return {w: _mean_summary(per_workload[w]) for w in workloads if w in per_workload}, failed
+
+    reference = None
+    if objective.combine == "worst-gain" and default_key in groups:   # the gains are against the default's runs
+        default_means = mean_summaries(groups[default_key])[0]
+        reference = [default_means.get(w) for w in workloads]
+    out = []
+    for key, group in groups.items():
+        means, failed = mean_summaries(group)
         partial = len(means) < len(workloads)
-        evaluation = objective.evaluate([means[w] for w in workloads if w in means]) if means and not failed else None
+        evaluation = (objective.evaluate([means[w] for w in workloads if w in means],
+                                         None if partial else reference) if means and not failed else None)
         metas = [row.get("meta") or {} for row in group]
         out.append({"config": canonical[key], "kind": "default" if key == default_key
                     else "suggested", "trials": len(group), "trial_ids": [r["id"] for r in group],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -18,6 +19,9 @@ _CREDENTIAL = re.compile(r"passw(or)?d|secret|credential", re.IGNORECASE)
 # the request distributions of the keys YCSB 0.17's CoreWorkload takes (`requestdistribution`): a properties file
 # and --distribution accept these, and no other
 DISTRIBUTIONS = ("zipfian", "uniform", "latest", "hotspot", "sequential", "exponential")
+
+
+PROFILE_WORKLOAD = "nosqltune.loadgen.ProfileWorkload"
 
 
 class WorkloadError(NosqltuneError):
@@ -67,9 +71,22 @@ class Workload:
     warmup_steady_cv: float = 0.05
     max_seconds: int | None = None      # cap of the measured phase
     extra: dict[str, Any] = field(default_factory=dict)
+    profile: dict[str, Any] | None = None   # a cassandra-stress user profile, as workloads/profile.py read it
+
+    @property
+    def keyspace(self) -> str:
+        return self.profile["keyspace"] if self.profile else "ycsb"
+
+    @property
+    def table(self) -> str:
+        return self.profile["table"]["name"] if self.profile else "usertable"
 
     def dataset_properties(self) -> dict[str, Any]:
         """What determines the loaded data (the snapshot key)."""
+        if self.profile:
+            from .profile import data_digest
+
+            return {"records": self.records, "profile": data_digest(self.profile)}
         return {"records": self.records, "fieldcount": self.fieldcount, "fieldlength": self.fieldlength,
                 "insertorder": self.mix.get("insertorder", _catalog()["common"]["insertorder"])}
 
@@ -77,6 +94,11 @@ class Workload:
         """The YCSB properties of the `load` or `run` phase."""
         props = dict(_catalog()["common"])
         props.update(self.mix)
+        if self.profile:   # loadgen's ProfileWorkload, on the profile's keyspace
+            from .profile import loadgen_properties
+
+            props.update(loadgen_properties(self.profile, self.records))
+            props["workload"] = PROFILE_WORKLOAD
         props.update(self.extra)
         props.update({"recordcount": self.records, "fieldcount": self.fieldcount,
                       "fieldlength": self.fieldlength, "threadcount": self.threads})
@@ -169,6 +191,8 @@ def make_workload(name: str | None = None, *, read_ratio: float | None = None, d
             raise WorkloadError("give either --workload or --read-ratio, not both")
         label = f"read{round(read_ratio * 100):g}-{distribution or 'zipfian'}"
         resolved, mix = label, read_ratio_mix(read_ratio, distribution or "zipfian")
+    elif name and name.startswith("profile:"):
+        return _profile_workload(name, distribution, defaults, sizes)
     else:
         resolved, mix = _mix_for(name or "ycsb-a")
         if distribution:
@@ -204,3 +228,57 @@ def make_workload(name: str | None = None, *, read_ratio: float | None = None, d
         raise WorkloadError(f"workload {resolved!r} has no operations (all proportions are 0): give one of them a "
                             "share above 0")
     return Workload(name=resolved, mix=mix, **{k: v for k, v in sizes.items() if v is not None})
+
+
+def at_data_sizes(workloads: list["Workload"], multiples: tuple[float, ...]) -> list["Workload"]:
+    """Each workload at each multiple of its records, the operations and everything else held (tune --data-sizes):
+    named NAME at x1 and NAME-dataM at M, so that a search can rank a configuration by its worst size."""
+    from dataclasses import replace
+
+    if not multiples or any(m <= 0 for m in multiples) or len(set(multiples)) != len(multiples):
+        raise WorkloadError("data sizes are distinct positive multiples of the records, e.g. 1,2")
+    return [w if m == 1 else replace(w, name=f"{w.name}-data{m:g}", records=int(w.records * m))
+            for w in workloads for m in sorted(multiples)]
+
+
+SHIPPED_PROFILES = Path(__file__).parent / "profiles"
+YCSB_ROW_BYTES = 1000   # a YCSB row's values (10 fields of 100 bytes): what a scenario's records are counted in
+
+
+def shipped_profiles() -> list[str]:
+    """The profiles that come with the tool, by name (`--workload profile:NAME`)."""
+    return sorted(p.stem for p in SHIPPED_PROFILES.glob("*.yaml"))
+
+
+def _profile_workload(name: str, distribution: str | None, defaults: dict[str, Any] | None,
+                      sizes: dict[str, Any]) -> Workload:
+    """`profile:FILE[:ops(...)]` (or a shipped profile's name) -> a Workload that carries the profile."""
+    from .profile import load_profile, split_spec
+
+    if distribution:
+        raise WorkloadError("--distribution chooses YCSB's keys; a profile's columns say how its partitions are "
+                            "picked: leave it out")
+    path, ops = split_spec(name)
+    if not Path(path).exists() and (SHIPPED_PROFILES / f"{path}.yaml").exists():
+        path = str(SHIPPED_PROFILES / f"{path}.yaml")
+    if not Path(path).is_file():
+        shipped = ", ".join(shipped_profiles())
+        raise WorkloadError(f"no profile {path!r}: give a cassandra-stress user profile (YAML) or one of {shipped}")
+    from .profile import row_bytes
+
+    profile = load_profile(path, ops)
+    label = f"profile-{profile.name}" + (f"-{hashlib.sha256(ops.encode()).hexdigest()[:6]}" if ops else "")
+    defaults = dict(defaults or {})
+    if sizes.get("records") is None and defaults.get("records"):
+        # a scenario sizes its data against the node's memory in YCSB rows of 1 KB: a profile gets the rows that
+        # come to the same bytes
+        defaults["records"] = max(1, round(defaults["records"] * YCSB_ROW_BYTES / row_bytes(profile.to_dict())))
+    for key, value in defaults.items():
+        if value is not None:
+            sizes.setdefault(key, value)
+    for key in ("records", "operations", "threads"):
+        if sizes.get(key) is not None and int(sizes[key]) <= 0:
+            raise WorkloadError(f"--{key} must be a positive integer, got {sizes[key]}")
+    sizes = {k: v for k, v in sizes.items() if k not in ("fieldcount", "fieldlength")}
+    return Workload(name=label, mix={}, profile=profile.to_dict(), **sizes)
+

@@ -144,10 +144,7 @@ def write_sstables(workload: Workload, out_dir: Path, schema: str, *, version: s
     TrialError('workload') when a record failed, a flusher did not finish, or the rows written are not the
     workload's records."""
     settings = settings or BulkSettings()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    node_yaml = out_dir / "cassandra.yaml"   # the directories and ports in it are never used
-    node_yaml.write_text(yaml.safe_dump(render_yaml(out_dir / "node", NodePorts(9042, 7000, 7199), yaml_overrides),
-                                        sort_keys=False))
+    node_yaml = _node_yaml(out_dir, yaml_overrides)
     loader = Workload.from_dict({**workload.to_dict(), "threads": settings.threads})
     size = data_mb(workload) * 1.02   # a little more: the last, smallest size is not repeated for a few records
     plan = buffer_plan(size, settings.largest(size, _memory_mb()))
@@ -160,22 +157,9 @@ def write_sstables(workload: Workload, out_dir: Path, schema: str, *, version: s
                   "cassandra.keyspace": keyspace, "table": table})
     props_file = out_dir / "load.properties"
     write_properties(props_file, props)
-    classpath = writer_classpath(version)
-    # the parallel collector: the buffers live for seconds and die together, G1 spent twice the time on them
-    tmp = out_dir.parent / "tmp"   # native libraries unpack beside the output, not into /tmp (removed with it)
-    tmp.mkdir(parents=True, exist_ok=True)
-    flags = [f"-Xms{heap}M", f"-Xmx{heap}M", "-XX:+UseParallelGC", f"-Djava.io.tmpdir={tmp}",
-             f"-javaagent:{jar_named(classpath, 'jamm')}", *_JDK_ACCESS]
-    cmd = [require_java(17), *flags, "-cp", os.pathsep.join(classpath), CLIENT_CLASS, "-load", "-P", str(props_file),
-           "-s"]
-    if settings.cpus:
-        cmd = ["taskset", "-c", settings.cpus, *cmd]
     out_path, err_path = out_dir / "load.out", out_dir / "load.err"
-    timeout = client_timeout(workload, "load")
-    proc, wall = run_client_process(cmd, out_path, err_path, timeout, "writing SSTables")
-    if proc.returncode != 0:
-        raise TrialError("workload", f"writing SSTables failed (exit {proc.returncode}): {_last_line(err_path)}",
-                         _tail(err_path))
+    proc, wall = _run_writer(out_dir, version, heap, settings, [CLIENT_CLASS, "-load", "-P", str(props_file), "-s"],
+                             client_timeout(workload, "load"))
     try:
         client = parse_output(out_path.read_text(errors="replace"))
     except ValueError as exc:
@@ -188,6 +172,68 @@ def write_sstables(workload: Workload, out_dir: Path, schema: str, *, version: s
                          f"{workload.records} records", _tail(err_path))
     return {"write_s": wall, "throughput_ops_s": client["throughput_ops_s"], **written, "out_dir": str(out_dir),
             "buffer_mb": plan, "heap_mb": heap, "client": client}
+
+
+def _node_yaml(out_dir: Path, yaml_overrides: dict[str, Any] | None) -> Path:
+    """The cassandra.yaml the importing node gets, for the writer's tool mode (its directories and ports are never
+    used)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    node_yaml = out_dir / "cassandra.yaml"
+    node_yaml.write_text(yaml.safe_dump(render_yaml(out_dir / "node", NodePorts(9042, 7000, 7199), yaml_overrides),
+                                        sort_keys=False))
+    return node_yaml
+
+
+def _run_writer(out_dir: Path, version: str, heap: int, settings: BulkSettings, main: list[str], timeout: float):
+    """Run a writer JVM (`main`: its class and arguments) on Cassandra's classpath, its output in out_dir/load.out
+    and load.err; (the process, its wall seconds). TrialError('workload') when it failed."""
+    classpath = writer_classpath(version)
+    # the parallel collector: the buffers live for seconds and die together, G1 spent twice the time on them
+    tmp = out_dir.parent / "tmp"   # native libraries unpack beside the output, not into /tmp (removed with it)
+    tmp.mkdir(parents=True, exist_ok=True)
+    flags = [f"-Xms{heap}M", f"-Xmx{heap}M", "-XX:+UseParallelGC", f"-Djava.io.tmpdir={tmp}",
+             f"-javaagent:{jar_named(classpath, 'jamm')}", *_JDK_ACCESS]
+    cmd = [require_java(17), *flags, "-cp", os.pathsep.join(classpath), *main]
+    if settings.cpus:
+        cmd = ["taskset", "-c", settings.cpus, *cmd]
+    out_path, err_path = out_dir / "load.out", out_dir / "load.err"
+    proc, wall = run_client_process(cmd, out_path, err_path, timeout, "writing SSTables")
+    if proc.returncode != 0:
+        raise TrialError("workload", f"writing SSTables failed (exit {proc.returncode}): {_last_line(err_path)}",
+                         _tail(err_path))
+    return proc, wall
+
+
+PROFILE_WRITER = "nosqltune.loadgen.ProfileWriter"
+PROFILE_BUFFER_MB = 128   # rows per SSTable the writer buffers (as Cassandra's row objects: about 3x on its heap)
+
+
+def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, version: str,
+                           yaml_overrides: dict[str, Any] | None = None,
+                           settings: BulkSettings | None = None) -> dict[str, Any]:
+    """A profile's dataset (every row of its partitions, workloads/profile.py) written as SSTables by loadgen's
+    ProfileWriter for `schema` (the profile's CREATE TABLE, keyspace-qualified, with the options that shape
+    SSTables), under the importing node's cassandra.yaml; returns what write_sstables returns."""
+    from ...workloads.profile import loadgen_properties
+
+    settings = settings or BulkSettings()
+    node_yaml = _node_yaml(out_dir, yaml_overrides)
+    props = {**loadgen_properties(workload.profile, workload.records), "profile.schema": schema,
+             "sstable.directory": str(out_dir / "0"), "sstable.buffer_mb": PROFILE_BUFFER_MB,
+             "sstable.cassandra_yaml": str(node_yaml)}
+    props_file = out_dir / "load.properties"
+    write_properties(props_file, props)
+    heap = settings.heap_mb or 512 + 4 * PROFILE_BUFFER_MB
+    proc, wall = _run_writer(out_dir, version, heap, settings, [PROFILE_WRITER, str(props_file)],
+                             client_timeout(workload, "load"))
+    printed = [line for line in (out_dir / "load.out").read_text(errors="replace").splitlines()
+               if line.startswith("[PROFILE-LOAD]")]
+    if not printed:
+        raise TrialError("workload", "the profile's SSTable writer printed no result", _tail(out_dir / "load.err"))
+    written = written_sstables(out_dir, workload.keyspace, workload.table)
+    return {"write_s": wall, "throughput_ops_s": written["rows"] / wall if wall else None, **written,
+            "out_dir": str(out_dir), "buffer_mb": [PROFILE_BUFFER_MB], "heap_mb": heap,
+            "partitions": props["profile.partitions"]}
 
 
 def written_sstables(out_dir: Path, keyspace: str = "ycsb", table: str = "usertable") -> dict[str, Any]:

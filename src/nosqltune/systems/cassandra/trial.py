@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ...errors import TrialError
+from ...errors import TrialError, UsageError
 from ...knobs import KnobSpace, load_space
 from ...runtime import process
 from ...runtime.environment import read_ahead_kb
@@ -56,11 +56,50 @@ def fingerprint(settings: TrialSettings) -> dict[str, Any]:
 
 
 def preflight(workload: Workload, settings: TrialSettings) -> None:
-    """A cluster must fit in memory (a single node that does not fails its trial with the reason)."""
+    """A cluster must fit in memory (a single node that does not fails its trial with the reason), and the data
+    on the disk; --server-cpus is a single node's."""
+    if workload.profile and (settings.cassandra.nodes > 1 or load_method(settings) != "bulk"):
+        raise UsageError(f"{workload.name}: a profile's data is written as SSTables for one node; clusters load over "
+                         "CQL, which profiles do not have yet: run it on one node (--nodes 1, --load-method bulk)")
     if settings.cassandra.nodes > 1:
         from .cluster import check_fits
 
+        if settings.server_cpus:
+            raise UsageError(f"--server-cpus pins a single node; a cluster of {settings.cassandra.nodes} nodes does "
+                             "not honour it yet: leave it out")
         check_fits(settings.cassandra.nodes, settings.cassandra.heap_mb)
+    check_disk(workload, settings)
+
+
+DISK_SLACK = 2.2   # a dataset in the cache and the node's copy of it (or its volume image), with room to compact
+
+
+def dataset_bytes(workload: Workload, replication_factor: int = 1) -> int:
+    """About what a workload's data takes on disk over all its nodes: its records' fields and key, once per
+    replica (random strings compress little: 4M records of 1 KB took 4.4 GB, bench/results/growth.md)."""
+    if workload.profile:
+        from ...workloads.profile import row_bytes
+
+        return int(workload.records * row_bytes(workload.profile) * replication_factor)
+    return int(workload.records * (workload.fieldcount * workload.fieldlength + 100) * replication_factor)
+
+
+def check_disk(workload: Workload, settings: TrialSettings, room: int | None = None) -> None:
+    """Refuse (one line), before any build, data the disk cannot hold beside the node's copy of it: `room` is the
+    space free for the dataset cache plus what its datasets take (the cache evicts them, least recently used
+    first, to make room for a new one)."""
+    from ...runtime.paths import datasets_dir
+    from ..dataset_cache import free_bytes, list_datasets
+
+    need = int(dataset_bytes(workload, min(settings.cassandra.replication_factor, settings.cassandra.nodes))
+               * DISK_SLACK)
+    if room is None:
+        folder = datasets_dir()
+        room = free_bytes(folder) + (sum(info.bytes for info in list_datasets(folder)) if folder.exists() else 0)
+    if need > room:
+        raise UsageError(f"{workload.name}: {workload.records:,} records need about {need / 1e9:.1f} GB of disk (a "
+                         f"dataset and the node's copy of it); {room / 1e9:.1f} GB are free or held by cached "
+                         "datasets: give fewer records")
 
 
 def config_fragment(settings: TrialSettings, overrides: dict[str, Any]) -> list[str]:
@@ -106,14 +145,26 @@ def load_method(settings: TrialSettings) -> str:
     return "bulk" if settings.cassandra.load_method == "bulk" and settings.cassandra.nodes == 1 else "cql"
 
 
-def _create_schema(address: str, port: int, fieldcount: int, replication_factor: int = 1,
-                   table_statements: list[str] = ()) -> None:
-    """The YCSB keyspace and table, with the table options that shape the data on disk (`table_statements`)."""
-    fields = ", ".join(f"field{i} varchar" for i in range(fieldcount))
+def _create_schema(address: str, port: int, workload: Workload, replication_factor: int = 1,
+                   table_statements: list[str] = (), progress: Progress = quiet) -> None:
+    """The workload's keyspace and table (YCSB's, or a profile's with its replication rewritten for the rig), with
+    the table options that shape the data on disk (`table_statements`)."""
+    if workload.profile:
+        from .schema import create_keyspace, create_table
+
+        keyspace, rewritten = create_keyspace(workload.profile, replication_factor)
+        if rewritten:
+            progress(f"keyspace {workload.keyspace}: {rewritten}")
+        statements = [keyspace, create_table(workload.profile, {}).replace("CREATE TABLE", "CREATE TABLE IF NOT "
+                                                                           "EXISTS", 1)]
+    else:
+        fields = ", ".join(f"field{i} varchar" for i in range(workload.fieldcount))
+        statements = [f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
+                      f"{{'class': 'SimpleStrategy', 'replication_factor': {replication_factor}}}",
+                      f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (y_id varchar PRIMARY KEY, {fields})"]
     with cql.session(address, port) as sess:
-        sess.execute(f"CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = "
-                     f"{{'class': 'SimpleStrategy', 'replication_factor': {replication_factor}}}")
-        sess.execute(f"CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (y_id varchar PRIMARY KEY, {fields})")
+        for statement in statements:
+            sess.execute(statement)
         for statement in table_statements:
             try:
                 sess.execute(statement)
@@ -135,7 +186,18 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
         servers = _Servers(home, {**placed.reload_yaml, **BUILD_YAML}, [], settings)
         with servers:
             progress(f"loading {workload.records} records (dataset {dataset.key})")
-            if method == "bulk":   # the records written as SSTables by Cassandra's own writer, before the node boots
+            if method == "bulk" and workload.profile:   # the profile's rows, written for its own table
+                from .bulk import BulkSettings, import_written, write_profile_sstables
+                from .schema import create_table
+
+                written = write_profile_sstables(workload, home / "bulk",
+                                                 create_table(workload.profile, placed.reload_table),
+                                                 version=settings.cassandra.cassandra_version,
+                                                 yaml_overrides=placed.reload_yaml,
+                                                 settings=BulkSettings(cpus=settings.client_cpus))
+                progress(f"wrote {written['rows']:,} rows in {written['partitions']:,} partitions "
+                         f"({written['bytes'] / 1e6:,.0f} MB of SSTables)")
+            elif method == "bulk":   # the records written as SSTables by Cassandra's own writer, before the node boots
                 from .bulk import BulkSettings, import_written, table_statement, write_sstables
 
                 written = write_sstables(workload, home / "bulk", table_statement(KEYSPACE, TABLE, workload.fieldcount,
@@ -145,11 +207,11 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
                                          settings=BulkSettings(cpus=settings.client_cpus))
             boot = servers.start(settings.boot_timeout)
             first = servers.first
-            _create_schema(first.address, first.ports.native, workload.fieldcount,
+            _create_schema(first.address, first.ports.native, workload,
                            settings.cassandra.loaded_design()["replication_factor"],
-                           placed.reload_table_statements(KEYSPACE, TABLE))
+                           placed.reload_table_statements(workload.keyspace, workload.table), progress)
             if method == "bulk":   # ... and imported into it (nodetool import)
-                bulk = import_written(written, first.ports.jmx)
+                bulk = import_written(written, first.ports.jmx, keyspace=workload.keyspace, table=workload.table)
                 load = {"errors": 0, "wall_seconds": bulk["load_s"], "throughput_ops_s": bulk["throughput_ops_s"],
                         "bulk": bulk}
             else:
@@ -161,10 +223,10 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
             # merged now, not during the first trial); what is still pending after SETTLE_TIMEOUT_S is stored
             progress("flushing the loaded data and waiting for its compactions")
             for node in servers.members:   # the memtables first: their SSTables start compactions too
-                internals.flush(node.ports.jmx, KEYSPACE)
+                internals.flush(node.ports.jmx, workload.keyspace)
             settled = [internals.wait_compactions(node.ports.jmx, SETTLE_TIMEOUT_S) for node in servers.members]
             with cql.session(first.address, first.ports.native) as sess:   # what a restaged knob is compared with
-                table_options = built_options(sess, load_space("cassandra"), KEYSPACE, TABLE)
+                table_options = built_options(sess, load_space("cassandra"), workload.keyspace, workload.table)
             started = time.monotonic()
             servers.stop(drain=True)
             drain_s = time.monotonic() - started
@@ -287,12 +349,12 @@ def per_node_yaml(settings: TrialSettings) -> dict[int, dict[str, Any]]:
             if int(number) <= settings.cassandra.nodes}
 
 
-def _design_statements(settings: TrialSettings) -> list[str]:
+def _design_statements(settings: TrialSettings, workload: Workload) -> list[str]:
     """A replication factor above the node count is set on the restored data (loaded with one replica per
     node: nothing to stream)."""
     if settings.cassandra.replication_factor == settings.cassandra.loaded_design()["replication_factor"]:
         return []
-    return [f"ALTER KEYSPACE {KEYSPACE} WITH replication = {{'class': 'SimpleStrategy', "
+    return [f"ALTER KEYSPACE {workload.keyspace} WITH replication = {{'class': 'SimpleStrategy', "
             f"'replication_factor': {settings.cassandra.replication_factor}}}"]
 
 
@@ -372,7 +434,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             staged, restaged = None, pending(placed, space, dataset.meta().get("table_options") or {})
             if restaged:   # its SSTables wait beside the data until the table has the trial's options
                 t0 = time.monotonic()
-                staged = stage(servers.data_dirs()[0][0], sorted(set(restaged.values())), KEYSPACE, TABLE)
+                staged = stage(servers.data_dirs()[0][0], sorted(set(restaged.values())), workload.keyspace,
+                               workload.table)
                 timings["restage_s"] = time.monotonic() - t0
             ahead = read_ahead_kb(servers.data_dirs()[0][0])
             if ahead is not None:   # what a page fault of mmap reads around the page it needs
@@ -392,8 +455,8 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 if volumes and member.io_caps() is not None:
                     result.internals["volume"][f"node{i}"]["caps_in_kernel"] = member.io_caps()
             t0 = time.monotonic()
-            statements = (_design_statements(settings) + placed.keyspace_statements(KEYSPACE)
-                          + placed.table_statements(KEYSPACE, TABLE))
+            statements = (_design_statements(settings, workload) + placed.keyspace_statements(workload.keyspace)
+                          + placed.table_statements(workload.keyspace, workload.table))
             if statements:
                 progress("applying table/keyspace knobs")
             with cql.session(node.address, node.ports.native) as sess:
@@ -402,10 +465,10 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                         sess.execute(statement)
                     except Exception as exc:
                         raise TrialError("refused", f"Cassandra rejected {statement!r}: {exc}") from None
-                applied = _read_back(sess, placed)
+                applied = _read_back(sess, placed, workload)
             if staged is not None:
                 progress(f"importing the restored SSTables with {', '.join(restaged)} rebuilt")
-                staged = import_staged(staged, node.ports.jmx, KEYSPACE, TABLE,
+                staged = import_staged(staged, node.ports.jmx, workload.keyspace, workload.table,
                                        [d for d, _ in servers.data_dirs()] if cold or spec is not None else None)
                 timings["restage_s"] += staged["seconds"]
                 result.internals["restaged"] = {"knobs": sorted(restaged), **staged}
@@ -440,7 +503,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             record_run(result, timings, metrics)
             after = internals.stats_after_run(node.ports.jmx)
             memory = {f"node{i}": m for i, m in enumerate((n.memory() for n in servers.members), 1) if m}
-            cached = {f"node{i}": member.page_cache_by_component(data_dir / KEYSPACE)   # what reads found in memory
+            cached = {f"node{i}": member.page_cache_by_component(data_dir / workload.keyspace)   # what reads found in memory
                       for i, (member, (data_dir, _)) in enumerate(zip(servers.members, servers.data_dirs()), 1)}
             if any(cached.values()):
                 result.internals["page_cache_by_component"] = cached
@@ -456,14 +519,14 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
     return result
 
 
-def _read_back(sess, placed: PlacedConfig) -> dict[str, Any]:
+def _read_back(sess, placed: PlacedConfig, workload: Workload) -> dict[str, Any]:
     """What the node itself reports for the overridden settings and the table/keyspace options: evidence
     that a configuration was applied, not just written."""
     table = sess.execute("SELECT compaction, compression, caching, memtable, bloom_filter_fp_chance "
                          "FROM system_schema.tables "
-                         "WHERE keyspace_name = %s AND table_name = %s", (KEYSPACE, TABLE)).one()
+                         "WHERE keyspace_name = %s AND table_name = %s", (workload.keyspace, workload.table)).one()
     keyspace = sess.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
-                            (KEYSPACE,)).one()
+                            (workload.keyspace,)).one()
     wanted = set(placed.yaml)
     settings = {row.name: row.value for row in sess.execute("SELECT name, value FROM system_views.settings")
                 if row.name in wanted} if wanted else {}

@@ -239,14 +239,26 @@ public class CassandraCQLClient extends DB {
   }
 
   private Status error(String op, String key, RuntimeException e) {
+    countError(op + " " + key, e);
+    return Status.ERROR;
+  }
+
+  /** Count a failed operation, printing the first few (also for {@link ProfileWorkload}'s statements). */
+  static void countError(String what, RuntimeException e) {
     long n = ERRORS.incrementAndGet();
     if (n <= MAX_PRINTED_ERRORS) {
-      System.err.println("[cql] " + op + " " + key + " failed: " + oneLine(e));
+      System.err.println("[cql] " + what + " failed: " + oneLine(e));
       if (n == MAX_PRINTED_ERRORS) {
         System.err.println("[cql] further operation errors are counted but not printed");
       }
     }
-    return Status.ERROR;
+  }
+
+  /** The session the initialized instances share (null before the first init, after the last cleanup). */
+  static CqlSession sharedSession() {
+    synchronized (LOCK) {
+      return session;
+    }
   }
 
   private PreparedStatement prepared(String cacheKey, String cql) {

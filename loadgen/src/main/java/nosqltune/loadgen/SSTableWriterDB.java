@@ -438,7 +438,7 @@ public class SSTableWriterDB extends DB {
    * Cassandra's tool mode under the node's cassandra.yaml, set up before CQLSSTableWriter would set up its client
    * mode (whichever comes first stays); nothing without a yaml.
    */
-  private static void initializeCassandra(String yaml) throws DBException {
+  static void initializeCassandra(String yaml) throws DBException {
     if (yaml == null || yaml.trim().isEmpty() || DatabaseDescriptor.isToolInitialized()) {
       return;
     }

@@ -1,0 +1,33 @@
+"""A cassandra-stress profile's schema on the rig's node: its keyspace with the replication rewritten for the rig,
+and its table with the profile's options under the knobs' (the profile's options are the study's baseline)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...workloads.profile import replication_for
+from .config import _cql_options
+
+
+def create_keyspace(profile: dict[str, Any], nodes: int) -> tuple[str, str | None]:
+    """(CREATE KEYSPACE for the rig, the replication's rewrite in words or None)."""
+    replication, said = replication_for(profile["replication"], nodes)
+    options = {"replication": replication, **profile.get("keyspace_options", {})}
+    return f"CREATE KEYSPACE IF NOT EXISTS {profile['keyspace']} WITH {_cql_options(options)}", said
+
+
+def create_table(profile: dict[str, Any], knob_options: dict[str, Any]) -> str:
+    """The profile's CREATE TABLE, keyspace-qualified, its options under `knob_options` (a knob's option replaces
+    the profile's: its baseline)."""
+    table = profile["table"]
+    columns = ", ".join(f'"{n}" {t}' + (" static" if n in table["static"] else "") for n, t in table["columns"].items())
+    key = "(" + ", ".join(f'"{c}"' for c in table["partition_key"]) + ")"
+    key += "".join(f', "{c}"' for c in table["clustering"])
+    clauses = []
+    if table["order"]:
+        clauses.append("CLUSTERING ORDER BY (" + ", ".join(f'"{c}" {d}' for c, d in table["order"].items()) + ")")
+    options = {**table["options"], **knob_options}
+    if options:
+        clauses.append(_cql_options(options))
+    return (f"CREATE TABLE {profile['keyspace']}.{table['name']} ({columns}, PRIMARY KEY ({key}))"
+            + (" WITH " + " AND ".join(clauses) if clauses else ""))
