@@ -247,3 +247,50 @@ def test_irace_asked_for_without_r_or_irace(missing, tmp_path, monkeypatch, caps
     record("fault", fault=f"{missing} missing, irace asked for", phase="start", system="redis",
            outcome=f"exit 3: {err}", lost=0, counted_twice=0, orphans=0, files_outside=0, resumed=True,
            detect_s=None)
+
+
+@pytest.mark.slow   # about a minute: make test-all and make faults
+def test_the_tuner_killed_while_a_profiles_dataset_is_written(tmp_path, dataset_cache):
+    """SIGKILL to bench while loadgen's ProfileWriter writes a profile's SSTables: the writer's JVM goes with it
+    (nothing left running), no half-made dataset is ever used (the next run sweeps the dead builder's folder and
+    builds it again), and the run after it completes."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from .fault_injection import processes_under
+
+    home = tmp_path / "home"
+    cache = dataset_cache / "profile-kill"
+    env = {**os.environ, "NOSQLTUNE_HOME": str(home), "NOSQLTUNE_DATASETS": str(cache)}
+    command = [sys.executable, "-m", "nosqltune", "bench", "--workload", "profile:messaging", "--records", "400000",
+               "--operations", "500", "--threads", "4", "--warmup-ops", "100", "--heap", "1G"]
+    started = time.monotonic()
+    proc = subprocess.Popen([*command, "--study", str(tmp_path / "killed.db")], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    writer = None
+    while writer is None and proc.poll() is None and time.monotonic() - started < 240:
+        writer = next((pid for pid, cmd in processes_under("ProfileWriter").items() if str(home) in cmd
+                       or str(cache) in cmd), None)
+        time.sleep(0.2)
+    assert writer is not None, "the profile's SSTable writer never ran"
+    time.sleep(2)   # well into the writing
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    detect = time.monotonic()
+    while processes_under(str(home), str(cache)) and time.monotonic() - detect < 30:
+        time.sleep(0.5)
+    orphans = processes_under(str(home), str(cache))
+    assert not orphans, f"left running: {orphans}"
+    assert not [d for d in cache.iterdir() if d.is_dir() and "." not in d.name], "a half-made dataset was kept"
+
+    done = subprocess.run([*command, "--study", str(tmp_path / "again.db"), "--json"], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])
+    record("fault", fault="tuner-kill", phase="profile dataset build", system="cassandra", outcome="rebuilt",
+           state="-", reason="-", lost=0, counted_twice=0, orphans=len(orphans), files_outside=0, resumed=True,
+           detect_s=round(time.monotonic() - detect, 1))

@@ -86,7 +86,11 @@ def test_irace23_has_the_23_knobs(space):
     assert {k.name for k in irace} == IRACE23
     # the papers chose between size-tiered and leveled only
     assert irace["compaction_method"].choices == ("SizeTiered", "Leveled")
-    assert space["compaction_method"].choices == ("SizeTiered", "Leveled", "UnifiedCompaction")
+    assert space["compaction_method"].choices == ("SizeTiered", "Leveled", "UnifiedCompaction", "TimeWindow")
+    # the sets named before the profiles keep the strategies they were named with; the profile set adds TWCS
+    assert space.subset("v5")["compaction_method"].choices == ("SizeTiered", "Leveled", "UnifiedCompaction")
+    assert "TimeWindow" in space.subset("profile")["compaction_method"].choices
+    assert {"twcs_window_unit", "gc_grace_seconds", "tombstone_failure_threshold"} <= set(space.subset("profile").knobs)
     assert irace["concurrent_compactors"].range == (2, 16)
 
 

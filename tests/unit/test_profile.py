@@ -279,3 +279,68 @@ def test_the_knob_baseline_map_is_the_profiles():
     """loadgen_properties carries no schema: the trial makes it, with the knobs (systems/cassandra/schema.py)."""
     props = loadgen_properties(make_workload("profile:messaging", records=10_000).profile, 10_000)
     assert "profile.schema" not in props and props["profile.insert.batchtype"] == "UNLOGGED"
+
+
+def test_a_profiles_features_for_the_surrogate():
+    """collect's workload features of a profile: its SELECTs' share of the mix as reads, its slices as scans."""
+    from nosqltune.surrogate.features import workload_features
+
+    chat = make_workload("profile:messaging", records=1000).to_dict()   # insert 2, page 6, older 1, remove 1
+    features = workload_features(chat)
+    assert features["read_ratio"] == pytest.approx(0.7) and features["scan_ratio"] == pytest.approx(0.7)
+    assert features["distribution"] == "profile"
+    kv = workload_features(make_workload("profile:keyvalue", records=1000).to_dict())   # insert 1, lookup 8, retag 1
+    assert kv["read_ratio"] == pytest.approx(0.8) and kv["scan_ratio"] == 0
+
+
+def test_a_cached_datasets_node_runs_at_the_time_it_was_built(tmp_path):
+    """Rows with a TTL age with the calendar: a dataset built 3 days ago is served by a node whose clock is set
+    back 3 days (OffsetClock), so its rows are as old as when they were written; data without a TTL keeps the
+    node's own clock."""
+    import json
+    import time
+
+    from nosqltune.systems.cassandra.trial import data_clock
+    from nosqltune.systems.dataset import Dataset
+
+    dataset = Dataset(key="k", root=tmp_path / "k")
+    dataset.root.mkdir()
+    dataset.meta_path.write_text(json.dumps({"created_at": time.time() - 3 * 86400}))
+    flags = data_clock(make_workload("profile:timeseries", records=1000), dataset)
+    assert flags[0] == "-Dcassandra.clock=nosqltune.loadgen.OffsetClock"
+    offset_ms = int(flags[1].split("=")[1])
+    assert offset_ms == pytest.approx(-3 * 86_400_000, abs=5000)
+    assert data_clock(make_workload("profile:keyvalue", records=1000), dataset) == []   # no TTL
+    assert data_clock(make_workload("ycsb-a", records=1000), dataset) == []
+    props = make_workload("profile:timeseries", records=1000).properties("run")
+    assert (props["profile.ttl_seconds"], props["profile.window_seconds"]) == (604800, 86400)
+
+
+def test_an_objective_naming_a_ycsb_operation_is_refused_on_a_profile(tmp_path, capsys):
+    assert main(["tune", "--workload", "profile:timeseries", "--objective", "p99-read", "--budget", "2",
+                 "--study", str(tmp_path / "s.db")]) == 2
+    err = capsys.readouterr().err
+    assert "p99-all" in err and "insert, latest" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_a_profiles_table_options_are_its_studys_knob_defaults():
+    """The default configuration of a study on a profile is Cassandra's defaults plus the profile's own table
+    options: its table knobs default to them, and a knob that moves one replaces the profile's value."""
+    from nosqltune.systems.cassandra.config import place
+    from nosqltune.systems.settings import TrialSettings
+    from nosqltune.tuning.workers import search_space
+
+    workload = make_workload("profile:timeseries", records=1000)
+    space = search_space(TrialSettings(), "cassandra", [workload])
+    assert space["compaction_method"].default == "TimeWindow" and space["gc_grace_seconds"].default == 10800
+    assert space["twcs_window_unit"].default == "DAYS" and space["default_time_to_live"].default == 604800
+    assert search_space(TrialSettings(), "cassandra", [workload.to_dict()])["gc_grace_seconds"].default == 10800
+    assert search_space(TrialSettings(), "cassandra")["compaction_method"].default == "SizeTiered"
+    subset = space.subset("profile")
+    default = place(space, subset.defaults())
+    assert default.table["compaction"]["class"] == "TimeWindowCompactionStrategy"
+    assert default.table["compaction"]["compaction_window_unit"] == "DAYS"
+    assert default.table["gc_grace_seconds"] == 10800
+    moved = place(space, {**subset.defaults(), "compaction_method": "Leveled"})
+    assert moved.table["compaction"]["class"] == "LeveledCompactionStrategy"

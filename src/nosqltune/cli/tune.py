@@ -83,14 +83,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
             fixed = stored["fixed"]
             settings = TrialSettings.from_dict(stored["harness"])
             system = stored.get("system", "cassandra")
-            full_space = search_space(settings, system)
+            full_space = search_space(settings, system, workloads)
             subset = full_space.subset(stored["knobs"])
             study_id = existing["id"]
         else:
             if existing and store.trials(existing["id"]):
                 raise UsageError(f"study '{study_name}' in {args.study} already has trials: add --resume to "
                                  "continue it, or pick another --study-name")
-            spec, workloads, fixed, subset, settings, system = fresh
+            spec, workloads, fixed, subset, settings, system, full_space = fresh
             study_id = store.study(study_name, system)
             if not existing:
                 leases.enter_context(store.acquire_lease(study_id))
@@ -253,7 +253,7 @@ def _new_run(args: argparse.Namespace, full_space, settings):
                           workload_names)
     from ..knobs.space import TuningSpace
     from ..tuning.loop import TuneSpec
-    from ..objective import Objective
+    from ..objective import STATS, Objective
 
     if args.repeat != 1:
         raise UsageError("tune runs one cold trial per configuration and workload; use bench (or compare) for "
@@ -291,9 +291,23 @@ def _new_run(args: argparse.Namespace, full_space, settings):
         workloads = at_data_sizes(workloads, multiples(args.data_sizes, "--data-sizes"))
         combine = "worst-gain"
     objective = Objective.parse(args.objective or _scenario(args).objective, constraints, combine)
+    for metric in [objective.metric, *(c.metric for c in objective.constraints)]:
+        stat, _, op = metric.partition("-")
+        profiled = next((w for w in workloads if w.profile), None)
+        if profiled and stat in STATS and op != "all":   # a profile's operations are insert and its queries
+            kinds = ", ".join(profiled.profile["ops"])
+            raise UsageError(f"{metric} names YCSB's {op}; {profiled.name} runs {kinds}: use throughput, "
+                             f"{metric.partition('-')[0]}-all (its slowest operation kind) or the node's cost per "
+                             "operation (--objective)")
     system = args.system or "cassandra"
     target = trial_target(settings, system, seed=args.seed)
-    knobs = args.knobs if args.knobs is not None else (target.default_knobs(settings) or list(full_space.knobs))
+    profiled = any(w.profile for w in workloads)
+    if profiled:   # the profile's table options are its table knobs' defaults
+        from ..tuning.workers import search_space
+
+        full_space = search_space(settings, args.system, workloads)
+    knobs = args.knobs if args.knobs is not None else ("profile" if profiled and system == "cassandra" else
+                                                       target.default_knobs(settings) or list(full_space.knobs))
     fixed, subset, searched_space = _searched_space(args, full_space, "tuned", knobs, settings)
     designed = design_knobs(args, full_space, subset)
     if designed is not subset:
@@ -348,7 +362,7 @@ def _new_run(args: argparse.Namespace, full_space, settings):
                     objective=objective.to_dict(), seed=args.seed, include_default=args.include_default,
                     max_seconds=parse_duration(args.max_time), patience=args.patience, options=options,
                     build_share=args.build_share, denoise=args.denoise)
-    return spec, workloads, fixed, subset, settings, system
+    return spec, workloads, fixed, subset, settings, system, full_space
 
 
 def cmd_best(args: argparse.Namespace) -> int:

@@ -62,7 +62,8 @@ def study_of(store, record: dict[str, Any]) -> TuningStudy:
 
     tune = record["settings"]["tune"]
     settings = TrialSettings.from_dict(tune["harness"])
-    full_space = search_space(settings, tune.get("system"))   # the datastore's (a surrogate answers for a subset)
+    full_space = search_space(settings, tune.get("system"), tune["workloads"])   # the datastore's (a surrogate
+    # answers for a subset; a profile's table options are its table knobs' defaults)
     spec = TuneSpec.from_stored(tune["spec"])
     return TuningStudy(store=store, record=record, settings=settings, full_space=full_space, spec=spec,
                        objective=Objective.from_dict(spec.objective),

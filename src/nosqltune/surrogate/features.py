@@ -25,7 +25,11 @@ WORKLOAD_COLUMNS = ("read_ratio", "scan_ratio", "distribution")   # the workload
 
 
 def workload_features(workload: Mapping[str, Any]) -> dict[str, Any]:
-    """Read ratio, scan ratio, request distribution and design of a stored workload (a Workload dict)."""
+    """Read ratio, scan ratio, request distribution and design of a stored workload (a Workload dict). A
+    cassandra-stress profile's: its SELECT queries' share of the mix as reads, those that read more than one row
+    (a slice: a LIMIT above 1 or a range on a clustering column) as scans, distribution `profile`."""
+    if workload.get("profile"):
+        return _profile_features(workload)
     mix = workload.get("mix", {})
     reads = float(mix.get("readproportion", 0) or 0)
     scans = float(mix.get("scanproportion", 0) or 0)
@@ -36,6 +40,26 @@ def workload_features(workload: Mapping[str, Any]) -> dict[str, Any]:
             "scan_ratio": round(scans / total, 6) if total else 0.0,
             "distribution": mix.get("requestdistribution", "zipfian"),
             "design": design_of(workload)}
+
+
+def _profile_features(workload: Mapping[str, Any]) -> dict[str, Any]:
+    import re
+
+    profile = workload["profile"]
+    total = sum(profile["ops"].values()) or 1.0
+    reads = scans = 0.0
+    for name, weight in profile["ops"].items():
+        query = profile["queries"].get(name)
+        if not query or query["kind"] != "select":
+            continue
+        reads += weight
+        limit = re.search(r"\blimit\s+(\d+)", query["cql"], re.IGNORECASE)
+        ranged = re.search(r"[<>]=?\s*\?", query["cql"])
+        if ranged or not limit or int(limit.group(1)) > 1:
+            if profile["table"]["clustering"]:
+                scans += weight
+    return {"read_ratio": round(reads / total, 6), "scan_ratio": round(scans / total, 6),
+            "distribution": "profile", "design": design_of(workload)}
 
 
 DESIGN_DEFAULTS = {"nodes": 1, "replication_factor": 1}

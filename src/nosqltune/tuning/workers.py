@@ -31,12 +31,19 @@ def trial_target(settings, system: str | None = None, *, seed: int = 0, metrics:
     return target(settings.system)
 
 
-def search_space(settings, system: str | None = None):
+def search_space(settings, system: str | None = None, workloads=()):
     """The knob space a study searches and stores its knobs against: the datastore's, and for a recorded
-    surrogate its knobs as its dataset recorded them (KnobSpace.with_recorded)."""
+    surrogate its knobs as its dataset recorded them (KnobSpace.with_recorded). On a cassandra-stress profile
+    (`workloads`: Workloads or their dicts) the table knobs' defaults are the profile's own table options."""
     from ..errors import UsageError
 
     space = trial_target(settings).knob_space(settings)
+    profile = next((w.get("profile") if isinstance(w, dict) else w.profile for w in workloads
+                    if (w.get("profile") if isinstance(w, dict) else w.profile)), None)
+    if profile and (system or "cassandra") == "cassandra":
+        from ..systems.cassandra.schema import profile_knob_defaults
+
+        space = space.with_knob_defaults(profile_knob_defaults(space, profile))
     if is_surrogate(system):
         try:
             space = space.with_recorded(trial_target(settings, system).knob_space(settings).knobs)

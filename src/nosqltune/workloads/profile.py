@@ -761,6 +761,22 @@ def key_distribution(profile: dict[str, Any], partitions: int) -> str:
     return _dist_text({**pop, "low": 1, "high": partitions, "params": params})
 
 
+WINDOW_UNITS = {"MINUTES": 60, "HOURS": 3600, "DAYS": 86400}
+
+
+def data_time(profile: dict[str, Any]) -> tuple[int, int]:
+    """(the table's default TTL in seconds, TimeWindowCompactionStrategy's window in seconds), 0 for none: the
+    dataset's rows are written as if at times within the TTL, one SSTable set per window."""
+    options = profile["table"]["options"]
+    ttl = int(options.get("default_time_to_live") or 0)
+    compaction = options.get("compaction") or {}
+    window = 0
+    if str(compaction.get("class", "")).rsplit(".", 1)[-1] == "TimeWindowCompactionStrategy":
+        unit = WINDOW_UNITS.get(str(compaction.get("compaction_window_unit", "DAYS")).upper(), 86400)
+        window = unit * int(compaction.get("compaction_window_size", 1))
+    return ttl, window if ttl else 0
+
+
 def loadgen_properties(profile: dict[str, Any], records: int, replication_factor: int = 1) -> dict[str, Any]:
     """The profile.* properties of loadgen's ProfileData, ProfileWorkload and ProfileWriter."""
     table, columns = profile["table"], profile["columns"]
@@ -776,6 +792,7 @@ def loadgen_properties(profile: dict[str, Any], records: int, replication_factor
                              "profile.queries": ",".join(profile["queries"]),
                              "cassandra.keyspace": profile["keyspace"],
                              "internals.keyspace": profile["keyspace"], "internals.table": table["name"]}
+    props["profile.ttl_seconds"], props["profile.window_seconds"] = data_time(profile)
     for name, column in columns.items():
         at = f"profile.column.{name}."
         props[at + "type"] = column["type"]

@@ -219,7 +219,7 @@ def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, ve
     settings = settings or BulkSettings()
     node_yaml = _node_yaml(out_dir, yaml_overrides)
     props = {**loadgen_properties(workload.profile, workload.records), "profile.schema": schema,
-             "sstable.directory": str(out_dir / "0"), "sstable.buffer_mb": PROFILE_BUFFER_MB,
+             "sstable.directory": str(out_dir), "sstable.buffer_mb": PROFILE_BUFFER_MB,
              "sstable.cassandra_yaml": str(node_yaml)}
     props_file = out_dir / "load.properties"
     write_properties(props_file, props)
@@ -231,9 +231,12 @@ def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, ve
     if not printed:
         raise TrialError("workload", "the profile's SSTable writer printed no result", _tail(out_dir / "load.err"))
     written = written_sstables(out_dir, workload.keyspace, workload.table)
+    fields = printed[-1].split()[1:]
+    said = dict(zip(fields[::2], fields[1::2]))
     return {"write_s": wall, "throughput_ops_s": written["rows"] / wall if wall else None, **written,
             "out_dir": str(out_dir), "buffer_mb": [PROFILE_BUFFER_MB], "heap_mb": heap,
-            "partitions": props["profile.partitions"]}
+            "partitions": props["profile.partitions"], "data_time_ms": int(said.get("data_time_ms", 0)),
+            "windows": int(said.get("windows", 1))}
 
 
 def written_sstables(out_dir: Path, keyspace: str = "ycsb", table: str = "usertable") -> dict[str, Any]:

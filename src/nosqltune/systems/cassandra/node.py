@@ -136,6 +136,7 @@ class CassandraNode:
     detached: bool = False   # outlives this process (see process.spawn)
     memory_limit_mb: int | None = None   # run in a memory cgroup of this size, page cache included (disk-bound)
     volume: Any = None   # its own volume (systems.volume.NodeVolume): the data folders there, its I/O capped
+    extra_classpath: list[str] = field(default_factory=list)   # jars after Cassandra's (e.g. loadgen's OffsetClock)
     _launched: float = field(default=0.0, repr=False)   # monotonic time of the last launch
     _group: Any = field(default=None, repr=False)       # its runtime.cgroup.MemoryGroup while it runs
     _io_group: Any = field(default=None, repr=False)    # its runtime.blkio.IOGroup while it runs (a capped volume)
@@ -173,7 +174,8 @@ class CassandraNode:
                "-Dcassandra-foreground=yes",
                f"-Dnosqltune.node={self.home}",  # marks our JVMs for leak checks
                *self.jvm_flags,
-               "-cp", os.pathsep.join(classpath), "org.apache.cassandra.service.CassandraDaemon"]
+               "-cp", os.pathsep.join([*classpath, *self.extra_classpath]),
+               "org.apache.cassandra.service.CassandraDaemon"]
         if self.cpus:
             cmd = ["taskset", "-c", self.cpus, *cmd]
         return cmd

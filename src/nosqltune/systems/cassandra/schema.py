@@ -31,3 +31,31 @@ def create_table(profile: dict[str, Any], knob_options: dict[str, Any]) -> str:
         clauses.append(_cql_options(options))
     return (f"CREATE TABLE {profile['keyspace']}.{table['name']} ({columns}, PRIMARY KEY ({key}))"
             + (" WITH " + " AND ".join(clauses) if clauses else ""))
+
+
+def profile_knob_defaults(space, profile: dict[str, Any]) -> dict[str, Any]:
+    """The knob values a profile's table options amount to (its compaction strategy, window, compression, gc
+    grace, TTL ...): the defaults of a study on the profile, so that its default configuration is Cassandra's
+    defaults plus the profile's own options, and a knob that moves one replaces the profile's value."""
+    options = profile["table"]["options"]
+    out: dict[str, Any] = {}
+    for knob in space:
+        if knob.applies != "table":
+            continue
+        option, _, sub = knob.key.partition(".")
+        value = (options.get(option) or {}).get(sub) if sub and isinstance(options.get(option), dict) else \
+            (options.get(option) if not sub else None)
+        if value is None:
+            continue
+        text = str(value).rsplit(".", 1)[-1] if sub == "class" else str(value)
+        if knob.type == "enum":
+            match = next((c for c in knob.choices if str(knob.rendered(c)).rsplit(".", 1)[-1] == text
+                          or str(c) == text), None)
+            if match is not None:
+                out[knob.name] = match
+        else:
+            try:
+                out[knob.name] = knob._typed(float(text) if knob.type == "float" else int(float(text)))
+            except (ValueError, Exception):   # a value the knob cannot hold stays the table's, unsearched
+                continue
+    return out

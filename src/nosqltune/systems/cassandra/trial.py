@@ -244,6 +244,7 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
                 "design": settings.cassandra.loaded_design(),
                 "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
                 "load_method": method, **({"bulk": load["bulk"]} if "bulk" in load else {}),
+                **({"profile": workload.profile["name"]} if workload.profile else {}),
                 "drain_s": drain_s, "settle_s": max(x["settle_s"] for x in settled), "table_options": table_options,
                 "pending_compactions_stored": sum(x["pending"] for x in settled), "created_at": time.time()}
 
@@ -383,6 +384,22 @@ def _ensure_dataset(placed: PlacedConfig, workload: Workload, settings: TrialSet
     return dataset, time.monotonic() - started
 
 
+def data_clock(workload: Workload, dataset: Dataset) -> list[str]:
+    """The JVM flags that set a node's clock to the time its dataset was built, for a profile whose rows age (a
+    TTL): the rows were written as if at times within the TTL before the build, and a dataset kept in the cache for
+    days must not lose them to the calendar. [] for data without a TTL. The build's end is the time: the schema
+    was made before it, so the trial's ALTER TABLE statements are newer than its CREATE TABLE."""
+    from ...workloads.profile import data_time
+
+    if not workload.profile or not data_time(workload.profile)[0]:
+        return []
+    built = dataset.meta().get("created_at")
+    if not built:
+        return []
+    offset = int(built * 1000 - time.time() * 1000)
+    return ["-Dcassandra.clock=nosqltune.loadgen.OffsetClock", f"-Dnosqltune.clock.offset_ms={offset}"]
+
+
 def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, settings: TrialSettings,
               progress: Progress = quiet) -> TrialResult:
     """Run one cold trial; never raises for a trial failure (the result says FAIL and why)."""
@@ -406,9 +423,15 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 if built:
                     timings["dataset_build_s"] = built
             volumes: dict[int, NodeVolume] = {}
-            servers = _Servers(home, placed.yaml, settings.jvm_flags() + placed.jvm, settings,
+            clock = data_clock(workload, dataset)
+            servers = _Servers(home, placed.yaml, settings.jvm_flags() + placed.jvm + clock, settings,
                                per_node=per_node_yaml(settings), memory_limit_mb=settings.cassandra.memory_limit_mb(),
                                volumes=volumes)
+            if clock:   # the node runs at the time its data was written (OffsetClock, in loadgen's jar)
+                from ...workloads.loadgen import loadgen_classpath
+
+                servers.first.extra_classpath = [loadgen_classpath()[0]]
+                result.internals["data_clock_offset_s"] = round(int(clock[-1].split("=")[1]) / 1000)
             mode = "copy" if settings.restore_mode == "copy" else "link"
             spec = settings.cassandra.volume_spec()
             if spec is not None:
@@ -494,7 +517,9 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             metrics = run_client("run", workload, host=servers.hosts, port=node.ports.native,
                                  trial_dir=home / "run", timeout=client_timeout(workload, "run"),
                                  cpus=settings.client_cpus, jvm_flags=settings.jvm_flags(), jmx_port=node.ports.jmx,
-                                 cost=servers.cost_sources(), disks=servers.disks(), extra=_consistency(settings))
+                                 cost=servers.cost_sources(), disks=servers.disks(),
+                                 extra={**_consistency(settings),
+                                        **({"cassandra.servertimestamps": "true"} if clock else {})})
             dead = servers.dead()
             if dead is not None:
                 how = dead.crash_report() or process.death_cause(dead.proc, dead.oom_kills()) or dead.failure_cause()

@@ -52,7 +52,8 @@ import site.ycsb.StringByteIterator;
  * {@code cassandra.maxrequestsperconnection} (driver default 1024), {@code table} (usertable),
  * {@code cassandra.idempotent} (false; true marks every request idempotent, as every operation this binding sends
  * is: the driver then retries a request whose connection closed under it, a node drained for a rolling restart,
- * on the next replica instead of failing the operation; off by default so that trials count failures as before).
+ * on the next replica instead of failing the operation; off by default so that trials count failures as before),
+ * {@code cassandra.servertimestamps} (false; true lets the node stamp writes with its own clock).
  */
 public class CassandraCQLClient extends DB {
 
@@ -68,6 +69,7 @@ public class CassandraCQLClient extends DB {
   public static final String MAX_REQUESTS_PROPERTY = "cassandra.maxrequestsperconnection";
   public static final String TABLE_PROPERTY = "table";
   public static final String IDEMPOTENT_PROPERTY = "cassandra.idempotent";
+  public static final String SERVER_TIMESTAMPS_PROPERTY = "cassandra.servertimestamps";
 
   public static final String KEY_COLUMN = "y_id";
 
@@ -214,6 +216,10 @@ public class CassandraCQLClient extends DB {
     }
     if (maxRequests > 0) {
       cfg = cfg.withInt(DefaultDriverOption.CONNECTION_MAX_REQUESTS, maxRequests);
+    }
+    if (Boolean.parseBoolean(p.getProperty(SERVER_TIMESTAMPS_PROPERTY, "false").trim())) {
+      // the node stamps every write with its own clock (a node whose clock is set to its data's time, OffsetClock)
+      cfg = cfg.withString(DefaultDriverOption.TIMESTAMP_GENERATOR_CLASS, "ServerSideTimestampGenerator");
     }
     try {
       return CqlSession.builder()

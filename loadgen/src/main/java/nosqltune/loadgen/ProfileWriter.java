@@ -24,14 +24,26 @@ import org.apache.cassandra.io.sstable.CQLSSTableWriter;
  * sorts each buffer of {@code sstable.buffer_mb} MiB by token into one SSTable. Then the node imports them
  * ({@code nodetool import}), as the YCSB datasets' bulk path does.
  *
+ * <p>Time in the data: with {@code profile.ttl_seconds} (the table's default TTL) each partition is given an age
+ * within the TTL (from its number) and its rows are written with the timestamp of that age and what is left of
+ * their TTL, as if written then; with {@code profile.window_seconds} (TimeWindowCompactionStrategy's window) the
+ * rows of each window of ages go to SSTables of their own ({@code <sstable.directory>/<window>/}), as the
+ * strategy would have left them, so that the first trial does not measure the data's re-bucketing. The build's
+ * time is printed ({@code data_time_ms}); a trial's node runs at that time ({@link OffsetClock}).
+ *
  * <p>As {@link SSTableWriterDB}: under the node's cassandra.yaml ({@code sstable.cassandra_yaml}, tool mode, so
  * the SSTable version is the node's), with every SSTable's bloom filter rebuilt for its partitions. Once all is
- * written, {@code <sstable.directory>/rows} holds the rows written (a directory without it did not finish), and
+ * written, {@code <sstable.directory>/<window>/rows} holds the rows written (a directory without it did not finish), and
  * the last line printed is {@code [PROFILE-LOAD] partitions P rows R seconds S}.
  *
  * <p>Usage: {@code ProfileWriter PROPERTIES_FILE}.
  */
 public final class ProfileWriter {
+
+  /** The table's default TTL: each partition's rows are written as if at a time within it, with what is left. */
+  public static final String TTL_PROPERTY = "profile.ttl_seconds";
+  /** TimeWindowCompactionStrategy's window: one SSTable set per window of the data's age. */
+  public static final String WINDOW_PROPERTY = "profile.window_seconds";
 
   private ProfileWriter() {
   }
@@ -55,8 +67,8 @@ public final class ProfileWriter {
   static long write(Properties p) throws IOException {
     ProfileData data = new ProfileData(p);
     Path directory = Paths.get(ProfileData.required(p, SSTableWriterDB.DIRECTORY_PROPERTY));
-    Path tableDir = directory.resolve(data.keyspace).resolve(data.table);
-    Files.createDirectories(tableDir);
+    long ttl = Long.parseLong(p.getProperty(TTL_PROPERTY, "0").trim());
+    long window = Long.parseLong(p.getProperty(WINDOW_PROPERTY, "0").trim());
     try {
       SSTableWriterDB.initializeCassandra(p.getProperty(SSTableWriterDB.NODE_CONFIG_PROPERTY));
     } catch (site.ycsb.DBException e) {
@@ -69,30 +81,58 @@ public final class ProfileWriter {
       insert.append(i == 0 ? "" : ", ").append('"').append(names.get(i)).append('"');
       marks.append(i == 0 ? "?" : ", ?");
     }
+    String statement = insert + ") VALUES (" + marks + ")" + (ttl > 0 ? " USING TIMESTAMP ? AND TTL ?" : "");
     int bufferMb = Integer.parseInt(p.getProperty(SSTableWriterDB.BUFFER_PROPERTY, "128").split(",")[0].trim());
-    long rows = 0;
-    try (CQLSSTableWriter writer = CQLSSTableWriter.builder()
-        .inDirectory(tableDir.toString())
-        .forTable(ProfileData.required(p, "profile.schema"))
-        .using(insert + ") VALUES (" + marks + ")")
-        .withBufferSizeInMiB(bufferMb)
-        .openSSTableOnProduced()
-        .withSSTableProducedListener(SSTableWriterDB::rebuildFilters)
-        .build()) {
-      List<Object> row = new ArrayList<>(names.size());
+    String schema = ProfileData.required(p, "profile.schema");
+    long now = System.currentTimeMillis();
+    Map<Long, CQLSSTableWriter> writers = new LinkedHashMap<>();   // one per window of the data's age
+    Map<Long, Long> rows = new LinkedHashMap<>();
+    try {
+      List<Object> row = new ArrayList<>(names.size() + 2);
       for (long number = 1; number <= data.partitions; number++) {
+        // a partition's age: all of its rows were written at once, at a time within the TTL
+        long age = ttl > 0 ? Math.floorMod(ProfileData.mix(number, 83, 89, data.seed), ttl) : 0;
+        long slot = window > 0 ? age / window : 0;
+        CQLSSTableWriter writer = writers.get(slot);
+        if (writer == null) {
+          Path tableDir = directory.resolve(Long.toString(slot)).resolve(data.keyspace).resolve(data.table);
+          Files.createDirectories(tableDir);
+          writer = CQLSSTableWriter.builder()
+              .inDirectory(tableDir.toString())
+              .forTable(schema)
+              .using(statement)
+              .withBufferSizeInMiB(bufferMb)
+              .openSSTableOnProduced()
+              .withSSTableProducedListener(SSTableWriterDB::rebuildFilters)
+              .build();
+          writers.put(slot, writer);
+        }
         for (long[] seeds : data.rowSeeds(number)) {
           row.clear();
           for (Object v : data.row(number, seeds, 0)) {
             row.add(toCassandra(v));
           }
+          if (ttl > 0) {
+            row.add((now - age * 1000L) * 1000L);   // microseconds, as Cassandra's write timestamps
+            row.add((int) Math.max(1, ttl - age));   // what is left of its TTL
+          }
           writer.addRow(row);
-          rows++;
+          rows.merge(slot, 1L, Long::sum);
         }
       }
+    } finally {
+      for (CQLSSTableWriter w : writers.values()) {
+        w.close();
+      }
     }
-    Files.write(directory.resolve(SSTableWriterDB.ROWS_FILE), Long.toString(rows).getBytes(StandardCharsets.UTF_8));
-    return rows;
+    long total = 0;
+    for (Map.Entry<Long, Long> e : rows.entrySet()) {
+      Files.write(directory.resolve(Long.toString(e.getKey())).resolve(SSTableWriterDB.ROWS_FILE),
+          Long.toString(e.getValue()).getBytes(StandardCharsets.UTF_8));
+      total += e.getValue();
+    }
+    System.out.printf("[PROFILE-LOAD] data_time_ms %d windows %d%n", now, writers.size());
+    return total;
   }
 
   /** {@link ProfileData}'s neutral values as the Java types CQLSSTableWriter's codecs take. */
