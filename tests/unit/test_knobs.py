@@ -317,9 +317,9 @@ def test_a_user_file_narrows_ranges(space, tmp_path):
 
 
 @pytest.mark.parametrize("knobs,message", [
-    ({"concurrent_writes": {"range": [4, 48]}}, "range [4, 48] of knob concurrent_writes is not inside its "
-                                                "range [8, 64]; a subset can only narrow a range"),
-    ({"concurrent_writes": {"range": [8, 128]}}, "can only narrow"),
+    ({"concurrent_writes": {"range": [1, 48]}}, "range [1, 48] of knob concurrent_writes goes beyond the values "
+                                                "the datastore accepts, its bounds [2, inf]"),
+    ({"memtable_cleanup_threshold": {"range": [0.1, 1.5]}}, "its bounds [0.01, 0.99]"),
     ({"concurrent_writes": {"range": [40, 64]}}, "leaves out its default 32"),
     ({"concurrent_writes": {"range": [48, 16]}}, "lo > hi"),
     ({"concurrent_writes": {"range": ["a", 16]}}, "expects an integer, got 'a'"),
@@ -331,6 +331,15 @@ def test_a_user_file_narrows_ranges(space, tmp_path):
     ({"concurent_writes": None}, "did you mean concurrent_writes"),
     ({}, "non-empty list"),
 ])
+def test_a_user_file_may_widen_a_range_within_the_knobs_bounds(space, tmp_path):
+    """A node larger than the rig wants larger ranges: a user's file widens them, never past the bounds."""
+    path = _write(tmp_path / "wide.yaml", {"knobs": {"concurrent_writes": {"range": [4, 256]},
+                                                     "heap_size": {"range": [512, 16384]}}})
+    sub = space.subset(path)
+    assert sub["concurrent_writes"].range == (4, 256) and sub["heap_size"].range == (512, 16384)
+    sub.validate({"concurrent_writes": 200})
+
+
 def test_a_user_file_cannot_widen_or_break_the_space(space, tmp_path, knobs, message):
     path = _write(tmp_path / "bad.yaml", {"knobs": knobs})
     with pytest.raises(KnobError) as err:

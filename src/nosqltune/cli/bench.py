@@ -40,8 +40,8 @@ def format_table(rows: list[dict]) -> str:
     lines: list[tuple[str, list[float | None]]] = [
         ("throughput ops/s", [r["metrics"]["summary"]["throughput_ops_s"] if r["state"] == "COMPLETE" else None for r in rows])]
     for op in ops:
-        for stat in ("avg", "p95", "p99"):
-            lines.append((f"{op.lower()} {stat} ms",
+        for stat in ("avg", "p50", "p95", "p99", "p999"):
+            lines.append((f"{op.lower()} {stat.replace('p999', 'p99.9')} ms",
                           [r["metrics"]["summary"].get(f"{op.lower()}_{stat}_ms") if r["state"] == "COMPLETE" else None for r in rows]))
     for label, key in _COST_ROWS:
         values = [_summary_value(r["metrics"]["summary"], key) if r["state"] == "COMPLETE" else None for r in rows]

@@ -54,11 +54,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
                                                                    and args.confirm_rounds < 2):
         raise UsageError("--confirm-top must be at least 0 and --confirm-rounds at least 2")
     _check_parallel(args)
+    rig = _node_shape(args) if not args.resume else None
     if not args.resume:   # bad input is refused before the store is touched
         settings = trial_settings(args, surrogate=True)
         _check_parallel_fits(args, settings)
         full_space = search_space(settings, args.system)
-        fresh = _new_run(args, full_space, settings)
+        fresh = _new_run(args, full_space, settings, rig)
     if args.resume and not store_exists(args.study):
         raise UsageError(f"nothing to resume: no study store at {args.study} (give the --study of the run, or start "
                          "one without --resume)")
@@ -103,7 +104,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         store.update_study_settings(study_id, {"tune": {
             "spec": spec.to_dict(), "workloads": [w.to_dict() for w in workloads], "fixed": fixed,
             "knobs": stored_subset(subset, full_space), "knob_label": subset.label if not args.resume else
-            (stored or {}).get("knob_label"), "harness": settings.to_dict(), "system": system, "confirm": asked}})
+            (stored or {}).get("knob_label"), "harness": settings.to_dict(), "system": system, "confirm": asked,
+            **({"node_shape": rig.to_dict()} if rig else {"node_shape": (stored or {}).get("node_shape")}
+               if (stored or {}).get("node_shape") else {})}})
         by_name = {w.name: w for w in workloads}
         display = TerminalDisplay(json_lines=args.json)
         if not args.resume and system == "cassandra":   # what this scenario's default is limited by, and what moves it
@@ -247,7 +250,37 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
     return result
 
 
-def _new_run(args: argparse.Namespace, full_space, settings):
+def _shape_names() -> list[str]:
+    from ..shapes import presets
+
+    return presets()
+
+
+def _node_shape(args: argparse.Namespace):
+    """--node-shape: the rig derived from the shape, printed, its values made the flags' defaults (flags given win);
+    None without it."""
+    if not args.node_shape:
+        return None
+    from ..shapes import derive, load_shape
+
+    if (args.system or "cassandra") != "cassandra" or (args.nodes or 1) > 1:
+        raise UsageError("--node-shape derives a single Cassandra node's rig: leave out --system and --nodes")
+    rig = derive(load_shape(args.node_shape))
+    defaults = {"heap": f"{rig.heap_mb}M", "page_cache": f"{rig.page_cache_mb}M", "records": rig.records,
+                "server_cpus": rig.server_cpus(), "target": rig.target}
+    if rig.volume:
+        defaults.update({"disk_iops": rig.volume["iops"], "disk_mbps": rig.volume["mbps"],
+                         "disk_latency_ms": rig.volume["latency_ms"] or None})
+    for key, value in defaults.items():
+        if getattr(args, key, None) is None and value is not None:
+            setattr(args, key, value)
+    say = _progress(args)
+    for line in rig.lines():
+        say(line)
+    return rig
+
+
+def _new_run(args: argparse.Namespace, full_space, settings, rig=None):
     """The settings of a new tuning run from the flags, all checked."""
     from .options import (_build_workload, _scenario, _searched_space, multiples, scenario_rate, trial_target,
                           workload_names)
@@ -309,6 +342,12 @@ def _new_run(args: argparse.Namespace, full_space, settings):
     knobs = args.knobs if args.knobs is not None else ("profile" if profiled and system == "cassandra" else
                                                        target.default_knobs(settings) or list(full_space.knobs))
     fixed, subset, searched_space = _searched_space(args, full_space, "tuned", knobs, settings)
+    if rig is not None and isinstance(knobs, str) and knobs in full_space.knob_sets:   # ranges at the shape's scale
+        scaled = {k: {"range": r} for k, r in rig.ranges.items() if k in subset.knobs}
+        subset = full_space.subset({"set": knobs, "knobs": scaled, "description": f"{knobs} at node shape "
+                                    f"{rig.shape.name}"})
+        subset.label = knobs
+        searched_space = TuningSpace(subset, fixed)
     designed = design_knobs(args, full_space, subset)
     if designed is not subset:
         subset = designed
@@ -407,7 +446,8 @@ def cmd_best(args: argparse.Namespace) -> int:
     result["growth"] = growth = growth_table(study.record["settings"].get("compare") or {})
     status = confirmation_status(result["best"])
     if args.format == "json":
-        print(json.dumps({**result, "best_status": status, "fixed": tune["fixed"]}, default=str))
+        print(json.dumps({**result, "best_status": status, "fixed": tune["fixed"],
+                          **({"node_shape": tune["node_shape"]} if tune.get("node_shape") else {})}, default=str))
     elif args.format == "yaml":
         best, default, confirmed = result["best"], result["default"], result["best"].get("confirmed")
         measured = ("the mean of its confirmation's interleaved cold rounds" if confirmed
@@ -419,7 +459,10 @@ def cmd_best(args: argparse.Namespace) -> int:
                   + (f"; default {default['value']:.6g}{' (its runs in the study)' if confirmed else ''}"
                      if default and default["value"] else "")
                   + (f"; {(result['speedup'] - 1) * 100:+.1f}% ({basis})" if result["speedup"] else "")
-                  + ("" if confirmed else f"\n{UNCONFIRMED}"))
+                  + ("" if confirmed else f"\n{UNCONFIRMED}")
+                  + (f"\ntuned for node shape {tune['node_shape']['shape']['name']} on a smaller rig: size-like "
+                     "values are the rig's (best's table carries them to the shape, with their rules)"
+                     if tune.get("node_shape") else ""))
         sys.stdout.write(yaml_fragment(space, result["best"]["config"], tune["fixed"], header, settings))
     else:
         print(format_summary(result))
@@ -438,7 +481,27 @@ def cmd_best(args: argparse.Namespace) -> int:
             from .compare import format_growth
 
             print(format_growth(growth))
+        if tune.get("node_shape"):
+            print(format_shape(tune["node_shape"], result["best"]["config"]))
     return 0
+
+
+def format_shape(rig: dict, config: dict) -> str:
+    """The shape a study was tuned for, and its best's size-like values carried to it, each with its rule."""
+    from ..shapes import scale_back
+
+    shape = rig["shape"]
+    lines = [f"tuned for node shape {shape['name']} ({shape['cores']} cores, {shape['memory_gib']:g} GiB, "
+             f"{shape['data_gib']:g} GiB of data) on a rig of {rig['node_cores']} core(s), {rig['memory_mb']} MiB and "
+             f"{rig['records']:,} records; the ratios it could not keep: "
+             + (", ".join(r["name"] for r in rig["ratios"] if not r["kept"]) or "none")]
+    scaled = [(k, v, scale_back(k, v, rig)) for k, v in sorted(config.items()) if isinstance(v, (int, float))
+              and not isinstance(v, bool)]
+    scaled = [(k, v, s) for k, v, s in scaled if s]
+    if scaled:
+        lines.append("  size-like values carried to the shape (an assumption, not measured there):")
+        lines += [f"    {k}: {v:g} on the rig -> about {s[0]:g} on the shape ({s[1]})" for k, v, s in scaled]
+    return "\n".join(lines)
 
 
 def add_parsers(sub) -> None:
@@ -463,9 +526,10 @@ def add_parsers(sub) -> None:
                         "Bayesian optimization; smac: SMAC3; rafiki: neural-net ensemble + genetic algorithm; "
                         "surrogate-sa: random forest + simulated annealing (default smac)")
     t.add_argument("--knobs", default=None, metavar="SET|FILE",
-                   help="knob set of the datastore's knob space, or a YAML file of knob names or narrowed ranges "
-                        "(default: for Cassandra the 5.0 set of the scenario, v5 or cloud where a volume's cap binds "
-                        "(`nosqltune scenarios` names it); mlos6 for Redis; every knob of an external target). "
+                   help="knob set of the datastore's knob space, or a YAML file of knob names with ranges narrowed "
+                        "or widened within each knob's bounds (default: for Cassandra the 5.0 set of the scenario, "
+                        "v5 or cloud where a volume's cap binds (`nosqltune scenarios` names it), profile on a "
+                        "cassandra-stress profile; mlos6 for Redis; every knob of an external target). "
                         + knob_sets_help())
     t.add_argument("--budget", type=int, default=None, metavar="N",
                    help="cold trials at most, the default included (default 40)")
@@ -476,6 +540,12 @@ def add_parsers(sub) -> None:
                         "time, user + system, summed over a cluster's nodes) or gc-per-op (its GC pauses), or its "
                         "disk per operation: io-per-op (I/Os its volume served; needs --volume) or bytes-per-op "
                         "(default: the scenario's, throughput; latency-slo and cloud-slo: p99-read)")
+    t.add_argument("--node-shape", default=None, metavar="NAME|FILE",
+                   help="the production node to tune for: a preset (" + ", ".join(_shape_names()) + ") or a YAML "
+                        "file of cores, memory_gib, volume, data_gib and optionally rate. The rig is derived and "
+                        "printed (records so that the data keeps the shape's ratio to the page cache, the volume's "
+                        "caps per core, the node's cores, knob ranges at the shape's scale) with the ratios it "
+                        "cannot keep; flags given win over it; the study stores it and best shows it")
     t.add_argument("--data-sizes", default=None, metavar="LIST",
                    help="multiples of the records, e.g. 1,2: every configuration runs at each size (the operations "
                         "held) and is ranked by its worst gain over the default at the same size, so that the best "

@@ -227,8 +227,10 @@ class KnobSpace:
             if not isinstance(narrowing, Mapping) or set(narrowing) - {"range", "choices"}:
                 raise KnobError(f"{origin}: knob {name} takes {{range: [lo, hi]}} or {{choices: [...]}}, "
                                 f"got {narrowing!r}")
+            # a user's file may narrow a range or widen it (a node larger than the rig: a larger heap, more
+            # threads), within the values the datastore accepts (the knob's bounds)
             knobs[knob.name] = _narrow(knob, narrowing.get("range"), narrowing.get("choices"), origin,
-                                       within="range")
+                                       within="bounds")
         for name in data.get("leave_out") or ():
             if knobs.pop(name, None) is None:
                 raise KnobError(f"{origin}: leave_out names {name!r}, which is not in the subset")
@@ -265,8 +267,9 @@ def _narrow(knob: Knob, new_range: Any, new_choices: Any, origin: str, *, within
         else:
             blo, bhi = knob._accepted()
             if (blo is not None and lo < blo) or (bhi is not None and hi > bhi):
+                shown = f"[{_num(blo) if blo is not None else '-inf'}, {_num(bhi) if bhi is not None else 'inf'}]"
                 raise KnobError(f"{origin}: range [{_num(lo)}, {_num(hi)}] of knob {knob.name} goes beyond "
-                                "the values the datastore accepts")
+                                f"the values the datastore accepts, its bounds {shown}")
         if knob.applies == "design" and not lo <= knob.default <= hi:
             # a design range may leave the default design out (nodes 2..4): its nearest end is the default
             changes["default"] = lo if knob.default < lo else hi

@@ -293,7 +293,8 @@ def import_written(written: dict[str, Any], jmx_port: int, *, keyspace: str = "y
             "throughput_ops_s": written["rows"] / load_s if load_s else None,
             "writer_throughput_ops_s": written["throughput_ops_s"], "rows": written["rows"],
             "sstables": written["sstables"], "bytes": written["bytes"], "buffer_mb": written["buffer_mb"],
-            "heap_mb": written["heap_mb"]}
+            "heap_mb": written["heap_mb"],
+            **{k: written[k] for k in ("partitions", "data_time_ms", "windows") if k in written}}   # a profile's
 
 
 def bulk_load(workload: Workload, out_dir: Path, schema: str, jmx_port: int, *, version: str,

@@ -60,7 +60,7 @@ def preflight(workload: Workload, settings: TrialSettings) -> None:
     on the disk; --server-cpus is a single node's."""
     if workload.profile and (settings.cassandra.nodes > 1 or load_method(settings) != "bulk"):
         raise UsageError(f"{workload.name}: a profile's data is written as SSTables for one node; clusters load over "
-                         "CQL, which profiles do not have yet: run it on one node (--nodes 1, --load-method bulk)")
+                         "CQL, which profiles do not have yet: run it on one node (--nodes 1)")
     if settings.cassandra.nodes > 1:
         from .cluster import check_fits
 
@@ -224,7 +224,8 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
             progress("flushing the loaded data and waiting for its compactions")
             for node in servers.members:   # the memtables first: their SSTables start compactions too
                 internals.flush(node.ports.jmx, workload.keyspace)
-            settled = [internals.wait_compactions(node.ports.jmx, SETTLE_TIMEOUT_S) for node in servers.members]
+            settled = [internals.wait_compactions(node.ports.jmx, SETTLE_TIMEOUT_S, keyspace=workload.keyspace,
+                                                  table=workload.table) for node in servers.members]
             with cql.session(first.address, first.ports.native) as sess:   # what a restaged knob is compared with
                 table_options = built_options(sess, load_space("cassandra"), workload.keyspace, workload.table)
             started = time.monotonic()
@@ -511,7 +512,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                           for i, (member, (data_dir, _)) in enumerate(zip(servers.members, servers.data_dirs()), 1)}
                 timings["warm_cache_s"] = time.monotonic() - t0
                 result.internals["page_cache_warmed_bytes"] = warmed
-            before = internals.node_stats(node.ports.jmx)
+            before = internals.node_stats(node.ports.jmx, workload.keyspace, workload.table)
             progress(f"running {workload.name}: warm-up then {workload.operations} operations, "
                      f"{workload.threads} threads")
             metrics = run_client("run", workload, host=servers.hosts, port=node.ports.native,
@@ -526,7 +527,7 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
                 raise TrialError("crashed", f"Cassandra ({dead.address}) died during the run: {how}",
                                  dead.log_excerpt())
             record_run(result, timings, metrics)
-            after = internals.stats_after_run(node.ports.jmx)
+            after = internals.stats_after_run(node.ports.jmx, keyspace=workload.keyspace, table=workload.table)
             memory = {f"node{i}": m for i, m in enumerate((n.memory() for n in servers.members), 1) if m}
             cached = {f"node{i}": member.page_cache_by_component(data_dir / workload.keyspace)   # what reads found in memory
                       for i, (member, (data_dir, _)) in enumerate(zip(servers.members, servers.data_dirs()), 1)}

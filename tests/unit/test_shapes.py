@@ -1,0 +1,101 @@
+"""Node shapes: the rig derived from a production node keeps its ratios (data against page cache, the heap's share
+of memory, the volume per core) within 5% where it can, says which it cannot keep, and refuses a shape or a cap
+that cannot work; size-like values found on the rig are carried back with their rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from nosqltune.cli import main
+from nosqltune.errors import UsageError
+from nosqltune.shapes import HEAP_FLOOR_MB, NodeShape, derive, load_shape, presets, scale_back
+
+
+@pytest.mark.parametrize("name", presets())
+def test_the_presets_derive_a_rig_that_keeps_their_proportions(name):
+    shape = load_shape(name)
+    rig = derive(shape, machine_cores=2)
+    ratios = {r.name: r for r in rig.ratios}
+    assert ratios["data per page cache"].kept
+    assert abs(ratios["data per page cache"].rig / ratios["data per page cache"].shape - 1) <= 0.05
+    assert rig.heap_mb + rig.offheap_mb + rig.page_cache_mb == rig.memory_mb
+    assert rig.node_cores == 1 and not ratios["cores"].kept   # 8 cores cannot be had on 2
+    if shape.volume:
+        assert ratios["IOPS per core"].kept
+        assert rig.volume["iops"] == round(3000 / 8)           # gp3's baseline, per core
+    else:
+        assert rig.volume is None
+    assert rig.ranges["concurrent_reads"] == [2, 32] and rig.ranges["heap_size"][0] == HEAP_FLOOR_MB
+    assert any("NOT kept: cores 8" in line for line in rig.lines())
+
+
+def test_the_heaps_share_is_kept_until_its_floor():
+    big = NodeShape("big", cores=4, memory_gib=64, data_gib=100)          # 8 GiB heap: 12.5% of memory
+    rig = derive(big, memory_mb=8192, machine_cores=2)
+    assert rig.heap_mb == 1024 and {r.name: r for r in rig.ratios}["heap per memory"].kept
+    floored = derive(big, memory_mb=2048, machine_cores=2)                # 12.5% of 2 GiB is below the floor
+    assert floored.heap_mb == HEAP_FLOOR_MB and not {r.name: r for r in floored.ratios}["heap per memory"].kept
+    small = NodeShape("small", cores=2, memory_gib=4, data_gib=40)        # Cassandra's 1 GiB default: 25%
+    assert derive(small, machine_cores=2).heap_mb == HEAP_FLOOR_MB
+
+
+def test_more_data_against_memory_means_more_records_on_the_rig():
+    a = derive(NodeShape("a", cores=8, memory_gib=32, data_gib=100), machine_cores=2)
+    b = derive(NodeShape("b", cores=8, memory_gib=32, data_gib=200), machine_cores=2)
+    assert b.records == pytest.approx(2 * a.records, rel=0.01)
+    rate = derive(NodeShape("r", cores=8, memory_gib=32, data_gib=100, rate=8000), machine_cores=2)
+    assert rate.target == 1000                                            # the rate per core
+
+
+def test_values_found_on_the_rig_carry_back_by_their_rule():
+    rig = derive(load_shape("gp3-node"), machine_cores=2).to_dict()
+    heap, rule = scale_back("heap_size", rig["heap_mb"], rig)
+    assert heap == pytest.approx(32 * 1024 * rig["heap_mb"] / rig["memory_mb"], abs=1) and "share" in rule
+    threads, rule = scale_back("concurrent_reads", 12, rig)
+    assert threads == 96 and "per core" in rule
+    assert scale_back("compression", 1, rig) is None
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("no-such-node", "unknown node shape 'no-such-node'"),
+])
+def test_an_unknown_preset_is_one_line(spec, message, tmp_path, capsys):
+    assert main(["tune", "--node-shape", spec, "--budget", "2", "--study", str(tmp_path / "s.db")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s.db").exists()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("cores: 4\nmemory_gib: 0.5\ndata_gib: 10\n", "cannot hold Cassandra's default heap"),
+    ("cores: 4\nmemory_gib: 16\n", "no data_gib"),
+    ("cores: 4\nmemory_gib: 16\ndata_gib: 10\ndisk: fast\n", "unknown field 'disk'"),
+    ("cores: 0\nmemory_gib: 16\ndata_gib: 10\n", "must be positive"),
+])
+def test_a_shape_file_that_cannot_work_is_refused(tmp_path, text, message):
+    path = tmp_path / "node.yaml"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=message):
+        load_shape(str(path))
+
+
+def test_a_memory_cap_that_cannot_hold_the_heap_is_refused():
+    with pytest.raises(UsageError, match="cannot hold the derived heap"):
+        derive(load_shape("gp3-node"), memory_mb=1024)
+
+
+def test_a_shape_file_with_its_own_volume_figures(tmp_path):
+    path = tmp_path / "node.yaml"
+    path.write_text("cores: 4\nmemory_gib: 16\ndata_gib: 64\nvolume: {iops: 8000, mbps: 400, latency_ms: 1}\n")
+    rig = derive(load_shape(str(path)), machine_cores=2)
+    assert rig.volume == {"preset": None, "iops": 2000, "mbps": 100, "latency_ms": 1}
+
+
+def test_best_shows_the_shape_and_the_carried_values():
+    from nosqltune.cli.tune import format_shape
+
+    rig = derive(load_shape("gp3-node"), machine_cores=2).to_dict()
+    text = format_shape(rig, {"heap_size": 640, "concurrent_reads": 8, "compression": "ZstdCompressor"})
+    assert "tuned for node shape gp3-node" in text and "cores" in text
+    assert "heap_size: 640 on the rig -> about 10240 on the shape" in text
+    assert "concurrent_reads: 8 on the rig -> about 64 on the shape" in text and "compression" not in text
