@@ -88,9 +88,17 @@ def mechanism(db: Path, study: str, group: str) -> list[dict]:
                 slopes.append(statistics.mean(series[-third:]) / statistics.mean(series[:third]))
         limits = [((r["internals"] or {}).get("bottleneck") or {}).get("limit") for r in runs]
         limits = [x for x in limits if x]
+
+        def internal(get):   # the mean of a figure of the runs' node internals, None where none has it
+            values = [v for v in (get(r["internals"] or {}) for r in runs) if v is not None]
+            return statistics.mean(values) if values else None
+
         out.append({"candidate": candidate, "runs": len(runs), "ops_s": mean("throughput_ops_s"),
                     "node_cpu_us": mean("node_cpu_us_per_op"), "io_per_op": mean("node_io_per_op"),
                     "slope": statistics.mean(slopes) if slopes else None,
+                    "anon_mb": internal(lambda i: ((i.get("memory_cgroup") or {}).get("node1") or {}).get("anon")),
+                    "in_memory": internal(lambda i: (((i.get("bottleneck") or {}).get("utilisation") or {})
+                                                     .get("data_in_memory"))),
                     "limit": max(set(limits), key=limits.count) if limits else "-"})
     return out
 
@@ -123,8 +131,11 @@ def write() -> None:
         for jit in KEYS:
             for m in mechanism(db, study, got[jit]["group"]):
                 slope = f"{m['slope']:.2f}" if m["slope"] is not None else "-"
+                anon = f"{m['anon_mb'] / 1e6:,.0f}" if m["anon_mb"] is not None else "-"
+                held = f"{m['in_memory']:.0%}" if m["in_memory"] is not None else "-"
                 mech_lines.append(f"| {scenario} | {jit} | {m['candidate']} | {m['runs']} | {m['ops_s']:,.0f} | "
-                                  f"{m['node_cpu_us']:.0f} | {m['io_per_op']:.2f} | {slope} | {m['limit']} |")
+                                  f"{m['node_cpu_us']:.0f} | {m['io_per_op']:.2f} | {anon} | {held} | {slope} | "
+                                  f"{m['limit']} |")
     if not table:
         path.write_text("\n".join(lines + ["Not run yet."]) + "\n")
         return
@@ -132,9 +143,12 @@ def write() -> None:
               "| study | C1: best vs default (mean, 95% interval) | tiered | rounds | verdict |", "|---|---|---|---|---|",
               *table, "",
               "The mechanism (means over each candidate's runs; last/first third: the throughput of the measured "
-              "phase's last third over its first, above 1 while the JIT is still climbing):", "",
-              "| study | JIT | candidate | runs | ops/s | node CPU us/op | I/Os per op | last/first third | limited by |",
-              "|---|---|---|---|---|---|---|---|---|", *mech_lines]
+              "phase's last third over its first, above 1 while the JIT is still climbing; the node's anonymous memory "
+              "(heap, code, compiler arenas) and the share of its data in the page cache, both in its memory cgroup):",
+              "",
+              "| study | JIT | candidate | runs | ops/s | node CPU us/op | I/Os per op | node's anonymous MB | data in "
+              "memory | last/first third | limited by |",
+              "|---|---|---|---|---|---|---|---|---|---|---|", *mech_lines]
     path.write_text("\n".join(lines) + "\n")
     (RESULTS / "fidelity.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
     log(f"wrote {path}")

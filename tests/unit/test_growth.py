@@ -115,3 +115,19 @@ def test_a_warmup_out_of_range_is_refused_before_any_run(study, capsys, command,
     err = capsys.readouterr().err
     assert "--warmup-seconds takes 1 to 600" in err and len(err.strip().splitlines()) == 1
     assert not [r for r in open_store(str(study)).trials() if r["tag"] == "compare"]
+
+
+def test_a_confirmation_runs_at_productions_jit_unless_told():
+    """Real Cassandra studies (trials C1-only) confirm at the tiered JIT; a surrogate's or a tiered study's keeps its
+    own; `best --confirm --jit c1` gives the trials' JIT back (fidelity.md)."""
+    from types import SimpleNamespace
+
+    from nosqltune.evaluation.confirmation import production_jit
+
+    def study(system, jit):
+        return SimpleNamespace(system=system, settings=SimpleNamespace(jit=jit))
+
+    assert production_jit(study("cassandra", "c1")) == "tiered"
+    assert production_jit(study("cassandra", "tiered")) is None
+    assert production_jit(study("surrogate:cloud13", "c1")) is None
+    assert production_jit(study("redis", "c1")) is None

@@ -151,10 +151,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 executor.close()
         confirmation = None
         if plan["top"] and reason != "time":   # the top configurations re-measured beside the default
+            from ..evaluation.confirmation import production_jit
             from ..evaluation.study import study_of
 
-            confirmation = confirm_best(study_of(store, store.find_study(study_name)),
-                                        ConfirmSettings(top=plan["top"], rounds=plan["rounds"]), say=_progress(args))
+            finished = study_of(store, store.find_study(study_name))
+            confirmation = confirm_best(finished, ConfirmSettings(top=plan["top"], rounds=plan["rounds"],
+                                                                  jit=production_jit(finished)),
+                                        say=_progress(args))
         result = summarize(store, study_id, spec, space, settings.to_dict())
         apply_confirmation(result, confirmation, space, spec)
         result["confirm_plan"] = plan
@@ -415,11 +418,13 @@ def cmd_best(args: argparse.Namespace) -> int:
         raise UsageError(f"no study store at {args.study}: give the --study of a tuning run")
     if (args.jit or args.warmup_seconds) and not args.confirm:
         raise UsageError("--jit and --warmup-seconds set --confirm's rounds: give --confirm too")
-    confirm = (ConfirmSettings(top=args.top, rounds=args.rounds, jit=args.jit, warmup_seconds=args.warmup_seconds)
-               if args.confirm else None)
     store = open_store(args.study)
     try:
         study = open_study(store, args.study, args.study_name, "best")
+        from ..evaluation.confirmation import production_jit
+
+        confirm = (ConfirmSettings(top=args.top, rounds=args.rounds, jit=args.jit or production_jit(study),
+                                   warmup_seconds=args.warmup_seconds) if args.confirm else None)
         study_name, tune, space, spec, settings = study.name, study.tune, study.space, study.spec, study.settings
         result = summarize(store, study.id, spec, space, tune["harness"])
         if result["best"] is None:
@@ -636,9 +641,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--rounds", type=int, default=CONFIRM_ROUNDS, metavar="R",
                    help=f"interleaved cold rounds of the confirmation (default {CONFIRM_ROUNDS})")
     p.add_argument("--jit", choices=["c1", "tiered"], default=None,
-                   help="with --confirm: both JVMs' JIT for its rounds, whatever the study was tuned with (tiered: "
-                        "production's, whose rounds then warm up for 60 s to reach its plateau; stored as a "
-                        "confirmation of its own)")
+                   help="with --confirm: both JVMs' JIT for its rounds (default tiered, production's, for a study of "
+                        "Cassandra trials, whose rounds then warm up for 60 s to reach its plateau; c1: the JIT the "
+                        "trials ran with), stored as a confirmation of its own")
     p.add_argument("--warmup-seconds", type=int, default=None, metavar="S",
                    help="with --confirm: warm up each run for S seconds (by time, not operations) instead of the "
                         "study's warm-up; stored as a confirmation of its own")

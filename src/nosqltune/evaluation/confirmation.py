@@ -30,6 +30,14 @@ class ConfirmSettings:
         check_warmup_seconds(self.warmup_seconds)
 
 
+def production_jit(study: TuningStudy) -> str | None:
+    """The JIT a confirmation runs at unless told: tiered (production's) for a study of real Cassandra trials,
+    which run C1-only to be short and repeatable; the study's own for anything else (a recorded surrogate has no
+    JIT). bench/results/fidelity.md: on cloud-disk the tiered JIT's larger footprint beside the heap left the page
+    cache less of the data, and the committed best's gain over the default fell by more than 15%."""
+    return "tiered" if study.system == "cassandra" and study.settings.jit == "c1" else None
+
+
 def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(),
                  say=lambda _: None) -> dict[str, Any] | None:
     """Re-measure the `top` configurations of a study by single runs, with the default, in `rounds` interleaved

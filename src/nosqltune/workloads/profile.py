@@ -206,6 +206,12 @@ def _inner_types(text: str) -> list[str]:
     return _split_top(text[text.index("<") + 1:-1])
 
 
+def identifier(text: str) -> str:
+    """A CQL identifier as Cassandra keeps it: a quoted one as written, an unquoted one in lower case."""
+    text = text.strip()
+    return text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text.lower()
+
+
 def _split_top(text: str, sep: str = ",") -> list[str]:
     """Split at `sep` outside (), <>, {} and quotes."""
     out, depth, quote, start = [], 0, None, 0
@@ -246,9 +252,10 @@ def parse_table(cql: str, keyspace: str, where: str) -> Table:
     match = _CREATE_TABLE.match(text)
     if not match:
         raise ProfileError(f"{where}: table_definition must be one CREATE TABLE name (columns ...) [WITH ...]")
-    name, body, options = match.group(1).replace('"', ""), match.group(2), match.group(3) or ""
+    name, body, options = match.group(1), match.group(2), match.group(3) or ""
     if "." in name:
         keyspace, name = name.split(".", 1)
+    name = identifier(name)
     columns: dict[str, str] = {}
     static: list[str] = []
     key_text = None
@@ -259,7 +266,7 @@ def parse_table(cql: str, keyspace: str, where: str) -> Table:
         parts = item.split(None, 1)
         if len(parts) != 2:
             raise ProfileError(f"{where}: cannot read the column {item!r}")
-        column, rest = parts[0].replace('"', ""), parts[1].strip()
+        column, rest = identifier(parts[0]), parts[1].strip()
         single_key = re.search(r"\s+primary\s+key\s*$", rest, re.IGNORECASE)
         if single_key:
             rest = rest[:single_key.start()].strip()
@@ -273,9 +280,8 @@ def parse_table(cql: str, keyspace: str, where: str) -> Table:
         raise ProfileError(f"{where}: the table has no PRIMARY KEY")
     key_parts = _split_top(key_text)
     first = key_parts[0]
-    partition = [p.strip().replace('"', "") for p in (first.strip("()").split(",") if first.startswith("(")
-                                                      else [first])]
-    clustering = [p.replace('"', "") for p in key_parts[1:]]
+    partition = [identifier(p) for p in (first.strip("()").split(",") if first.startswith("(") else [first])]
+    clustering = [identifier(p) for p in key_parts[1:]]
     for column in partition + clustering:
         if column not in columns:
             raise ProfileError(f"{where}: the primary key names {column!r}, which the table lacks")
@@ -288,7 +294,7 @@ def parse_table(cql: str, keyspace: str, where: str) -> Table:
         if lower.startswith("clustering order by"):
             for entry in _split_top(clause[clause.index("(") + 1:clause.rindex(")")]):
                 col, _, direction = entry.partition(" ")
-                order[col.replace('"', "")] = (direction.strip() or "ASC").upper()
+                order[identifier(col)] = (direction.strip() or "ASC").upper()
             continue
         key, eq, value = clause.partition("=")
         key = key.strip().lower()
@@ -376,7 +382,7 @@ def parse_keyspace(cql: str, where: str) -> tuple[str, dict[str, Any], dict[str,
     replication = options.pop("replication", None)
     if not isinstance(replication, dict) or "class" not in replication:
         raise ProfileError(f"{where}: the keyspace has no replication map with a class")
-    return match.group(1).replace('"', ""), replication, options
+    return identifier(match.group(1)), replication, options
 
 
 def replication_factor(replication: dict[str, Any]) -> int:
@@ -447,11 +453,11 @@ def parse_query(name: str, spec: Any, table: Table, where: str) -> Query:
     if re.search(r"\bin\s*\?|\bin\s*\(\s*\?", cql, re.IGNORECASE):
         raise ProfileError(f"{where}: query {name!r} binds IN with ?: not supported (bind one value per column)")
     target = re.search(r"\b(?:from|update|into)\s+([\w.\"]+)", cql, re.IGNORECASE)
-    if not target or target.group(1).replace('"', "").split(".")[-1] != table.name:
+    if not target or identifier(target.group(1).split(".")[-1]) != table.name:
         raise ProfileError(f"{where}: query {name!r} must read or write the profile's table {table.name!r}")
-    bound = [b.replace('"', "") for b, _ in _BOUND.findall(cql)]
+    bound = [identifier(b) for b, _ in _BOUND.findall(cql)]
     if kind == "insert":
-        columns = [c.strip().replace('"', "") for c in cql[cql.index("(") + 1:cql.index(")")].split(",")]
+        columns = [identifier(c) for c in cql[cql.index("(") + 1:cql.index(")")].split(",")]
         bound = columns
     if cql.count("?") != len(bound):
         raise ProfileError(f"{where}: query {name!r} has a ? the tool cannot tie to a column (write column = ?)")
@@ -475,7 +481,7 @@ def _named_columns(cql: str, kind: str) -> list[str]:
     out = []
     for item in _split_top(listed.group(1)):
         if re.fullmatch(r"\"?\w+\"?", item):
-            out.append(item.replace('"', ""))
+            out.append(identifier(item))
     return out
 
 
@@ -619,8 +625,9 @@ def load_profile(path: str | Path, ops: str | None = None) -> Profile:
         replication, keyspace_options = {"class": "SimpleStrategy", "replication_factor": 1}, {}
     if not keyspace_name:
         raise ProfileError(f"{path}: the profile has no keyspace")
+    keyspace_name = identifier(keyspace_name)
     table = parse_table(str(data["table_definition"]), keyspace_name, at("table_definition"))
-    if table.name != str(data["table"]):
+    if table.name != identifier(str(data["table"])):
         raise ProfileError(f"{at('table')}: table is {data['table']!r} but table_definition creates {table.name!r}")
     specs: dict[str, dict] = {}
     entries: dict[str, int] = {}   # column -> its columnspec entry, for the line of an error

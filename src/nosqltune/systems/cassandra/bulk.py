@@ -231,7 +231,7 @@ def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, ve
     if not printed:
         raise TrialError("workload", "the profile's SSTable writer printed no result", _tail(out_dir / "load.err"))
     written = written_sstables(out_dir, workload.keyspace, workload.table)
-    fields = printed[-1].split()[1:]
+    fields = [f for line in printed for f in line.split()[1:]]   # "[PROFILE-LOAD] name value name value ..."
     said = dict(zip(fields[::2], fields[1::2]))
     return {"write_s": wall, "throughput_ops_s": written["rows"] / wall if wall else None, **written,
             "out_dir": str(out_dir), "buffer_mb": [PROFILE_BUFFER_MB], "heap_mb": heap,
