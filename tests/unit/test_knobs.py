@@ -134,7 +134,7 @@ def test_unknown_set_lists_the_available_ones(space):
     with pytest.raises(KnobError) as err:
         space.subset("irace24")
     assert str(err.value) == ("unknown knob set 'irace24' for cassandra; "
-                              "available: irace23, wide24, rafiki5, vorstella5, mlos10, eppinger, v5-screen, v5, online12, "
+                              "available: irace23, wide24, rafiki5, vorstella5, mlos10, eppinger, v5-screen, v5, profile, online12, "
                               "cloud")
 
 
@@ -179,7 +179,7 @@ def test_coerce_accepts(space, knob, raw, typed):
     ("memtable_cleanup_threshold", 0.95, "knob memtable_cleanup_threshold=0.95 is outside its range [0.1, 0.9]"),
     ("trickle_fsync", "maybe", "knob trickle_fsync expects true or false, got 'maybe'"),
     ("compaction_method", "Tiered",
-     "knob compaction_method expects one of SizeTiered, Leveled, UnifiedCompaction, got 'Tiered'"),
+     "knob compaction_method expects one of SizeTiered, Leveled, UnifiedCompaction, TimeWindow, got 'Tiered'"),
     ("compression_chunk_length", 12, "knob compression_chunk_length expects one of 4, 8, 16, 32, 64, got 12"),
 ])
 def test_coerce_errors_are_one_line(space, knob, raw, message):
@@ -316,6 +316,15 @@ def test_a_user_file_narrows_ranges(space, tmp_path):
     assert len(listed) == 2 and listed["num_tokens"].range == (2, 256)
 
 
+def test_a_user_file_may_widen_a_range_within_the_knobs_bounds(space, tmp_path):
+    """A node larger than the rig wants larger ranges: a user's file widens them, never past the bounds."""
+    path = _write(tmp_path / "wide.yaml", {"knobs": {"concurrent_writes": {"range": [4, 256]},
+                                                     "heap_size": {"range": [512, 16384]}}})
+    sub = space.subset(path)
+    assert sub["concurrent_writes"].range == (4, 256) and sub["heap_size"].range == (512, 16384)
+    sub.validate({"concurrent_writes": 200})
+
+
 @pytest.mark.parametrize("knobs,message", [
     ({"concurrent_writes": {"range": [1, 48]}}, "range [1, 48] of knob concurrent_writes goes beyond the values "
                                                 "the datastore accepts, its bounds [2, inf]"),
@@ -331,15 +340,6 @@ def test_a_user_file_narrows_ranges(space, tmp_path):
     ({"concurent_writes": None}, "did you mean concurrent_writes"),
     ({}, "non-empty list"),
 ])
-def test_a_user_file_may_widen_a_range_within_the_knobs_bounds(space, tmp_path):
-    """A node larger than the rig wants larger ranges: a user's file widens them, never past the bounds."""
-    path = _write(tmp_path / "wide.yaml", {"knobs": {"concurrent_writes": {"range": [4, 256]},
-                                                     "heap_size": {"range": [512, 16384]}}})
-    sub = space.subset(path)
-    assert sub["concurrent_writes"].range == (4, 256) and sub["heap_size"].range == (512, 16384)
-    sub.validate({"concurrent_writes": 200})
-
-
 def test_a_user_file_cannot_widen_or_break_the_space(space, tmp_path, knobs, message):
     path = _write(tmp_path / "bad.yaml", {"knobs": knobs})
     with pytest.raises(KnobError) as err:

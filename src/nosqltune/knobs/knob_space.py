@@ -228,9 +228,10 @@ class KnobSpace:
                 raise KnobError(f"{origin}: knob {name} takes {{range: [lo, hi]}} or {{choices: [...]}}, "
                                 f"got {narrowing!r}")
             # a user's file may narrow a range or widen it (a node larger than the rig: a larger heap, more
-            # threads), within the values the datastore accepts (the knob's bounds)
+            # threads), within the values the datastore accepts (the knob's bounds); the physical design only
+            # within its range (the nodes this machine can run)
             knobs[knob.name] = _narrow(knob, narrowing.get("range"), narrowing.get("choices"), origin,
-                                       within="bounds")
+                                       within="range" if knob.applies == "design" else "bounds")
         for name in data.get("leave_out") or ():
             if knobs.pop(name, None) is None:
                 raise KnobError(f"{origin}: leave_out names {name!r}, which is not in the subset")

@@ -6,8 +6,8 @@ data meets 2 GiB of memory is gone at 10 times the data (bench/results/growth.md
 proportions where it can, and says which it cannot:
 
 - **data against page cache**: the rig's records fill its page cache as many times over as the shape's data fills
-  the shape's (the shape's page cache: its memory less Cassandra's default heap for it and a tenth for off-heap
-  structures);
+  the shape's (the shape's page cache: its memory less Cassandra's default heap for it and a tenth beside the heap,
+  at least OFFHEAP_MB);
 - **the heap's share of memory**: the rig's heap is the shape's default heap's share of the rig's memory cap, never
   below HEAP_FLOOR_MB (a node below it spends its time collecting);
 - **the volume per core**: the volume's IOPS and bandwidth caps times the rig's cores over the shape's (a node's
@@ -68,9 +68,12 @@ class NodeShape:
         memory = self.memory_gib * 1024
         return int(max(min(memory / 2, 1024), min(memory / 4, 8192)))
 
+    def beside_heap_mb(self) -> float:
+        """The memory beside the heap: a tenth of the node's, at least what a node needs here (OFFHEAP_MB)."""
+        return max(OFFHEAP_MB, OFFHEAP_SHARE * self.memory_gib * 1024)
+
     def page_cache_mb(self) -> float:
-        memory = self.memory_gib * 1024
-        return memory - self.default_heap_mb() - OFFHEAP_SHARE * memory
+        return self.memory_gib * 1024 - self.default_heap_mb() - self.beside_heap_mb()
 
 
 @functools.lru_cache(maxsize=1)
@@ -121,7 +124,8 @@ def load_shape(spec: str) -> NodeShape:
         raise UsageError(f"--node-shape {spec}: cores, memory_gib and data_gib must be positive")
     if shape.page_cache_mb() <= 0:
         raise UsageError(f"--node-shape {spec}: {shape.memory_gib:g} GiB cannot hold Cassandra's default heap "
-                         f"({shape.default_heap_mb()} MiB) and a page cache")
+                         f"({shape.default_heap_mb()} MiB), {shape.beside_heap_mb():.0f} MiB beside it and a page "
+                         "cache")
     return shape
 
 
@@ -221,7 +225,7 @@ def derive(shape: NodeShape, memory_mb: int = RIG_MEMORY_MB, machine_cores: int 
     ratios = [Ratio("data per page cache", data_ratio, records * row_bytes / (1 << 20) / page_cache, "x"),
               Ratio("heap per memory", heap_share, heap / memory_mb, "",
                     f"the rig's heap has a floor of {HEAP_FLOOR_MB} MiB"),
-              Ratio("memory beside the heap", OFFHEAP_SHARE, OFFHEAP_MB / memory_mb, "",
+              Ratio("memory beside the heap", shape.beside_heap_mb() / shape_memory, OFFHEAP_MB / memory_mb, "",
                     f"a node here needs {OFFHEAP_MB} MiB beside its heap"),
               Ratio("cores", shape.cores, node_cores, "",
                     f"this machine has {machine_cores}; the client takes one")]

@@ -118,7 +118,12 @@ class Workload:
         return props
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As stored with every trial; a YCSB workload without the `profile` field, so that its stored form (and the
+        keys made from it, e.g. a scenario's measured rate) stay what they were before profiles."""
+        data = asdict(self)
+        if data["profile"] is None:
+            del data["profile"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Workload":

@@ -351,12 +351,12 @@ def per_node_yaml(settings: TrialSettings) -> dict[int, dict[str, Any]]:
             if int(number) <= settings.cassandra.nodes}
 
 
-def _design_statements(settings: TrialSettings, workload: Workload) -> list[str]:
+def _design_statements(settings: TrialSettings, workload: Workload | None = None) -> list[str]:
     """A replication factor above the node count is set on the restored data (loaded with one replica per
     node: nothing to stream)."""
     if settings.cassandra.replication_factor == settings.cassandra.loaded_design()["replication_factor"]:
         return []
-    return [f"ALTER KEYSPACE {workload.keyspace} WITH replication = {{'class': 'SimpleStrategy', "
+    return [f"ALTER KEYSPACE {workload.keyspace if workload else KEYSPACE} WITH replication = {{'class': 'SimpleStrategy', "
             f"'replication_factor': {settings.cassandra.replication_factor}}}"]
 
 
