@@ -115,11 +115,12 @@ public final class Dist {
     double get();
   }
 
+  /** A continuous draw rounded to the nearest integer (so its mean stays), drawn again while outside the range. */
   private long cut(SplittableRandom r, Draw d) {
     for (int i = 0; i < 16; i++) {
-      double v = d.get();
-      if (v >= low && v < high + 1) {
-        return (long) Math.floor(v);
+      long v = Math.round(d.get());
+      if (v >= low && v <= high) {
+        return v;
       }
     }
     return d.get() < low ? low : high;
