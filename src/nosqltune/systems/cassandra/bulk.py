@@ -191,7 +191,9 @@ def _run_writer(out_dir: Path, version: str, heap: int, settings: BulkSettings, 
     # the parallel collector: the buffers live for seconds and die together, G1 spent twice the time on them
     tmp = out_dir.parent / "tmp"   # native libraries unpack beside the output, not into /tmp (removed with it)
     tmp.mkdir(parents=True, exist_ok=True)
-    flags = [f"-Xms{heap}M", f"-Xmx{heap}M", "-XX:+UseParallelGC", f"-Djava.io.tmpdir={tmp}",
+    # a writer thread out of memory would leave the JVM waiting for it: exit at once, and the build fails with why
+    flags = [f"-Xms{heap}M", f"-Xmx{heap}M", "-XX:+UseParallelGC", "-XX:+ExitOnOutOfMemoryError",
+             f"-Djava.io.tmpdir={tmp}",
              f"-javaagent:{jar_named(classpath, 'jamm')}", *_JDK_ACCESS]
     cmd = [require_java(17), *flags, "-cp", os.pathsep.join(classpath), *main]
     if settings.cpus:
@@ -205,7 +207,8 @@ def _run_writer(out_dir: Path, version: str, heap: int, settings: BulkSettings, 
 
 
 PROFILE_WRITER = "nosqltune.loadgen.ProfileWriter"
-PROFILE_BUFFER_MB = 128   # rows per SSTable the writer buffers (as Cassandra's row objects: about 3x on its heap)
+PROFILE_BUFFER_MB = 64    # rows per SSTable the writer buffers, as Cassandra's row objects on its heap: small rows
+PROFILE_HEAP_MB = 1536    # take many times their bytes there (a 1 GiB heap ran out with seven 128 MiB buffers)
 
 
 def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, version: str,
@@ -223,7 +226,7 @@ def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, ve
              "sstable.cassandra_yaml": str(node_yaml)}
     props_file = out_dir / "load.properties"
     write_properties(props_file, props)
-    heap = settings.heap_mb or 512 + 4 * PROFILE_BUFFER_MB
+    heap = settings.heap_mb or PROFILE_HEAP_MB
     proc, wall = _run_writer(out_dir, version, heap, settings, [PROFILE_WRITER, str(props_file)],
                              client_timeout(workload, "load"))
     printed = [line for line in (out_dir / "load.out").read_text(errors="replace").splitlines()

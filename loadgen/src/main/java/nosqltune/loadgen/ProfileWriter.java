@@ -85,44 +85,44 @@ public final class ProfileWriter {
     int bufferMb = Integer.parseInt(p.getProperty(SSTableWriterDB.BUFFER_PROPERTY, "128").split(",")[0].trim());
     String schema = ProfileData.required(p, "profile.schema");
     long now = System.currentTimeMillis();
-    Map<Long, CQLSSTableWriter> writers = new LinkedHashMap<>();   // one per window of the data's age
+    // the windows of the data's age, written one after the other (a writer buffers its rows: one at a time keeps
+    // the heap to one buffer); a partition's age comes from its number alone
+    java.util.TreeSet<Long> slots = new java.util.TreeSet<>();
+    for (long number = 1; number <= data.partitions; number++) {
+      slots.add(slotOf(number, ttl, window, data.seed));
+    }
     Map<Long, Long> rows = new LinkedHashMap<>();
-    try {
-      List<Object> row = new ArrayList<>(names.size() + 2);
-      for (long number = 1; number <= data.partitions; number++) {
-        // a partition's age: all of its rows were written at once, at a time within the TTL
-        long age = ttl > 0 ? Math.floorMod(ProfileData.mix(number, 83, 89, data.seed), ttl) : 0;
-        long slot = window > 0 ? age / window : 0;
-        CQLSSTableWriter writer = writers.get(slot);
-        if (writer == null) {
-          Path tableDir = directory.resolve(Long.toString(slot)).resolve(data.keyspace).resolve(data.table);
-          Files.createDirectories(tableDir);
-          writer = CQLSSTableWriter.builder()
-              .inDirectory(tableDir.toString())
-              .forTable(schema)
-              .using(statement)
-              .withBufferSizeInMiB(bufferMb)
-              .openSSTableOnProduced()
-              .withSSTableProducedListener(SSTableWriterDB::rebuildFilters)
-              .build();
-          writers.put(slot, writer);
-        }
-        for (long[] seeds : data.rowSeeds(number)) {
-          row.clear();
-          for (Object v : data.row(number, seeds, 0)) {
-            row.add(toCassandra(v));
+    for (long slot : slots) {
+      Path tableDir = directory.resolve(Long.toString(slot)).resolve(data.keyspace).resolve(data.table);
+      Files.createDirectories(tableDir);
+      try (CQLSSTableWriter writer = CQLSSTableWriter.builder()
+          .inDirectory(tableDir.toString())
+          .forTable(schema)
+          .using(statement)
+          .withBufferSizeInMiB(bufferMb)
+          .openSSTableOnProduced()
+          .withSSTableProducedListener(SSTableWriterDB::rebuildFilters)
+          .build()) {
+        List<Object> row = new ArrayList<>(names.size() + 2);
+        for (long number = 1; number <= data.partitions; number++) {
+          if (slotOf(number, ttl, window, data.seed) != slot) {
+            continue;
           }
-          if (ttl > 0) {
-            row.add((now - age * 1000L) * 1000L);   // microseconds, as Cassandra's write timestamps
-            row.add((int) Math.max(1, ttl - age));   // what is left of its TTL
+          // a partition's age: all of its rows were written at once, at a time within the TTL
+          long age = ageOf(number, ttl, data.seed);
+          for (long[] seeds : data.rowSeeds(number)) {
+            row.clear();
+            for (Object v : data.row(number, seeds, 0)) {
+              row.add(toCassandra(v));
+            }
+            if (ttl > 0) {
+              row.add((now - age * 1000L) * 1000L);   // microseconds, as Cassandra's write timestamps
+              row.add((int) Math.max(1, ttl - age));   // what is left of its TTL
+            }
+            writer.addRow(row);
+            rows.merge(slot, 1L, Long::sum);
           }
-          writer.addRow(row);
-          rows.merge(slot, 1L, Long::sum);
         }
-      }
-    } finally {
-      for (CQLSSTableWriter w : writers.values()) {
-        w.close();
       }
     }
     long total = 0;
@@ -131,8 +131,18 @@ public final class ProfileWriter {
           Long.toString(e.getValue()).getBytes(StandardCharsets.UTF_8));
       total += e.getValue();
     }
-    System.out.printf("[PROFILE-LOAD] data_time_ms %d windows %d%n", now, writers.size());
+    System.out.printf("[PROFILE-LOAD] data_time_ms %d windows %d%n", now, slots.size());
     return total;
+  }
+
+  /** A partition's age in seconds within the TTL (0 without one), from its number. */
+  static long ageOf(long number, long ttl, long seed) {
+    return ttl > 0 ? Math.floorMod(ProfileData.mix(number, 83, 89, seed), ttl) : 0;
+  }
+
+  /** The window of a partition's age (0 without windows). */
+  static long slotOf(long number, long ttl, long window, long seed) {
+    return window > 0 ? ageOf(number, ttl, seed) / window : 0;
   }
 
   /** {@link ProfileData}'s neutral values as the Java types CQLSSTableWriter's codecs take. */
