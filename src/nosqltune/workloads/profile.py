@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from .spec import WorkloadError
+from ..errors import NosqltuneError
 
 PREFIX = "profile:"
 RIG_DATACENTER = "datacenter1"   # SimpleSnitch's data centre, the rig's nodes' (systems/cassandra/base.yaml)
@@ -65,8 +65,10 @@ _KINDS = {"fixed": "fixed", "uniform": "uniform", "gaussian": "gaussian", "gauss
           "norm": "gaussian", "exp": "exp", "extreme": "extreme", "qextreme": "qextreme", "seq": "seq"}
 
 
-class ProfileError(WorkloadError):
-    """A profile the tool cannot run: one line naming the file, the line and what is wrong."""
+class ProfileError(NosqltuneError):
+    """A profile the tool cannot run: one line naming the file, the line and what is wrong (bad input: exit 2)."""
+
+    exit_code = 2
 
 
 # --- distributions ----------------------------------------------------------------------------------------------
