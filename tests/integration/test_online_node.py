@@ -33,7 +33,7 @@ def traffic(node, tmp_path_factory):
     work = tmp_path_factory.mktemp("online-node")
     base = make_workload("ycsb-a", records=1000, operations=3000, threads=2, warmup_operations=200)
     workload = Workload.from_dict({**base.to_dict(), "mix": {**base.mix, **MIX}})
-    _create_schema(node.address, node.ports.native, workload.fieldcount)
+    _create_schema(node.address, node.ports.native, workload)
     before = client_requests(node.ports.jmx)
     run_client("load", workload, host=node.address, port=node.ports.native, trial_dir=work / "load", timeout=180)
     metrics = run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=work / "run",

@@ -190,7 +190,7 @@ def test_everything_the_tool_starts_listens_on_loopback_only(node, nosqltune_hom
     workload = make_workload("ycsb-a", records=800, operations=4000, threads=2, warmup_operations=200)
     with SocketWatch() as watch:
         watch.sample()
-        _create_schema(node.address, node.ports.native, workload.fieldcount)
+        _create_schema(node.address, node.ports.native, workload)
         load = Workload.from_dict({**workload.to_dict(), "threads": 2})
         run_client("load", load, host=node.address, port=node.ports.native, trial_dir=nosqltune_home / "security-load",
                    timeout=120)

@@ -307,7 +307,7 @@ def ensure_dataset(target: Target, space: KnobSpace, workload: Workload, setting
                 if target.binding == "cassandra":
                     from ..cassandra.trial import _create_schema
 
-                    _create_schema(target.host, port, workload.fieldcount)
+                    _create_schema(target.host, port, workload)
                 loader = Workload.from_dict({**workload.to_dict(), "threads": settings.load_threads})
                 load = run_client("load", loader, host=target.host, port=port, trial_dir=home / "load",
                                   timeout=client_timeout(workload, "load"), cpus=settings.client_cpus,
