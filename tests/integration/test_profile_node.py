@@ -24,7 +24,9 @@ QUERIES = {"timeseries": {"insert", "latest"}, "messaging": {"insert", "page", "
            "keyvalue": {"insert", "lookup", "retag"}}
 
 
-@pytest.mark.parametrize("name", sorted(RECORDS))
+# make test runs the time-series profile (about 19 s); the other two and the TTL check run in make test-all
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "timeseries" else [pytest.mark.slow])
+                                  for n in sorted(RECORDS)])
 def test_a_shipped_profile_runs_on_a_node(nosqltune_home, tmp_path, capsys, name):
     study = tmp_path / f"{name}.db"
     code = main(["bench", "--workload", f"profile:{name}", "--records", str(RECORDS[name]), *FLAGS,
@@ -43,6 +45,7 @@ def test_a_shipped_profile_runs_on_a_node(nosqltune_home, tmp_path, capsys, name
     assert row["workload"]["profile"]["name"] == name
 
 
+@pytest.mark.slow   # 30 s: make test-all
 def test_rows_with_a_ttl_are_as_old_as_when_they_were_written(nosqltune_home, tmp_path, capsys):
     """The time-series profile's rows were written as if at times within their 7-day TTL. On a node whose clock
     runs at the dataset's time they are all there; 8 days later every one has expired; 3.5 days later about half,
