@@ -64,7 +64,7 @@ def verdict(c1: dict, tiered: dict) -> tuple[bool, str]:
         return True, "C1's interval excludes 1, tiered's does not"
     if gap > GAP:
         return True, f"the gains differ by {gap:.0%}"
-    return False, f"kept (the gains differ by {gap:.0%})"
+    return False, f"the gains differ by {gap:.0%}"
 
 
 def mechanism(db: Path, study: str, group: str) -> list[dict]:
@@ -133,8 +133,9 @@ def write() -> None:
                 slope = f"{m['slope']:.2f}" if m["slope"] is not None else "-"
                 anon = f"{m['anon_mb'] / 1e6:,.0f}" if m["anon_mb"] is not None else "-"
                 held = f"{m['in_memory']:.0%}" if m["in_memory"] is not None else "-"
+                io = f"{m['io_per_op']:.2f}" if m["io_per_op"] == m["io_per_op"] else "-"   # no volume: no count
                 mech_lines.append(f"| {scenario} | {jit} | {m['candidate']} | {m['runs']} | {m['ops_s']:,.0f} | "
-                                  f"{m['node_cpu_us']:.0f} | {m['io_per_op']:.2f} | {anon} | {held} | {slope} | "
+                                  f"{m['node_cpu_us']:.0f} | {io} | {anon} | {held} | {slope} | "
                                   f"{m['limit']} |")
     if not table:
         path.write_text("\n".join(lines + ["Not run yet."]) + "\n")
