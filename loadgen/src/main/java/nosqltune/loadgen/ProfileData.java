@@ -393,6 +393,43 @@ public final class ProfileData {
     return new UUID(msb, lsb);
   }
 
+  /** INSERT of every column, in the table's order (the writer's and the client's), with {@code suffix} after it. */
+  public String insertStatement(String suffix) {
+    StringBuilder insert = new StringBuilder("INSERT INTO " + keyspace + "." + table + " (");
+    StringBuilder marks = new StringBuilder();
+    for (int i = 0; i < columns.size(); i++) {
+      insert.append(i == 0 ? "" : ", ").append('"').append(columns.get(i).name).append('"');
+      marks.append(i == 0 ? "?" : ", ?");
+    }
+    return insert + ") VALUES (" + marks + ")" + suffix;
+  }
+
+  /** A neutral value with {@code scalar} applied to it, or to each element of a set, list or map. */
+  public static Object map(Object v, java.util.function.UnaryOperator<Object> scalar) {
+    if (v instanceof Set) {
+      Set<Object> out = new LinkedHashSet<>();
+      for (Object o : (Set<?>) v) {
+        out.add(map(o, scalar));
+      }
+      return out;
+    }
+    if (v instanceof List) {
+      List<Object> out = new ArrayList<>();
+      for (Object o : (List<?>) v) {
+        out.add(map(o, scalar));
+      }
+      return out;
+    }
+    if (v instanceof Map) {
+      Map<Object, Object> out = new LinkedHashMap<>();
+      for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+        out.put(map(e.getKey(), scalar), map(e.getValue(), scalar));
+      }
+      return out;
+    }
+    return scalar.apply(v);
+  }
+
   /** An estimate: the mean rows of a partition over {@code sample} partitions. */
   public double meanRows(int sample) {
     long total = 0;

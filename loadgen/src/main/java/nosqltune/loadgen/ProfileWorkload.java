@@ -16,12 +16,10 @@ import java.time.LocalDate;
 import java.time.LocalTime;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -89,13 +87,7 @@ public class ProfileWorkload extends Workload {
       batchType = p.getProperty("profile.insert.batchtype", "UNLOGGED").trim().equalsIgnoreCase("LOGGED")
           ? BatchType.LOGGED : BatchType.UNLOGGED;
       List<String> names = data.columnNames();
-      StringBuilder insert = new StringBuilder("INSERT INTO " + data.keyspace + "." + data.table + " (");
-      StringBuilder marks = new StringBuilder();
-      for (int i = 0; i < names.size(); i++) {
-        insert.append(i == 0 ? "" : ", ").append('"').append(names.get(i)).append('"');
-        marks.append(i == 0 ? "?" : ", ?");
-      }
-      cql.put("insert", insert + ") VALUES (" + marks + ")");
+      cql.put("insert", data.insertStatement(""));
       String queries = p.getProperty("profile.queries", "").trim();
       for (String q : queries.isEmpty() ? new String[0] : queries.split(",")) {
         String at = "profile.query." + q + ".";
@@ -237,37 +229,9 @@ public class ProfileWorkload extends Workload {
   }
 
   /** {@link ProfileData}'s neutral values as the driver's Java types. */
-  static Object toDriver(Object v) {
-    if (v instanceof ProfileData.Millis) {
-      return Instant.ofEpochMilli(((ProfileData.Millis) v).value);
-    }
-    if (v instanceof ProfileData.Days) {
-      return LocalDate.ofEpochDay(((ProfileData.Days) v).value);
-    }
-    if (v instanceof ProfileData.Nanos) {
-      return LocalTime.ofNanoOfDay(((ProfileData.Nanos) v).value);
-    }
-    if (v instanceof Set) {
-      Set<Object> out = new LinkedHashSet<>();
-      for (Object o : (Set<?>) v) {
-        out.add(toDriver(o));
-      }
-      return out;
-    }
-    if (v instanceof List) {
-      List<Object> out = new ArrayList<>();
-      for (Object o : (List<?>) v) {
-        out.add(toDriver(o));
-      }
-      return out;
-    }
-    if (v instanceof Map) {
-      Map<Object, Object> out = new LinkedHashMap<>();
-      for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
-        out.put(toDriver(e.getKey()), toDriver(e.getValue()));
-      }
-      return out;
-    }
-    return v;
+  static Object toDriver(Object value) {
+    return ProfileData.map(value, v -> v instanceof ProfileData.Millis ? Instant.ofEpochMilli(((ProfileData.Millis) v).value)
+        : v instanceof ProfileData.Days ? LocalDate.ofEpochDay(((ProfileData.Days) v).value)
+        : v instanceof ProfileData.Nanos ? LocalTime.ofNanoOfDay(((ProfileData.Nanos) v).value) : v);
   }
 }

@@ -9,11 +9,9 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
 import org.apache.cassandra.cql3.functions.types.LocalDate;
 import org.apache.cassandra.io.sstable.CQLSSTableWriter;
 
@@ -75,13 +73,7 @@ public final class ProfileWriter {
       throw new IOException(e.getMessage(), e);
     }
     List<String> names = data.columnNames();
-    StringBuilder insert = new StringBuilder("INSERT INTO " + data.keyspace + "." + data.table + " (");
-    StringBuilder marks = new StringBuilder();
-    for (int i = 0; i < names.size(); i++) {
-      insert.append(i == 0 ? "" : ", ").append('"').append(names.get(i)).append('"');
-      marks.append(i == 0 ? "?" : ", ?");
-    }
-    String statement = insert + ") VALUES (" + marks + ")" + (ttl > 0 ? " USING TIMESTAMP ? AND TTL ?" : "");
+    String statement = data.insertStatement(ttl > 0 ? " USING TIMESTAMP ? AND TTL ?" : "");
     int bufferMb = Integer.parseInt(p.getProperty(SSTableWriterDB.BUFFER_PROPERTY, "128").split(",")[0].trim());
     String schema = ProfileData.required(p, "profile.schema");
     long now = System.currentTimeMillis();
@@ -146,37 +138,9 @@ public final class ProfileWriter {
   }
 
   /** {@link ProfileData}'s neutral values as the Java types CQLSSTableWriter's codecs take. */
-  static Object toCassandra(Object v) {
-    if (v instanceof ProfileData.Millis) {
-      return new java.util.Date(((ProfileData.Millis) v).value);
-    }
-    if (v instanceof ProfileData.Days) {
-      return LocalDate.fromDaysSinceEpoch(((ProfileData.Days) v).value);
-    }
-    if (v instanceof ProfileData.Nanos) {
-      return ((ProfileData.Nanos) v).value;
-    }
-    if (v instanceof Set) {
-      Set<Object> out = new LinkedHashSet<>();
-      for (Object o : (Set<?>) v) {
-        out.add(toCassandra(o));
-      }
-      return out;
-    }
-    if (v instanceof List) {
-      List<Object> out = new ArrayList<>();
-      for (Object o : (List<?>) v) {
-        out.add(toCassandra(o));
-      }
-      return out;
-    }
-    if (v instanceof Map) {
-      Map<Object, Object> out = new LinkedHashMap<>();
-      for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
-        out.put(toCassandra(e.getKey()), toCassandra(e.getValue()));
-      }
-      return out;
-    }
-    return v;
+  static Object toCassandra(Object value) {
+    return ProfileData.map(value, v -> v instanceof ProfileData.Millis ? new java.util.Date(((ProfileData.Millis) v).value)
+        : v instanceof ProfileData.Days ? LocalDate.fromDaysSinceEpoch(((ProfileData.Days) v).value)
+        : v instanceof ProfileData.Nanos ? (Object) ((ProfileData.Nanos) v).value : v);
   }
 }
