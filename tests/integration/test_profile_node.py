@@ -57,7 +57,8 @@ def test_rows_with_a_ttl_are_as_old_as_when_they_were_written(nosqltune_home, tm
     workload = make_workload("profile:timeseries", records=records)
     dataset = dataset_for(cassandra_dataset_key("5.0.6", workload.dataset_properties(), {}, 1024, "bulk"))
     meta = json.loads(dataset.meta_path.read_text())
-    assert meta["bulk"]["windows"] > 1, "one SSTable set per window of TimeWindowCompactionStrategy"
+    assert meta["bulk"]["windows"] > 1 and meta["bulk"]["sstables"] == meta["bulk"]["windows"], \
+        "one SSTable per window of TimeWindowCompactionStrategy"
     written = meta["bulk"]["rows"]
 
     def alive(days_later: float) -> int:

@@ -97,6 +97,15 @@ def test_the_confirmed_cloud_disk_best_is_written_as_files_with_every_setting_ta
     assert order == sorted(order)
     assert "about 1.0 GiB read and as much written per node" in plan      # orders only, from its tablestats
     assert "## Optional" in plan and "scenario cloud-disk" in plan and "tuned on the rig" in plan
+    # plan.json: the same for a program, without the optional setting
+    data = json.loads(files["plan.json"])
+    assert data["system"] == "cassandra" and data["version"] == "5.0.6" and data["format"] == 1
+    assert "key_cache_size" not in data["config"] and data["config"]["concurrent_reads"] == 3
+    assert data["live"]["concurrent_reads"] == 3 and "heap_size" not in data["live"]
+    assert data["yaml"]["storage_compatibility_mode"] == "NONE" and "-XX:+UseZGC" in data["jvm"]["add"]
+    assert data["schema"][0].startswith("ALTER TABLE shop.orders WITH compression")
+    assert data["rewrite"]["tables"] == ["shop.orders"] and "compression" in data["rewrite"]["knobs"]
+    assert data["volume"] == {"read_ahead_kb": 15} and data["evidence"]["confirmed"]
 
 
 def test_an_unconfirmed_best_is_refused_unless_forced_and_then_marked(tmp_path, capsys):

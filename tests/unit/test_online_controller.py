@@ -18,7 +18,7 @@ from nosqltune.online.controller import NOT_PERFORMED
 from nosqltune.online.observe import JmxNode, LiveOutcome, ReadBack, snapshot_of
 from nosqltune.online.record import SETTINGS_KEY, WINDOW_TAG
 from nosqltune.online.run import run_online
-from nosqltune.online.settings import OnlineSettings
+from nosqltune.online.settings import OnlineSettings, OnlineSummary
 from nosqltune.online.window import PerKind
 from nosqltune.store import open_store
 
@@ -749,7 +749,7 @@ def test_the_command_runs_the_loop_and_prints_a_line_per_window(model_dir, tmp_p
     import nosqltune.online.run as online_run
 
     # on the machine's clock: a reading per window, and one more after each live change (a spare is scripted)
-    monkeypatch.setattr(online_run, "JmxReader", lambda nodes: ScriptedReader([{"read": 0.9}] * 5))
+    monkeypatch.setattr(online_run, "JmxReader", lambda nodes, access=None: ScriptedReader([{"read": 0.9}] * 5))
     given = {}
     monkeypatch.setattr(online_run, "JmxApplier", lambda nodes, **kw: given.update(kw) or ScriptedApplier())
     import io
@@ -769,3 +769,28 @@ def test_the_command_runs_the_loop_and_prints_a_line_per_window(model_dir, tmp_p
     assert given["table"] is None and given["space"] is not None
     progress = [json.loads(line)["progress"] for line in err.splitlines()]
     assert sum(p.startswith("window ") for p in progress) == summary["windows"]
+
+
+def test_a_cluster_given_by_hosts_is_only_watched_unless_apply(model_dir, tmp_path, monkeypatch):
+    """`online --hosts` changes nothing without --apply (a cluster nosqltune did not start); credentials come from
+    files, and the study keeps their paths, never their contents."""
+    import nosqltune.online.run as run_module
+
+    seen = []
+
+    def fake_run(settings, say=None, progress=None):
+        seen.append(settings)
+        return OnlineSummary(study="s", dry_run=settings.dry_run)
+
+    monkeypatch.setattr(run_module, "run_online", fake_run)
+    creds = tmp_path / "jmx"
+    creds.write_text("# the operator's\nmonitor s3cret\n")
+    base = ["online", "--hosts", "127.0.0.1:7199", "--model", str(model_dir), "--study", str(tmp_path / "o.db")]
+    assert _cli(base)[0] == 0 and seen[-1].dry_run
+    assert _cli([*base, "--apply", "--jmx-credentials", str(creds)])[0] == 0 and not seen[-1].dry_run
+    record = seen[-1].record()
+    assert record["jmx_access"]["credentials_file"] == str(creds) and "s3cret" not in json.dumps(record)
+    code, err = _cli([*base, "--apply", "--dry-run"])
+    assert code == 2 and "contradict" in err
+    code, err = _cli([*base, "--cql-credentials", str(tmp_path / "none")])
+    assert code == 2 and "--cql-credentials" in err and len(err.strip().splitlines()) == 1

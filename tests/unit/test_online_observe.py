@@ -327,7 +327,7 @@ def test_the_jmx_applier_sends_table_options_to_alter_table_when_the_run_has_a_c
     from nosqltune.systems.cassandra import cql
 
     schema = FakeSchema()
-    monkeypatch.setattr(cql, "session", lambda host, port, timeout: schema.connect())
+    monkeypatch.setattr(cql, "session", lambda host, port, timeout, access=None: schema.connect())
     changes = _table_plan(memtable="trie")
     without = JmxApplier([JmxNode("n1", 7199)]).apply(changes, lambda _: None)
     assert [c.knob for c in without.not_jmx] == ["memtable"] and schema.statements == []

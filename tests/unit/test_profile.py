@@ -227,7 +227,7 @@ def test_what_loadgen_is_handed(tmp_path):
     assert props["profile.column.lval.population"] == "gaussian 1 1000 0 3"
     assert props["profile.insert.select"] == "uniform 1 10 0 / 10"
     assert props["profile.query.range1.bound"] == "name,choice,date"
-    assert w.dataset_properties() == {"records": 7500, "profile": w.dataset_properties()["profile"]}
+    assert w.dataset_properties() == {"records": 7500, "profile": w.dataset_properties()["profile"], "sstables": "sorted"}
     # the dataset's key follows the data, not the queries nor the mix
     again = make_workload(f"profile:{tmp_path / 'p.yaml'}:ops(insert=1)", records=7500)
     assert again.dataset_properties() == w.dataset_properties()

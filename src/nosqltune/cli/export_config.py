@@ -51,7 +51,8 @@ def cmd_export_config(args: argparse.Namespace) -> int:
         settings = ExportSettings(tables=tuple(args.tables), base_yaml=base, base_name=Path(args.base).name if
                                   args.base else "cassandra.yaml", data_bytes_per_node=data_bytes, data_source=source,
                                   device=args.device, optional=optional,
-                                  rig=rig_of(study) if study is not None else None)
+                                  rig=rig_of(study) if study is not None else None,
+                                  version=_tuned_version(study))
         done = export_config(space, config, evidence, settings)
     finally:
         if study is not None:
@@ -69,6 +70,14 @@ def cmd_export_config(args: argparse.Namespace) -> int:
             print(f"  {s.knob:<28} {s.before} -> {s.after}: {', '.join(s.tags) or '-'}")
         print(f"wrote {', '.join(FILES)} into {out} (PLAN.md says the order)")
     return 0
+
+
+def _tuned_version(study) -> str:
+    """The Cassandra version the study's trials ran ("" when not stored: this tool's)."""
+    if study is None:
+        return ""
+    harness = ((study.record["settings"].get("tune") or {}).get("harness")) or {}
+    return str(harness.get("cassandra_version") or "")
 
 
 def _ablated_optional(study, space, config) -> tuple[str, ...]:

@@ -34,6 +34,39 @@ def parse_hosts(text: str):
     return tuple(nodes)
 
 
+def _access(args: argparse.Namespace):
+    """(JmxAccess, CqlAccess) from the credential and trust store files given, or (None, None); UsageError for a
+    file that cannot be read. Passwords come from files only."""
+    import os
+    from pathlib import Path
+
+    from ..systems.cassandra.cql import CqlAccess
+    from ..systems.cassandra.internals import JmxAccess
+
+    files = {flag: getattr(args, dest, None) for flag, dest in (
+        ("--jmx-credentials", "jmx_credentials"), ("--jmx-truststore", "jmx_truststore"),
+        ("--jmx-truststore-password-file", "jmx_truststore_password_file"), ("--cql-credentials", "cql_credentials"),
+        ("--cql-ca", "cql_ca"))}
+    for flag, path in files.items():
+        if path is not None and not (Path(path).is_file() and os.access(path, os.R_OK)):
+            raise UsageError(f"{flag} {path}: not a readable file")
+    jmx = JmxAccess(files["--jmx-credentials"], files["--jmx-truststore"], files["--jmx-truststore-password-file"])
+    cql = CqlAccess(files["--cql-credentials"], files["--cql-ca"])
+    if cql.credentials_file:
+        cql.credentials()   # a malformed file: refused before anything starts
+    return (jmx if any(jmx.record().values()) else None), (cql if any(cql.record().values()) else None)
+
+
+def add_access_flags(p) -> None:
+    """The flags of a cluster that asks for credentials or TLS (files only: no password on the command line)."""
+    p.add_argument("--jmx-credentials", metavar="FILE", help="JMX user and password: the file's first line is "
+                                                             "'USER PASSWORD' (never given on the command line)")
+    p.add_argument("--jmx-truststore", metavar="FILE", help="JMX over TLS: a trust store with the nodes' certificates")
+    p.add_argument("--jmx-truststore-password-file", metavar="FILE", help="the trust store's password, in a file")
+    p.add_argument("--cql-credentials", metavar="FILE", help="CQL user and password: 'USER PASSWORD' in a file")
+    p.add_argument("--cql-ca", metavar="FILE", help="CQL over TLS: the CA certificate (PEM) of the nodes")
+
+
 def _not_ok_text(row: dict) -> str:
     """A trace phase's errors by operation and status: ' (332 read NOT_FOUND)'; '' for a row without them."""
     from ..workloads.ycsb import describe_not_ok
@@ -129,8 +162,17 @@ def cmd_online(args: argparse.Namespace) -> int:
     keyspace, dot, table = args.table.partition(".")
     if not dot:
         raise UsageError(f"--table: {args.table!r} is not KEYSPACE.TABLE (e.g. ycsb.usertable)")
+    if args.dry_run and args.apply:
+        raise UsageError("--dry-run and --apply contradict each other: give one")
+    if args.apply and local is not None:
+        raise UsageError("--apply is for a cluster given by --hosts (one nosqltune did not start); a --nodes cluster "
+                         "is the run's own and is acted on unless --dry-run")
+    # a cluster nosqltune did not start is only watched and recorded unless the operator says --apply
+    dry_run = args.dry_run or (local is None and not args.apply)
+    jmx_access, cql_access = _access(args)
     settings = OnlineSettings(nodes=nodes, model=args.model, study=args.study, window_seconds=args.window,
-                              horizon_seconds=args.horizon, duration_seconds=args.duration, dry_run=args.dry_run,
+                              horizon_seconds=args.horizon, duration_seconds=args.duration, dry_run=dry_run,
+                              jmx_access=jmx_access, cql_access=cql_access,
                               replication_factor=args.rf, knobs=args.knobs, trace=trace,
                               cql=None if local or (args.cql is None and trace is None) else parse_cql(args.cql, nodes),
                               keyspace=keyspace, table=table,
@@ -174,10 +216,11 @@ def add_parsers(sub) -> None:
                     "rolling restart or a rewrite for the other knobs against the gain the model predicts over "
                     "--horizon (the cost-benefit rule of SOPHIA, Mahgoub et al., USENIX ATC 2019). A restart is performed on a cluster the run started "
                     "(--nodes); on one given by --hosts it is decided and recorded, and rewrites are not performed. "
-                    "Every window and decision is stored in a new study "
+                    "A cluster given by --hosts is only watched unless --apply: nothing is changed on it without "
+                    "that. Every window and decision is stored in a new study "
                     "of --study. It only observes the traffic there: it never benchmarks the cluster. Ctrl-C stops "
                     "it, leaving the last kept configuration. Example: nosqltune online --hosts 127.0.0.1:7199 "
-                    "--model runs/study.throughput.rf.model --study runs/online.db --dry-run")
+                    "--model runs/study.throughput.rf.model --study runs/online.db")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--hosts", metavar="HOST:JMXPORT[,...]",
                        help="the running cluster's nodes, by host and JMX port (e.g. 127.0.0.1:7199,127.0.0.2:7199)")
@@ -216,7 +259,12 @@ def add_parsers(sub) -> None:
                    help="seconds over which a restart's predicted gain must pay for its cost (default 1800)")
     p.add_argument("--duration", type=float, default=None, metavar="S",
                    help="stop after S seconds (default: until Ctrl-C)")
-    p.add_argument("--dry-run", action="store_true", help="decide and record, apply nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="decide and record, apply nothing (the default for a cluster given by --hosts)")
+    p.add_argument("--apply", action="store_true",
+                   help="with --hosts: apply the live changes (node after node, each read back); without it a "
+                        "cluster nosqltune did not start is only watched, and what would be done is recorded")
+    add_access_flags(p)
     p.add_argument("--rf", type=int, default=1, metavar="N",
                    help="the keyspace's replication factor, for the cost of a rolling restart (default 1)")
     p.add_argument("--knobs", default=None, metavar="SET",

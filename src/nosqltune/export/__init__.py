@@ -10,7 +10,9 @@ candidate, or a YAML of knob values) with the evidence the store holds for it, a
 - schema.cql: the ALTER TABLE statements for the operator's tables (`--table KS.T`), not the benchmark's;
 - volume.txt: the read-ahead as `blockdev --setra` (512-byte sectors) and as a udev rule that survives a reboot;
 - cass-operator.yaml: the `spec.config` block of a CassandraDatacenter for Cassandra 5.0 (CASS_OPERATOR_SOURCE);
-- PLAN.md: the evidence, every setting with how it is applied, in the order to apply them.
+- PLAN.md: the evidence, every setting with how it is applied, in the order to apply them;
+- plan.json: the same for a program (`nosqltune rollout --plan DIR`): the datastore and version it was tuned on,
+  every tagged setting, the cassandra.yaml keys, the JVM lines, the ALTER statements, the read-ahead.
 
 How each setting is applied comes from the knob file and online/plan.py's routes, in one place (`settings_of`):
 live (with its nodetool or JMX call), restart, rewrite (what rewrites the data, its I/O and the throttle),
@@ -28,7 +30,9 @@ from typing import Any, Mapping, Sequence
 from ..errors import UsageError
 from ..online.plan import Change
 
-FILES = ("cassandra.yaml.patch", "jvm-server.options", "schema.cql", "volume.txt", "cass-operator.yaml", "PLAN.md")
+FILES = ("cassandra.yaml.patch", "jvm-server.options", "schema.cql", "volume.txt", "cass-operator.yaml", "PLAN.md",
+         "plan.json")
+PLAN_FORMAT = 1   # plan.json's format: what `nosqltune rollout` reads
 CASS_OPERATOR_SOURCE = (
     "key names as the k8ssandra config builder that cass-operator runs for Cassandra 4.1 and 5.0 reads them "
     "(k8ssandra/k8ssandra-client, pkg/config: cassandra-yaml, jvm-server-options initial_heap_size and "
@@ -85,8 +89,16 @@ class ExportSettings:
     device: str = "DEVICE"                       # the data volume's block device (blockdev, udev)
     optional: tuple[str, ...] = ()               # settings whose reversal cost nothing measurable (the ablation)
     rig: str | None = None                       # the node the configuration was tuned on, in words
+    version: str = ""                            # the Cassandra version it was tuned on (default: this tool's)
 
     def __post_init__(self) -> None:
+        if not self.version:
+            from ..systems.base import CASSANDRA_VERSION
+
+            object.__setattr__(self, "version", CASSANDRA_VERSION)
+        self._check()
+
+    def _check(self) -> None:
         for table in self.tables:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*", table):
                 raise UsageError(f"--table takes KEYSPACE.TABLE, got {table!r}")
@@ -432,4 +444,34 @@ def export_config(space, config: Mapping[str, Any], evidence: Evidence, settings
         "cass-operator.yaml": cass_operator_file(space, applied, add),
         "PLAN.md": plan_file(tagged, evidence, settings),
     }
+    files["plan.json"] = plan_json(space, applied, tagged, evidence, settings, add, remove)
     return Export(files=files, settings=tagged, evidence=evidence)
+
+
+def plan_json(space, applied: Mapping[str, Any], tagged: list[Setting], evidence: Evidence,
+              settings: ExportSettings, add: list[str], remove: list[str]) -> str:
+    """PLAN.md's content as data: what `nosqltune rollout` applies (only the settings not marked optional)."""
+    import json
+
+    from ..systems.cassandra.config import place
+
+    chosen = {s.knob for s in tagged if s.route != "inert" and "optional" not in s.tags}
+    values = {k: v for k, v in applied.items() if k in chosen}
+    placed = place(space, dict(values))
+    tables = list(settings.tables)
+    rewrite = [s.knob for s in tagged if "rewrite" in s.tags and s.knob in chosen]
+    plan = {"plan": "nosqltune", "format": PLAN_FORMAT, "system": "cassandra", "version": settings.version,
+            "knob_set": getattr(space, "label", None),
+            "evidence": {"line": evidence.line(), "confirmed": evidence.confirmed, "speedup": evidence.speedup,
+                         "p_value": evidence.p_value, "pairs": evidence.pairs},
+            "config": values, "settings": [s.as_dict() for s in tagged],
+            "live": {s.knob: s.after for s in tagged if "live" in s.tags and s.knob in chosen
+                     and s.applies not in ("table", "keyspace")},   # node settings over JMX; tables: "schema"
+            "yaml": dict(placed.yaml), "jvm": {"add": list(placed.jvm), "remove": remove if placed.jvm else []},
+            "tables": tables,
+            "schema": [st for t in tables for st in placed.table_statements(*t.split("."))],
+            "table_options": sorted(placed.table),
+            "rewrite": {"knobs": rewrite, "tables": tables if rewrite else [],
+                        "throttle_mib_s": DEFAULT_THROTTLE_MIB_S},
+            "volume": dict(placed.volume)}
+    return json.dumps(plan, indent=1, default=str) + "\n"

@@ -22,6 +22,10 @@ The rule of `judge_change`:
    throughput after the change is unchanged within its tolerance, and the verdict says p99 decided. At a fixed
    rate a throughput below the offered rate by more than the tolerance means the cluster no longer keeps up,
    and the change is rolled back.
+5. A change made on some nodes only (a rollout's canary) is judged on those nodes' own windows, and the nodes left
+   unchanged tell how the demand moved meanwhile (`demand_change`: their throughput after over before): the
+   throughput's baseline moves with the demand, so that clients sending less is not read as the change's doing,
+   nor clients sending more as its merit.
 """
 
 from __future__ import annotations
@@ -128,12 +132,17 @@ def _failure_share(window: Window) -> float:
 
 
 def judge_change(before: Sequence[Window], after: Window, settings: GuardSettings = GuardSettings(), *,
-                 offered_rate: float | None = None) -> GuardVerdict:
+                 offered_rate: float | None = None, demand_change: float | None = None) -> GuardVerdict:
     """Keep or roll back a live change, given the windows before it (oldest first; the last few are used as
     they come) and the first full window after it. `offered_rate`: the clients' fixed rate in operations per
-    second, when known. None means closed loop or unknown."""
+    second, when known. None means closed loop or unknown. `demand_change`: how much the load offered to the
+    judged nodes moved between the baseline and the window after, as a relative change measured elsewhere (a
+    canary's: the nodes left unchanged, rule 5); the throughput's baseline moves with it, so that a drop in
+    demand is not read as the change's doing."""
     if offered_rate is not None and not (math.isfinite(offered_rate) and offered_rate > 0):
         raise UsageError(f"offered_rate must be > 0 operations per second, got {offered_rate!r}")
+    if demand_change is not None and not (math.isfinite(demand_change) and demand_change > -1):
+        raise UsageError(f"demand_change must be a relative change > -1, got {demand_change!r}")
     full = [w for w in before if not w.partial and w.operations > 0]
     if not full:
         raise UsageError("the guard needs at least one full window with traffic before the change")
@@ -141,7 +150,8 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
         return GuardVerdict("wait", False, "nothing", windows_before=len(full),
                             reason="the window after the change is partial (restarted, missing or unmatched nodes: "
                                    f"{', '.join(after.restarted + after.missing + after.unmatched)}): judge the next")
-    throughput = _compare("throughput", [w.ops_per_second for w in full], after.ops_per_second,
+    demand = 1.0 + (demand_change or 0.0)
+    throughput = _compare("throughput", [w.ops_per_second * demand for w in full], after.ops_per_second,
                           settings.throughput_tolerance, settings, higher_is_worse=False)
     if offered_rate is not None:
         fixed_rate = abs(throughput.baseline / offered_rate - 1.0) <= throughput.tolerance
@@ -174,6 +184,9 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
         f"; noise unknown ({len(full)} window(s) before): fixed tolerances"
     details = ", ".join(f"{c.name} {c.change:+.1%} (tolerance {c.tolerance:.1%})" if c.name != "failure_share"
                         else f"failures {c.change:+.2%} of operations" for c in considered)
+    if demand_change is not None:
+        rate_note = "; ".join(x for x in (f"the demand moved {demand_change:+.1%} elsewhere: the throughput's "
+                                          "baseline with it", rate_note) if x)
     head = (f"{rate_note}; " if rate_note else "")
     if worse:
         return GuardVerdict("rollback", fixed_rate, judged_on, tuple(checks), len(full),

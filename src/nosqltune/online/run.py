@@ -33,11 +33,16 @@ IDEMPOTENT = {"cassandra.idempotent": "true"}
 class JmxReader:
     """Each node's ClientRequest counters over JMX (observe.read_snapshot): a silent node is said, never raised."""
 
-    def __init__(self, nodes: Sequence[JmxNode], timeout: float = 15.0) -> None:
-        self.nodes, self.timeout = tuple(nodes), timeout
+    def __init__(self, nodes: Sequence[JmxNode], timeout: float = 15.0, access=None) -> None:
+        self.nodes, self.timeout, self.access = tuple(nodes), timeout, access
 
     def read(self, say: Say) -> Snapshot:
-        return read_snapshot(self.nodes, timeout=self.timeout, say=say)
+        from ..systems.cassandra.internals import client_requests
+
+        def read(port, timeout, host):
+            return client_requests(port, timeout=timeout, host=host, access=self.access)
+
+        return read_snapshot(self.nodes, timeout=self.timeout, say=say, read=read)
 
 
 class JmxApplier:
@@ -47,8 +52,9 @@ class JmxApplier:
     applied, with the table options when there is no `table` and the keyspace options."""
 
     def __init__(self, nodes: Sequence[JmxNode], timeout: float = 30.0, table: TableTarget | None = None,
-                 space=None) -> None:
+                 space=None, access=None, cql_access=None) -> None:
         self.nodes, self.timeout, self.table, self.space = tuple(nodes), timeout, table, space
+        self.access, self.cql_access = access, cql_access
 
     def apply(self, changes: Sequence[Change], say: Say) -> LiveOutcome:
         from ..systems.cassandra.internals import jmx_knob
@@ -63,12 +69,23 @@ class JmxApplier:
                 over_jmx.append(change)
             except UsageError:   # handed back: the controller says what was not applied, and why
                 other.append(change)
-        outcome = apply_live(over_jmx, self.nodes, timeout=self.timeout, say=say)
+        from ..systems.cassandra import cql
+        from ..systems.cassandra.internals import set_live
+
+        def setter(port, knob, value, timeout, host):
+            return set_live(port, knob, value, timeout=timeout, host=host, access=self.access)
+
+        outcome = apply_live(over_jmx, self.nodes, timeout=self.timeout, say=say, setter=setter)
         left = outcome.not_jmx
         results = outcome.results
         tables = [c for c in left if c.applies == "table"]
         if tables and self.table is not None and self.space is not None:
-            results += alter_table(tables, self.space, self.table, timeout=self.timeout, say=say)
+            target = self.table
+
+            def connect():
+                return cql.session(target.host, target.port, timeout=self.timeout, access=self.cql_access)
+
+            results += alter_table(tables, self.space, self.table, timeout=self.timeout, say=say, connect=connect)
             left = tuple(c for c in left if c.applies != "table")
         return LiveOutcome(results, left + tuple(other))
 
@@ -141,8 +158,10 @@ def _watch(settings: OnlineSettings, advisor: Advisor, record: dict[str, Any], *
     driver = TraceDriver(settings, progress, run_phase, contact) if settings.trace is not None else None
     try:
         applier = applier or JmxApplier(settings.nodes, table=settings.table_target(),
-                                        space=advisor.space.knob_space)
-        controller = Controller(settings, advisor, reader or JmxReader(settings.nodes), applier, recorder,
+                                        space=advisor.space.knob_space, access=settings.jmx_access,
+                                        cql_access=settings.cql_access)
+        controller = Controller(settings, advisor, reader or JmxReader(settings.nodes, access=settings.jmx_access),
+                                applier, recorder,
                                 clock=clock, sleep=sleep, say=say, progress=progress, restarter=restarter)
         if driver is not None:
             driver.start()

@@ -46,6 +46,8 @@ class OnlineSettings:
     trace_records: int = 100_000              # the records the cluster holds (the keys the trace's client picks)
     local: Any = None                         # online.local.LocalSetup: a cluster the run starts, loads (the
     #                                           trace's records) and may restart; `nodes` and `cql` are then its own
+    jmx_access: Any = None                    # internals.JmxAccess: credentials and TLS from files (a remote cluster)
+    cql_access: Any = None                    # cql.CqlAccess: the same for CQL
 
     def __post_init__(self) -> None:
         if self.local is not None:
@@ -125,7 +127,10 @@ class OnlineSettings:
                 "restart_seconds": list(self.restart_seconds), "data_bytes_per_node": self.data_bytes_per_node,
                 "search": self.search, "seed": self.seed,
                 "cql": None if self.cql is None else f"{self.cql[0]}:{self.cql[1]}", "keyspace": self.keyspace,
-                "table": self.table} | ({"local": self.local.record()} if self.local is not None else {}) \
+                "table": self.table,
+                "jmx_access": self.jmx_access.record() if self.jmx_access is not None else None,
+                "cql_access": self.cql_access.record() if self.cql_access is not None else None} \
+            | ({"local": self.local.record()} if self.local is not None else {}) \
             | ({"trace": self.trace_record()} if self.trace else {})
 
     def trace_record(self) -> dict[str, Any]:

@@ -775,7 +775,7 @@ WINDOW_UNITS = {"MINUTES": 60, "HOURS": 3600, "DAYS": 86400}
 
 def data_time(profile: dict[str, Any]) -> tuple[int, int]:
     """(the table's default TTL in seconds, TimeWindowCompactionStrategy's window in seconds), 0 for none: the
-    dataset's rows are written as if at times within the TTL, one SSTable set per window."""
+    dataset's rows are written as if at times within the TTL, one SSTable per window."""
     options = profile["table"]["options"]
     ttl = int(options.get("default_time_to_live") or 0)
     compaction = options.get("compaction") or {}

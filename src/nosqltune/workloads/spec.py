@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from ..errors import NosqltuneError
+from ..shapes import YCSB_ROW_BYTES   # a YCSB row's values: what a scenario's records are counted in
 
 # property names that hold a credential (loadgen's redis.password, another binding's password or secret)
 _CREDENTIAL = re.compile(r"passw(or)?d|secret|credential", re.IGNORECASE)
@@ -86,7 +87,8 @@ class Workload:
         if self.profile:
             from .profile import data_digest
 
-            return {"records": self.records, "profile": data_digest(self.profile)}
+            # "sstables": how the writer lays the rows out (one SSTable per time window, sizes compaction leaves)
+            return {"records": self.records, "profile": data_digest(self.profile), "sstables": "sorted"}
         return {"records": self.records, "fieldcount": self.fieldcount, "fieldlength": self.fieldlength,
                 "insertorder": self.mix.get("insertorder", _catalog()["common"]["insertorder"])}
 
@@ -247,7 +249,6 @@ def at_data_sizes(workloads: list["Workload"], multiples: tuple[float, ...]) -> 
 
 
 SHIPPED_PROFILES = Path(__file__).parent / "profiles"
-YCSB_ROW_BYTES = 1000   # a YCSB row's values (10 fields of 100 bytes): what a scenario's records are counted in
 
 
 def shipped_profiles() -> list[str]:

@@ -207,8 +207,7 @@ def _run_writer(out_dir: Path, version: str, heap: int, settings: BulkSettings, 
 
 
 PROFILE_WRITER = "nosqltune.loadgen.ProfileWriter"
-PROFILE_BUFFER_MB = 64    # rows per SSTable the writer buffers, as Cassandra's row objects on its heap: small rows
-PROFILE_HEAP_MB = 1536    # take many times their bytes there (a 1 GiB heap ran out with seven 128 MiB buffers)
+PROFILE_HEAP_MB = 1536    # the writers hold one partition each as Cassandra's row objects: room for wide ones
 
 
 def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, version: str,
@@ -217,13 +216,15 @@ def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, ve
     """A profile's dataset (every row of its partitions, workloads/profile.py) written as SSTables by loadgen's
     ProfileWriter for `schema` (the profile's CREATE TABLE, keyspace-qualified, with the options that shape
     SSTables), under the importing node's cassandra.yaml; returns what write_sstables returns."""
-    from ...workloads.profile import loadgen_properties
+    from ...workloads.profile import loadgen_properties, row_bytes
 
     settings = settings or BulkSettings()
     node_yaml = _node_yaml(out_dir, yaml_overrides)
+    size = workload.records * row_bytes(workload.profile) / (1 << 20) * 1.02   # SSTable sizes (without windows)
+    plan = buffer_plan(size, settings.largest(size, _memory_mb()))
     props = {**loadgen_properties(workload.profile, workload.records), "profile.schema": schema,
-             "sstable.directory": str(out_dir), "sstable.buffer_mb": PROFILE_BUFFER_MB,
-             "sstable.cassandra_yaml": str(node_yaml)}
+             "sstable.directory": str(out_dir), "sstable.buffer_mb": ",".join(f"{mb:g}" for mb in plan),
+             "sstable.flushers": settings.flushers, "sstable.cassandra_yaml": str(node_yaml)}
     props_file = out_dir / "load.properties"
     write_properties(props_file, props)
     heap = settings.heap_mb or PROFILE_HEAP_MB
@@ -237,7 +238,7 @@ def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, ve
     fields = [f for line in printed for f in line.split()[1:]]   # "[PROFILE-LOAD] name value name value ..."
     said = dict(zip(fields[::2], fields[1::2]))
     return {"write_s": wall, "throughput_ops_s": written["rows"] / wall if wall else None, **written,
-            "out_dir": str(out_dir), "buffer_mb": [PROFILE_BUFFER_MB], "heap_mb": heap,
+            "out_dir": str(out_dir), "buffer_mb": plan, "heap_mb": heap,
             "partitions": props["profile.partitions"], "data_time_ms": int(said.get("data_time_ms", 0)),
             "windows": int(said.get("windows", 1))}
 

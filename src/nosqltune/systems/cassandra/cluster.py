@@ -273,3 +273,87 @@ def down(home: Path, timeout: float = 60.0) -> list[str]:
         stopped.append(member["address"])
     (home / STATE_FILE).unlink(missing_ok=True)
     return stopped
+
+
+# ------------------------------------------------------------------------------------------------ a node's restart
+BEFORE_SUFFIX = ".before-rollout"   # a node's cassandra.yaml and command line as they were before a rollout
+
+
+def member_of(home: Path, address: str) -> dict[str, Any]:
+    """The member of the cluster at `home` listening on `address`; UsageError when there is none."""
+    state = read_state(home)
+    if state is None:
+        raise UsageError(f"no cluster at {home} (start one with `nosqltune cluster up`)")
+    for member in state["members"]:
+        if member["address"] == address:
+            return member
+    raise UsageError(f"the cluster at {home} has no node {address}")
+
+
+def restart_member(home: Path, address: str, yaml_keys: dict[str, Any] | None, jvm_add: list[str] | None,
+                   timeout: float = 180.0) -> float:
+    """Drain, stop and start again one node of a cluster `cluster up` started, on its address, ports and data: with
+    `yaml_keys` (dotted cassandra.yaml keys) and `jvm_add` (JVM options; one that names a flag the node has
+    replaces it, another collector than G1 takes G1's lines with it) on top of what it ran before the first such
+    restart (kept beside its cassandra.yaml), or, with both None, exactly as it ran then. Returns the seconds from
+    the drain to CQL answering; TrialError when it does not come back within `timeout`."""
+    import yaml as yamllib
+
+    from .cql import try_query
+    from .internals import drain
+    from .node import G1_ONLY, set_dotted
+
+    member_of(home, address)   # refused in one line when there is no such node
+    state = read_state(home)
+    member = next(m for m in state["members"] if m["address"] == address)   # its pid changes below
+    node_home = Path(member["home"])
+    conf = node_home / "conf" / "cassandra.yaml"
+    saved_conf = conf.with_name(conf.name + BEFORE_SUFFIX)
+    saved_cmd = node_home / "conf" / f"command{BEFORE_SUFFIX}.json"
+    if not saved_cmd.exists():   # the first restart: keep what the node ran, to go back to
+        if not pid_alive(member["pid"], member["home"]):
+            raise UsageError(f"node {address} is not running: a rollout restarts running nodes")
+        command = Path(f"/proc/{member['pid']}/cmdline").read_bytes().decode().split("\0")
+        saved_conf.write_text(conf.read_text())
+        saved_cmd.write_text(json.dumps([c for c in command if c]))
+    command = json.loads(saved_cmd.read_text())
+    settings = yamllib.safe_load(saved_conf.read_text())
+    for key, value in (yaml_keys or {}).items():
+        set_dotted(settings, key, value)
+    for flag in jvm_add or ():
+        name = flag.split("=")[0]
+        if flag.startswith(("-Xms", "-Xmx")):
+            command = [c for c in command if not c.startswith(flag[:4])]
+        elif flag.startswith("-XX:+Use") and flag.endswith("GC"):
+            command = [c for c in command if not (c.startswith(G1_ONLY) or (c.startswith("-XX:+Use")
+                                                                            and c.endswith("GC")))]
+        else:
+            command = [c for c in command if c.split("=")[0] != name]
+        command.insert(command.index("-cp"), flag)
+    started = time.monotonic()
+    if pid_alive(member["pid"], member["home"]):
+        try:
+            drain(member["jmx_port"], timeout=60)
+        except Exception:  # a node that cannot drain is still stopped: its commit log replays at the start
+            pass
+        os.kill(member["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while pid_alive(member["pid"], member["home"]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if pid_alive(member["pid"], member["home"]):
+            os.kill(member["pid"], signal.SIGKILL)
+            time.sleep(0.5)
+    conf.write_text(yamllib.safe_dump(settings, sort_keys=False))
+    with open(node_home / "logs" / "stdout.log", "ab") as out:
+        proc = process.spawn(command, stdout=out, stderr=out, cwd=str(node_home), no_mlock=True, detached=True)
+    member["pid"] = proc.pid
+    (home / STATE_FILE).write_text(json.dumps(state, indent=1))
+    deadline = time.monotonic() + timeout
+    while not try_query(address, state["native_port"]):
+        if proc.poll() is not None:
+            raise TrialError("internals", f"node {address} exited while starting (code {proc.returncode}); its log: "
+                             f"{node_home / 'logs' / 'system.log'}")
+        if time.monotonic() > deadline:
+            raise TrialError("timeout", f"node {address} did not answer CQL within {timeout:.0f} s of its restart")
+        time.sleep(0.5)
+    return time.monotonic() - started

@@ -4,9 +4,39 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass
 
 from ...errors import TrialError
 from ...workloads.loadgen import loadgen_java_command
+
+
+@dataclass(frozen=True)
+class JmxAccess:
+    """How to reach a node whose JMX asks for a user and password, or runs over TLS (a cluster nosqltune did not
+    start): files only, so that no password is on a command line, in the store or in a log. `credentials_file`:
+    its first line that is not a comment is `USER PASSWORD` (jmxremote.password's form); `truststore`: a trust
+    store holding the nodes' certificates, its password in `truststore_password_file`."""
+
+    credentials_file: str | None = None
+    truststore: str | None = None
+    truststore_password_file: str | None = None
+
+    def args(self) -> list[str]:
+        out = []
+        for flag, value in (("--credentials-file", self.credentials_file), ("--truststore", self.truststore),
+                            ("--truststore-password-file", self.truststore_password_file)):
+            if value:
+                out += [flag, str(value)]
+        return out
+
+    def record(self) -> dict:
+        """What is stored of it: which files, never what is in them."""
+        return {"credentials_file": self.credentials_file, "truststore": self.truststore,
+                "truststore_password_file": self.truststore_password_file}
+
+
+def _where(host: str | None, access: JmxAccess | None) -> list[str]:
+    return [*(["--host", host] if host else []), *(access.args() if access else [])]
 
 
 def _run(jmx_port: int, args: list[str], timeout: float) -> str:
@@ -20,8 +50,10 @@ def _run(jmx_port: int, args: list[str], timeout: float) -> str:
     return proc.stdout
 
 
-def node_stats(jmx_port: int, keyspace: str = "ycsb", table: str = "usertable", timeout: float = 30.0) -> dict:
-    return json.loads(_run(jmx_port, ["stats", "--keyspace", keyspace, "--table", table], timeout))
+def node_stats(jmx_port: int, keyspace: str = "ycsb", table: str = "usertable", timeout: float = 30.0,
+               host: str | None = None, access: JmxAccess | None = None) -> dict:
+    return json.loads(_run(jmx_port, ["stats", "--keyspace", keyspace, "--table", table, *_where(host, access)],
+                           timeout))
 
 
 def answered_stats(jmx_port: int, tries: int = 3, pause: float = 2.0, **kwargs) -> dict:
@@ -51,8 +83,28 @@ def stats_after_run(jmx_port: int, tries: int = 3, pause: float = 2.0, **kwargs)
         return {"internals_error": f"after the run, {exc}"}
 
 
-def drain(jmx_port: int, timeout: float = 60.0) -> None:
-    _run(jmx_port, ["drain", "--timeout-seconds", str(int(timeout))], timeout + 15)
+def drain(jmx_port: int, timeout: float = 60.0, host: str | None = None, access: JmxAccess | None = None) -> None:
+    _run(jmx_port, ["drain", "--timeout-seconds", str(int(timeout)), *_where(host, access)], timeout + 15)
+
+
+def node_status(jmx_port: int, timeout: float = 20.0, host: str | None = None,
+                access: JmxAccess | None = None) -> dict:
+    """What the node says of itself and the cluster: {"version", "mode" (NORMAL, JOINING, DRAINED, ...), "live",
+    "unreachable", "joining" (addresses), "schema_versions" (version -> addresses; one entry when the cluster
+    agrees), "hints_in_progress", "pending_hints" (the hints it holds for other nodes, one entry per node, or None
+    when the node cannot say), "compaction_throughput_mib_s"}. TrialError when it does not answer."""
+    return json.loads(_run(jmx_port, ["status", "--timeout-seconds", str(max(1, int(timeout))),
+                                      *_where(host, access)], timeout + 15))
+
+
+def rewrite_table(jmx_port: int, keyspace: str, table: str, throughput_mib_s: int | None = None,
+                  timeout: float = 3600.0, host: str | None = None, access: JmxAccess | None = None) -> dict:
+    """`nodetool upgradesstables -a -j 1` of one table on the node (after `setcompactionthroughput` when given):
+    {"throughput_before_mib_s", "status", "seconds"}. TrialError when it fails or outlasts `timeout`."""
+    args = ["rewrite", "--keyspace", keyspace, "--table", table, "--timeout-seconds", str(max(1, int(timeout))),
+            *(["--throughput", str(int(throughput_mib_s))] if throughput_mib_s is not None else []),
+            *_where(host, access)]
+    return json.loads(_run(jmx_port, args, timeout + 30))
 
 
 def flush(jmx_port: int, keyspace: str = "ycsb", timeout: float = 120.0) -> None:
@@ -80,13 +132,20 @@ def wait_compactions(jmx_port: int, timeout: float, poll: float = 2.0, keyspace:
 
 # ------------------------------------------------------------------------------------------------ online re-tuning
 
-def client_requests(jmx_port: int, timeout: float = 15.0, host: str | None = None) -> dict:
+def client_requests(jmx_port: int, timeout: float = 15.0, host: str | None = None,
+                    access: JmxAccess | None = None, table: str | None = None) -> dict:
     """The node's cumulative ClientRequest metrics and its JVM's uptime, as loadgen's `requests` prints them:
     {"uptime_ms": ms, "scopes": {"Read" | "Write" | "RangeSlice": {"count", "p50", "p99", "unit", "failures",
     "timeouts", "unavailables"}}}. A scope the node has not served yet has a count of 0 and null percentiles.
+    With `table` (KS.T) the counts and percentiles are the table's own on this node (its ReadLatency, WriteLatency
+    and RangeLatency: what the node serves as a replica), the failures still the coordinator's.
     TrialError when the node does not answer."""
-    args = ["requests", *(["--host", host] if host else [])]
-    return json.loads(_run(jmx_port, args, timeout))
+    if table:   # KS.T: that table's own reads and writes on the node, as a replica serves them
+        keyspace, _, name = table.partition(".")
+        where = ["--keyspace", keyspace, "--table", name, *_where(host, access)]
+    else:
+        where = _where(host, access)
+    return json.loads(_run(jmx_port, ["requests", *where], timeout))
 
 
 def jmx_knob(knob_name: str):
@@ -112,7 +171,8 @@ def _value_text(value) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def set_live(jmx_port: int, knob_name: str, value, timeout: float = 30.0, host: str | None = None) -> dict:
+def set_live(jmx_port: int, knob_name: str, value, timeout: float = 30.0, host: str | None = None,
+             access: JmxAccess | None = None) -> dict:
     """Apply one knob live over JMX, in the knob file's unit (MiB, KiB, MiB/s), and read it back from the node:
     {"name", "value_asked", "value_read_back", "value_before", "unit", "via"} (`via`: the MBean operation used;
     `value_before`: what the node reported just before the change, None if nothing). The change lasts
@@ -120,5 +180,5 @@ def set_live(jmx_port: int, knob_name: str, value, timeout: float = 30.0, host: 
     when the node does not answer or refuses the value."""
     knob = jmx_knob(knob_name)
     args = ["set", "--name", knob.name, "--value", _value_text(value), "--timeout-seconds", str(max(1, int(timeout))),
-            *(["--host", host] if host else [])]
+            *_where(host, access)]
     return json.loads(_run(jmx_port, args, 3 * timeout + 15))   # three calls: read, set, read back

@@ -27,8 +27,8 @@ import javax.management.remote.JMXServiceURL;
 
 /**
  * Reads a Cassandra node's internals over JMX and runs drain / flush. Plain javax.management:
- * no Cassandra classes needed. The node must expose unauthenticated local JMX
- * ({@code -Dcassandra.jmx.local.port=N}).
+ * no Cassandra classes needed. The nodes nosqltune starts expose unauthenticated local JMX
+ * ({@code -Dcassandra.jmx.local.port=N}); others may ask for credentials and TLS (below).
  *
  * <pre>
  * NodeInternals --jmx-port N [--host 127.0.0.1] stats [--keyspace ycsb] [--table usertable]
@@ -36,9 +36,22 @@ import javax.management.remote.JMXServiceURL;
  * NodeInternals --jmx-port N flush --keyspace K [--table T ...] [--timeout-seconds 60]
  * NodeInternals --jmx-port N import --keyspace K --table T --directory D [--directory D2 ...] [--verify]
  *     [--keep-level] [--timeout-seconds 60]
- * NodeInternals --jmx-port N requests
+ * NodeInternals --jmx-port N requests [--keyspace K --table T]
  * NodeInternals --jmx-port N set --name KNOB --value V [--timeout-seconds 60]
+ * NodeInternals --jmx-port N status
+ * NodeInternals --jmx-port N rewrite --keyspace K --table T [--throughput MIB_S] [--timeout-seconds 60]
  * </pre>
+ *
+ * <p>{@code status} serves a rollout: the node's release version and operation mode (NORMAL, JOINING, DRAINED,
+ * ...), the nodes it sees live, unreachable and joining, the schema versions the cluster reports (one when it
+ * agrees), and the hints it holds for other nodes. {@code rewrite} is {@code nodetool upgradesstables -a} of one
+ * table on this node, one SSTable at a time, throttled by {@code --throughput} MiB/s when given (the node's own
+ * compaction throughput set back after).
+ *
+ * <p>A node with JMX authentication or TLS (a cluster nosqltune did not start): {@code --credentials-file F} names
+ * a file whose first line that is not a comment is {@code USER PASSWORD} (jmxremote.password's form);
+ * {@code --truststore F} a trust store for JMX over TLS, its password in {@code --truststore-password-file F}.
+ * Passwords are read from files only, never taken on the command line.
  *
  * <p>{@code requests} and {@code set} serve online re-tuning: the ClientRequest counters a window is made of, and
  * one live knob applied and read back (see {@link NodeRequests}).
@@ -94,6 +107,10 @@ public final class NodeInternals {
     String knobValue;
     long timeoutSeconds = 60;
     long connectTimeoutSeconds = 5;
+    String credentialsFile;
+    String truststore;
+    String truststorePasswordFile;
+    int throughput = -1;
   }
 
   static void usage(PrintStream err) {
@@ -104,9 +121,15 @@ public final class NodeInternals {
     err.println("  import --keyspace K --table T --directory D [--directory D]... [--verify] [--keep-level]"
         + " [--timeout-seconds 60]");
     err.println("                                                 nodetool import: SSTables of D become live");
-    err.println("  requests                                       ClientRequest counts and percentiles, JVM uptime");
+    err.println("  requests [--keyspace K --table T]              ClientRequest counts and percentiles, JVM uptime;");
+    err.println("                                                 with a table: its local read/write latencies");
     err.println("  set --name KNOB --value V [--timeout-seconds 60]  one live knob over JMX, read back");
+    err.println("  status                                         version, mode, live/unreachable nodes, schema, hints");
+    err.println("  rewrite --keyspace K --table T [--throughput MIB_S] [--timeout-seconds 60]");
+    err.println("                                                 nodetool upgradesstables -a, one SSTable at a time");
     err.println("  --connect-timeout-seconds S (default 5)");
+    err.println("  --credentials-file F  JMX user and password ('USER PASSWORD', the file's first line)");
+    err.println("  --truststore F [--truststore-password-file F]  JMX over TLS");
     err.println("Exit codes: 0 ok, 2 usage, 3 cannot connect, 4 operation failed or timed out");
   }
 
@@ -152,12 +175,26 @@ public final class NodeInternals {
         case "--connect-timeout-seconds":
           a.connectTimeoutSeconds = parseInt(value(argv, ++i, s), s);
           break;
+        case "--credentials-file":
+          a.credentialsFile = value(argv, ++i, s);
+          break;
+        case "--truststore":
+          a.truststore = value(argv, ++i, s);
+          break;
+        case "--truststore-password-file":
+          a.truststorePasswordFile = value(argv, ++i, s);
+          break;
+        case "--throughput":
+          a.throughput = parseInt(value(argv, ++i, s), s);
+          break;
         case "stats":
         case "drain":
         case "flush":
         case "import":
         case "requests":
         case "set":
+        case "status":
+        case "rewrite":
           if (a.command != null) {
             throw new Failure(EXIT_USAGE, "more than one command: " + a.command + ", " + s);
           }
@@ -171,7 +208,7 @@ public final class NodeInternals {
       throw new Failure(EXIT_USAGE, "--jmx-port is required");
     }
     if (a.command == null) {
-      throw new Failure(EXIT_USAGE, "a command (stats, drain, flush, import, requests, set) is required");
+      throw new Failure(EXIT_USAGE, "a command (stats, drain, flush, import, requests, set, status, rewrite) is required");
     }
     if (a.command.equals("set")) {
       if (a.knobName == null || a.knobValue == null) {
@@ -181,6 +218,9 @@ public final class NodeInternals {
     }
     if (a.command.equals("import") && (a.keyspace == null || a.tables.size() != 1 || a.directories.isEmpty())) {
       throw new Failure(EXIT_USAGE, "import needs --keyspace, one --table and at least one --directory");
+    }
+    if (a.command.equals("rewrite") && (a.keyspace == null || a.tables.size() != 1)) {
+      throw new Failure(EXIT_USAGE, "rewrite needs --keyspace and one --table");
     }
     if (a.command.equals("flush") && a.keyspace == null) {
       throw new Failure(EXIT_USAGE, "flush needs --keyspace");
@@ -261,11 +301,19 @@ public final class NodeInternals {
           break;
         }
         case "requests":
-          out.println(Json.write(NodeRequests.requests(mbs)));
+          out.println(Json.write(NodeRequests.requests(mbs, a.keyspace, a.tables.isEmpty() ? null : a.tables.get(0))));
           out.flush();
           break;
         case "set":
           out.println(Json.write(NodeRequests.set(ex, mbs, a.knobName, a.knobValue, a.timeoutSeconds)));
+          out.flush();
+          break;
+        case "status":
+          out.println(Json.write(status(ex, mbs, a.timeoutSeconds)));
+          out.flush();
+          break;
+        case "rewrite":
+          out.println(Json.write(rewrite(ex, mbs, a)));
           out.flush();
           break;
         default:
@@ -362,10 +410,8 @@ public final class NodeInternals {
     System.setProperty("sun.rmi.transport.connectionTimeout", String.valueOf(ms));
     System.setProperty("sun.rmi.transport.proxy.connectTimeout", String.valueOf(ms));
     String url = "service:jmx:rmi:///jndi/rmi://" + a.host + ":" + a.jmxPort + "/jmxrmi";
-    Future<JMXConnector> f = ex.submit(() -> {
-      Map<String, Object> env = new HashMap<>();
-      return JMXConnectorFactory.connect(new JMXServiceURL(url), env);
-    });
+    Map<String, Object> env = secured(a);
+    Future<JMXConnector> f = ex.submit(() -> JMXConnectorFactory.connect(new JMXServiceURL(url), env));
     try {
       JMXConnector c = f.get(a.connectTimeoutSeconds, TimeUnit.SECONDS);
       c.getMBeanServerConnection().getMBeanCount(); // make sure it really answers
@@ -387,6 +433,139 @@ public final class NodeInternals {
       Thread.currentThread().interrupt();
       throw new Failure(EXIT_CONNECT, "interrupted while connecting to " + url);
     }
+  }
+
+  /**
+   * The connection's environment for a node with JMX authentication ({@code --credentials-file}) or TLS
+   * ({@code --truststore}): credentials and the trust store's password are read from their files here.
+   */
+  static Map<String, Object> secured(Args a) throws Failure {
+    Map<String, Object> env = new HashMap<>();
+    if (a.credentialsFile != null) {
+      String line = firstLine(a.credentialsFile, "--credentials-file");
+      String[] parts = line.split("\\s+", 2);
+      if (parts.length != 2 || parts[1].isEmpty()) {
+        throw new Failure(EXIT_USAGE, "--credentials-file " + a.credentialsFile
+            + ": its first line must be 'USER PASSWORD'", false);
+      }
+      env.put(JMXConnector.CREDENTIALS, new String[] {parts[0], parts[1]});
+    }
+    if (a.truststore != null) {
+      if (!java.nio.file.Files.isReadable(java.nio.file.Paths.get(a.truststore))) {
+        throw new Failure(EXIT_USAGE, "--truststore " + a.truststore + ": cannot read it", false);
+      }
+      System.setProperty("javax.net.ssl.trustStore", a.truststore);
+      if (a.truststorePasswordFile != null) {
+        System.setProperty("javax.net.ssl.trustStorePassword",
+            firstLine(a.truststorePasswordFile, "--truststore-password-file"));
+      }
+      env.put("com.sun.jndi.rmi.factory.socket", new javax.rmi.ssl.SslRMIClientSocketFactory());
+    }
+    return env;
+  }
+
+  private static String firstLine(String file, String flag) throws Failure {
+    try {
+      for (String line : java.nio.file.Files.readAllLines(java.nio.file.Paths.get(file))) {
+        String t = line.trim();
+        if (!t.isEmpty() && !t.startsWith("#")) {
+          return t;
+        }
+      }
+    } catch (IOException e) {
+      throw new Failure(EXIT_USAGE, flag + " " + file + ": cannot read it (" + e.getMessage() + ")", false);
+    }
+    throw new Failure(EXIT_USAGE, flag + " " + file + ": it is empty", false);
+  }
+
+  /** What a rollout asks of a node before and after each step (the class comment's {@code status}). */
+  @SuppressWarnings("unchecked")
+  static Map<String, Object> status(ExecutorService ex, MBeanServerConnection mbs, long timeoutSeconds)
+      throws Failure {
+    ObjectName ss;
+    ObjectName proxy;
+    ObjectName hints;
+    try {
+      ss = new ObjectName(STORAGE_SERVICE);
+      proxy = new ObjectName("org.apache.cassandra.db:type=StorageProxy");
+      hints = new ObjectName("org.apache.cassandra.hints:type=HintsService");
+    } catch (javax.management.MalformedObjectNameException e) {
+      throw new IllegalStateException(e);
+    }
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("version", call(ex, timeoutSeconds, "ReleaseVersion", () -> mbs.getAttribute(ss, "ReleaseVersion")));
+    out.put("mode", call(ex, timeoutSeconds, "OperationMode", () -> mbs.getAttribute(ss, "OperationMode")));
+    out.put("live", call(ex, timeoutSeconds, "LiveNodes", () -> mbs.getAttribute(ss, "LiveNodes")));
+    out.put("unreachable", call(ex, timeoutSeconds, "UnreachableNodes",
+        () -> mbs.getAttribute(ss, "UnreachableNodes")));
+    out.put("joining", call(ex, timeoutSeconds, "JoiningNodes", () -> mbs.getAttribute(ss, "JoiningNodes")));
+    Map<String, List<String>> schemas = (Map<String, List<String>>) call(ex, timeoutSeconds, "SchemaVersions",
+        () -> mbs.getAttribute(proxy, "SchemaVersions"));
+    out.put("schema_versions", schemas == null ? Map.of() : new LinkedHashMap<>(schemas));
+    out.put("hints_in_progress", call(ex, timeoutSeconds, "HintsInProgress",
+        () -> mbs.getAttribute(proxy, "HintsInProgress")));
+    Object pending;
+    try {
+      pending = call(ex, timeoutSeconds, "PendingHints", () -> mbs.invoke(hints, "getPendingHints", new Object[0],
+          new String[0]));
+    } catch (Failure f) {   // an older node without the call: the hints it holds are not known
+      pending = null;
+    }
+    List<Map<String, Object>> held = new ArrayList<>();
+    if (pending instanceof List) {
+      for (Object o : (List<Object>) pending) {
+        held.add(new LinkedHashMap<>((Map<String, Object>) o));
+      }
+    }
+    out.put("pending_hints", pending == null ? null : held);
+    out.put("compaction_throughput_mib_s", call(ex, timeoutSeconds, "CompactionThroughputMbPerSec",
+        () -> mbs.getAttribute(ss, "CompactionThroughputMbPerSec")));
+    return out;
+  }
+
+  /**
+   * {@code nodetool upgradesstables -a -j 1 K T}: every SSTable of the table rewritten, one at a time, throttled by
+   * the node's compaction throughput (set first to {@code --throughput}, MiB/s, when given). Waits for the end.
+   */
+  static Map<String, Object> rewrite(ExecutorService ex, MBeanServerConnection mbs, Args a) throws Failure {
+    ObjectName ss;
+    try {
+      ss = new ObjectName(STORAGE_SERVICE);
+    } catch (javax.management.MalformedObjectNameException e) {
+      throw new IllegalStateException(e);
+    }
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("throughput_before_mib_s", call(ex, a.timeoutSeconds, "CompactionThroughputMbPerSec",
+        () -> mbs.getAttribute(ss, "CompactionThroughputMbPerSec")));
+    if (a.throughput >= 0) {
+      call(ex, a.timeoutSeconds, "CompactionThroughputMbPerSec", () -> {
+        mbs.setAttribute(ss, new javax.management.Attribute("CompactionThroughputMbPerSec", a.throughput));
+        return null;
+      });
+    }
+    long started = System.nanoTime();
+    Object status;
+    try {
+      status = call(ex, a.timeoutSeconds, "upgradeSSTables", () -> mbs.invoke(ss, "upgradeSSTables",
+          new Object[] {a.keyspace, false, Long.MAX_VALUE, 1, new String[] {a.tables.get(0)}},
+          new String[] {String.class.getName(), boolean.class.getName(), long.class.getName(), int.class.getName(),
+              String[].class.getName()}));
+    } finally {   // the node's own throughput again, the rewrite done or not
+      Object before = out.get("throughput_before_mib_s");
+      if (a.throughput >= 0 && before instanceof Integer) {
+        call(ex, a.timeoutSeconds, "CompactionThroughputMbPerSec", () -> {
+          mbs.setAttribute(ss, new javax.management.Attribute("CompactionThroughputMbPerSec", before));
+          return null;
+        });
+      }
+    }
+    out.put("status", status);   // 0: done; 1: aborted; 2: an SSTable could not be rewritten
+    out.put("seconds", (System.nanoTime() - started) / 1e9);
+    if (!Integer.valueOf(0).equals(status)) {
+      throw new Failure(EXIT_OPERATION, "upgradesstables of " + a.keyspace + "." + a.tables.get(0)
+          + " ended with status " + status + " (the node's log says why)");
+    }
+    return out;
   }
 
   // ---------------------------------------------------------------- sampling during a run

@@ -50,19 +50,37 @@ final class NodeRequests {
   // ---------------------------------------------------------------- requests
 
   static Map<String, Object> requests(MBeanServerConnection mbs) throws IOException {
+    return requests(mbs, null, null);
+  }
+
+  /**
+   * With a keyspace and a table: the node's own (local) reads, writes and range reads of that table, from the
+   * table's ReadLatency, WriteLatency and RangeLatency timers, as a replica serves them whichever node coordinated
+   * (what a rollout's canary is judged on: at QUORUM a slow replica hides behind the others in the coordinators'
+   * latencies); the failures, timeouts and unavailables stay the coordinator's (ClientRequest).
+   */
+  static Map<String, Object> requests(MBeanServerConnection mbs, String keyspace, String table) throws IOException {
     Map<String, Object> o = new LinkedHashMap<>();
     o.put("uptime_ms", NodeInternals.attr(mbs, "java.lang:type=Runtime", "Uptime"));
     Map<String, Object> scopes = new LinkedHashMap<>();
-    for (String scope : SCOPES) {
-      scopes.put(scope, scope(mbs, CLIENT_REQUEST + scope + ",name="));
+    String[] local = {"ReadLatency", "WriteLatency", "RangeLatency"};
+    for (int i = 0; i < SCOPES.size(); i++) {
+      String prefix = CLIENT_REQUEST + SCOPES.get(i) + ",name=";
+      String latency = table == null ? prefix + "Latency"
+          : "org.apache.cassandra.metrics:type=Table,keyspace=" + NodeInternals.quoteIfNeeded(keyspace) + ",scope="
+          + NodeInternals.quoteIfNeeded(table) + ",name=" + local[i];
+      scopes.put(SCOPES.get(i), scope(mbs, prefix, latency));
     }
     o.put("scopes", scopes);
+    if (table != null) {
+      o.put("table", keyspace + "." + table);
+    }
     return o;
   }
 
-  private static Map<String, Object> scope(MBeanServerConnection mbs, String prefix) throws IOException {
+  private static Map<String, Object> scope(MBeanServerConnection mbs, String prefix, String latency)
+      throws IOException {
     Map<String, Object> s = new LinkedHashMap<>();
-    String latency = prefix + "Latency";
     s.put("count", count(NodeInternals.attr(mbs, latency, "Count")));
     s.put("p50", number(NodeInternals.attr(mbs, latency, "50thPercentile")));
     s.put("p99", number(NodeInternals.attr(mbs, latency, "99thPercentile")));

@@ -231,6 +231,17 @@ public final class ProfileData {
     return rows;
   }
 
+  /** Partition {@code number}'s key: its key columns' values, in {@link #partitionKey}'s order. */
+  public Object[] keyValues(long number) {
+    long[] key = keySeeds(number);
+    Object[] out = new Object[partitionKey.size()];
+    for (int j = 0; j < out.length; j++) {
+      Column c = partitionKey.get(j);
+      out[j] = value(c, key[j], sizeOf(c, key[j]));
+    }
+    return out;
+  }
+
   /**
    * One row of partition {@code number}: every column's value in the table's order. {@code version} varies the
    * regular and static values (0: the dataset's; an insert in a trial passes its own, so that it overwrites the
@@ -238,10 +249,9 @@ public final class ProfileData {
    */
   public Object[] row(long number, long[] clusteringSeeds, long version) {
     Object[] out = new Object[columns.size()];
-    long[] key = keySeeds(number);
+    Object[] key = keyValues(number);
     for (int j = 0; j < partitionKey.size(); j++) {
-      Column c = partitionKey.get(j);
-      out[c.index] = value(c, key[j], sizeOf(c, key[j]));
+      out[partitionKey.get(j).index] = key[j];
     }
     for (int j = 0; j < clustering.size(); j++) {
       Column c = clustering.get(j);

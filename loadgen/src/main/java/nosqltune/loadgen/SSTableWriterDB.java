@@ -184,54 +184,12 @@ public class SSTableWriterDB extends DB {
       }
     }
 
-    /** The records' order in the partitioner's (Murmur3: token, then key bytes): a merge sort of their numbers. */
+    /** The records' order in the partitioner's (Murmur3: token, then key bytes). */
     int[] sortedOrder() {
-      int[] order = new int[count];
-      for (int i = 0; i < count; i++) {
-        order[i] = i;
-      }
-      mergeSort(order, new int[count], 0, count);
-      return order;
+      return TokenOrder.of(tokens, count, this::compareKeys);
     }
 
-    private void mergeSort(int[] a, int[] tmp, int lo, int hi) {
-      if (hi - lo <= 16) {
-        for (int i = lo + 1; i < hi; i++) {
-          int x = a[i];
-          int j = i - 1;
-          for (; j >= lo && compare(a[j], x) > 0; j--) {
-            a[j + 1] = a[j];
-          }
-          a[j + 1] = x;
-        }
-        return;
-      }
-      int mid = (lo + hi) >>> 1;
-      mergeSort(a, tmp, lo, mid);
-      mergeSort(a, tmp, mid, hi);
-      if (compare(a[mid - 1], a[mid]) <= 0) {
-        return;
-      }
-      System.arraycopy(a, lo, tmp, lo, hi - lo);
-      int i = lo;
-      int j = mid;
-      int k = lo;
-      while (i < mid && j < hi) {
-        a[k++] = compare(tmp[j], tmp[i]) < 0 ? tmp[j++] : tmp[i++];
-      }
-      while (i < mid) {
-        a[k++] = tmp[i++];
-      }
-      while (j < hi) {
-        a[k++] = tmp[j++];
-      }
-    }
-
-    private int compare(int x, int y) {
-      int c = Long.compare(tokens[x], tokens[y]);
-      if (c != 0) {
-        return c;
-      }
+    private int compareKeys(int x, int y) {
       byte[] sx = slabs.get((int) (positions[x] >>> 32));
       byte[] sy = slabs.get((int) (positions[y] >>> 32));
       int ax = (int) positions[x];

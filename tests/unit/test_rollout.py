@@ -1,0 +1,267 @@
+"""The rollout's decisions on scripted nodes: the order of the steps, one node at a time, the canary's verdict and
+its restore, resuming an interrupted rollout, the dry run, and the checks that refuse a cluster before any step."""
+
+import json
+
+import pytest
+
+from nosqltune.errors import UsageError
+from nosqltune.online.guard import judge_change
+from nosqltune.online.rollout import Rollout, RolloutPlan, RolloutRecorder, RolloutSettings, snapshot_dict, \
+    snapshot_from
+from nosqltune.online.window import NodeCounters, PerKind, Snapshot
+
+NODES = ["n1", "n2", "n3"]
+
+
+def plan_folder(tmp_path, **over):
+    data = {"plan": "nosqltune", "format": 1, "system": "cassandra", "version": "5.0.6",
+            "evidence": {"line": "x1.5", "confirmed": True},
+            "config": {"concurrent_reads": 48, "heap_size": 1536, "compression": "Zstd"},
+            "settings": [{"knob": "concurrent_reads", "tags": ["live"]},
+                         {"knob": "heap_size", "tags": ["restart", "tuned on the rig"]},
+                         {"knob": "compression", "tags": ["rewrite", "irreversible"]}],
+            "live": {"concurrent_reads": 48}, "yaml": {"concurrent_reads": 48},
+            "jvm": {"add": ["-Xms1536M", "-Xmx1536M"], "remove": []},
+            "tables": ["shop.orders"], "schema": ["ALTER TABLE shop.orders WITH compression = {'class': 'Zstd'}"],
+            "table_options": ["compression"],
+            "rewrite": {"knobs": ["compression"], "tables": ["shop.orders"], "throttle_mib_s": 64}, "volume": {}}
+    data.update(over)
+    folder = tmp_path / "plan"
+    folder.mkdir(exist_ok=True)
+    (folder / "plan.json").write_text(json.dumps(data))
+    return folder
+
+
+class Scripted:
+    """ClusterActions on scripted nodes: each serves `rate` requests a second at a p99 of `p99` us; a node the
+    plan reached (its live settings or its restart) serves at `changed_p99`. Every action is logged, and the
+    nodes up are checked at each: never two down at once."""
+
+    def __init__(self, clock, rate=1000.0, p99=2000.0, changed_p99=2000.0, versions=None, down=(), schemas=1,
+                 rf=3, fail_restart_of=None, free=100 << 30):
+        self.clock, self.rate, self.p99, self.changed_p99 = clock, rate, p99, changed_p99
+        self.versions = versions or {n: "5.0.6" for n in NODES}
+        self.down, self.schemas, self.rf, self.fail_restart_of = set(down), schemas, rf, fail_restart_of
+        self.free = free
+        self.log, self.changed, self.counts = [], set(), {n: 0.0 for n in NODES}
+        self.started = {n: 0.0 for n in NODES}
+        self.live = {n: {"concurrent_reads": 32} for n in NODES}
+        self.tables = {"shop.orders": {"compression": {"class": "LZ4Compressor"}}}
+        self.last = clock()
+
+    def _advance(self):
+        now = self.clock()
+        for n in NODES:
+            self.counts[n] += self.rate * (now - self.last)
+        self.last = now
+
+    def status(self, node):
+        if node in self.down:
+            raise RuntimeError("connection refused")
+        return {"version": self.versions[node], "mode": "NORMAL",
+                "live": [f"/{a}" for a in NODES if a not in self.down], "unreachable": sorted(self.down),
+                "schema_versions": {f"v{i}": NODES for i in range(self.schemas)}, "pending_hints": []}
+
+    def address(self, node):
+        return node
+
+    def counters(self):
+        self._advance()
+        nodes = {}
+        for n in NODES:
+            p99 = self.changed_p99 if n in self.changed else self.p99
+            nodes[n] = NodeCounters(requests=PerKind(read=self.counts[n] * 0.7, write=self.counts[n] * 0.3),
+                                    p99=PerKind(read=p99, write=p99 / 2, scan=None),
+                                    uptime_seconds=self.clock() - self.started[n] + 1000)
+        return Snapshot(at=self.clock(), nodes=nodes, asked=tuple(NODES))
+
+    def check_tables(self, tables, need_rf):
+        if self.rf < need_rf:
+            raise UsageError(f"keyspace shop keeps {self.rf} replica(s)")
+
+    def set_live(self, node, knob, value):
+        self.log.append(("live", node, knob, value))
+        before = self.live[node][knob]
+        self.live[node][knob] = value
+        if value == 48:
+            self.changed.add(node)
+        else:
+            self.changed.discard(node)
+        return {"before": before, "read_back": value, "error": None}
+
+    def table_options(self, tables):
+        return {t: dict(self.tables[t]) for t in tables}
+
+    def alter(self, statements):
+        self.log.append(("alter", tuple(statements)))
+        self.tables["shop.orders"] = {"compression": {"class": "ZstdCompressor"}}
+
+    def restore_tables(self, options):
+        self.log.append(("restore-tables",))
+        self.tables.update({k: dict(v) for k, v in options.items()})
+
+    def restart(self, node, plan):
+        assert not self.down, f"{node} restarted while {self.down} is down"
+        self.log.append(("restart", node, "plan" if plan else "previous"))
+        if node == self.fail_restart_of:
+            raise RuntimeError("the service did not start")
+        self.counts[node] = 0.0   # counters start again
+        self.started[node] = self.clock()
+        if plan is None:
+            self.changed.discard(node)
+            self.live[node]["concurrent_reads"] = 32
+        else:
+            self.changed.add(node)
+
+    def rewrite(self, node, table, throttle):
+        self.log.append(("rewrite", node, table, throttle))
+        return {"status": 0, "seconds": 1.0}
+
+    def pending_compactions(self, node):
+        return 0
+
+    def table_bytes(self, node, table):
+        return 10 << 30
+
+    def free_disk(self, node):
+        return self.free
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+    def sleep(self, s):
+        self.t += s
+
+
+def rollout(tmp_path, cluster, clock, recorder=None, **settings):
+    plan = RolloutPlan.load(plan_folder(tmp_path))
+    s = RolloutSettings(**{"window_s": 60.0, "windows": 3, "apply": True, **settings})
+    said = []
+    return Rollout(plan, NODES, cluster, s, recorder, say=said.append, clock=clock, sleep=clock.sleep), said
+
+
+def test_the_canary_first_then_one_node_at_a_time_in_the_plans_order(tmp_path):
+    clock = Clock()
+    cluster = Scripted(clock)
+    r, said = rollout(tmp_path, cluster, clock)
+    result = r.run()
+    assert result.state == "done", said
+    assert result.verdict is not None and result.verdict.keep
+    kinds = [(s.kind, s.node) for s in r.steps]
+    assert kinds[:4] == [("check", None), ("observe-before", "n1"), ("schema", None), ("live", "n1")]
+    assert kinds[4:9] == [("restart", "n1"), ("rewrite", "n1"), ("observe-after", "n1"), ("judge", "n1"),
+                          ("live", "n2")]
+    # every node gets the plan, each node's steps done before the next node's start
+    nodes_in_order = [e[1] for e in cluster.log if e[0] in ("live", "restart", "rewrite")]
+    assert nodes_in_order == ["n1"] * 3 + ["n2"] * 3 + ["n3"] * 3
+    assert ("alter", ("ALTER TABLE shop.orders WITH compression = {'class': 'Zstd'}",)) in cluster.log
+    assert all(cluster.live[n]["concurrent_reads"] == 48 for n in NODES)
+
+
+def test_a_worse_canary_stops_the_rollout_and_is_put_back(tmp_path):
+    clock = Clock()
+    cluster = Scripted(clock, changed_p99=4000.0)   # the plan doubles the canary's p99
+    r, said = rollout(tmp_path, cluster, clock)
+    result = r.run()
+    assert result.state == "canary-worse", said
+    assert result.verdict.rollback and result.verdict.check("p99_read").worse
+    # nothing reached n2 or n3; n1 is back on what it ran, the table options too; the rewrite is said
+    assert not [e for e in cluster.log if len(e) > 1 and e[1] in ("n2", "n3")]
+    assert cluster.live["n1"]["concurrent_reads"] == 32 and "n1" not in cluster.changed
+    assert ("restart", "n1", "previous") in cluster.log and ("restore-tables",) in cluster.log
+    assert cluster.tables["shop.orders"] == {"compression": {"class": "LZ4Compressor"}}
+    assert any("rewritten SSTables stay" in x for x in result.not_restored)
+
+
+def test_a_drop_in_demand_elsewhere_is_not_the_canarys_doing():
+    """The guard's rule 5: the canary's throughput fell 30%, and so did the other nodes': not a regression."""
+    from nosqltune.online.window import window_between
+
+    def snap(t, n1, others):
+        return Snapshot(at=t, nodes={"n1": NodeCounters(requests=PerKind(read=n1), p99=PerKind(read=2000.0)),
+                                     "n2": NodeCounters(requests=PerKind(read=others), p99=PerKind(read=2000.0))})
+
+    snaps = [snap(0, 0, 0), snap(60, 60000, 60000), snap(120, 121000, 121000), snap(180, 180500, 180500)]
+    before = [window_between(a, b) for a, b in zip(snaps, snaps[1:])]
+    after_snaps = [snap(180, 180500, 180500), snap(240, 222500, 222500)]   # both at 700/s
+    after = window_between(*after_snaps)
+    from nosqltune.online.rollout import _only
+
+    canary_before = [_only(w, {"n1"}) for w in before]
+    canary_after = _only(after, {"n1"})
+    plain = judge_change(canary_before, canary_after)
+    assert plain.rollback and plain.check("throughput").worse   # without the demand: read as a regression
+    knowing = judge_change(canary_before, canary_after, demand_change=-0.3)
+    assert knowing.keep, knowing.reason
+
+
+def test_an_interrupted_rollout_resumes_where_it_stopped(tmp_path):
+    clock = Clock()
+    cluster = Scripted(clock, fail_restart_of="n2")
+    store = str(tmp_path / "s.db")
+    plan = RolloutPlan.load(plan_folder(tmp_path))
+    settings = RolloutSettings(window_s=60.0, windows=3, apply=True)
+    recorder = RolloutRecorder.open(store, plan, NODES, settings, {})
+    first = Rollout(plan, NODES, cluster, settings, recorder, say=lambda _: None, clock=clock, sleep=clock.sleep)
+    result = first.run()
+    recorder.close()
+    assert result.state == "stopped" and "did not start" in result.error
+    done_before = [e for e in cluster.log if e[0] in ("live", "restart", "rewrite", "alter")]
+    cluster.fail_restart_of = None
+    cluster.log.clear()
+    recorder = RolloutRecorder.open(store, plan, NODES, settings, {})
+    again = Rollout(plan, NODES, cluster, settings, recorder, say=lambda _: None, clock=clock, sleep=clock.sleep)
+    result = again.run()
+    recorder.close()
+    assert result.state == "done" and result.steps_skipped >= 8
+    # the canary's steps and n2's live setting are not done again; n2's restart and the rest are
+    assert cluster.log[0] == ("restart", "n2", "plan")
+    assert [e[1] for e in cluster.log if e[0] == "restart"] == ["n2", "n3"]
+    assert ("live", "n2", "concurrent_reads", 48) in done_before
+
+
+def test_a_dry_run_prints_every_step_and_touches_nothing(tmp_path):
+    clock = Clock()
+    cluster = Scripted(clock)
+    r, said = rollout(tmp_path, cluster, clock, apply=False)
+    assert r.run().state == "dry-run"
+    assert cluster.log == [] and len([line for line in said if "]" in line]) == len(r.steps)
+    assert any("restart" in line and "n3" in line for line in said)
+
+
+@pytest.mark.parametrize("cluster_args, said", [
+    ({"versions": {"n1": "5.0.6", "n2": "5.0.6", "n3": "4.1.5"}}, "different Cassandra versions"),
+    ({"versions": {n: "4.1.5" for n in NODES}}, "tuned on Cassandra 5.0.6; the cluster runs 4.1.5"),
+    ({"down": ["n3"]}, "n3 does not answer"),
+    ({"schemas": 2}, "schema disagreement"),
+    ({"rf": 1}, "keyspace shop keeps 1 replica"),
+    ({"free": 4 << 30}, "has 4.0 GiB free; rewriting shop.orders needs room for another copy of 10.0 GiB"),
+])
+def test_a_cluster_the_plan_cannot_go_to_is_refused_before_any_step(tmp_path, cluster_args, said):
+    clock = Clock()
+    cluster = Scripted(clock, **cluster_args)
+    r, lines = rollout(tmp_path, cluster, clock)
+    with pytest.raises(UsageError, match=said):
+        r.run()
+    assert cluster.log == []
+
+
+def test_a_plan_of_another_datastore_or_format_is_refused(tmp_path):
+    with pytest.raises(UsageError, match="a plan for 'redis'"):
+        RolloutPlan.load(plan_folder(tmp_path, system="redis"))
+    with pytest.raises(UsageError, match="plan format 7"):
+        RolloutPlan.load(plan_folder(tmp_path, format=7))
+    with pytest.raises(UsageError, match="no plan.json"):
+        RolloutPlan.load(tmp_path / "nothing")
+
+
+def test_snapshots_stored_with_a_step_come_back_the_same():
+    snap = Snapshot(at=12.5, nodes={"a": NodeCounters(requests=PerKind(read=5.0, write=1.0), p99=PerKind(read=9.0),
+                                                      uptime_seconds=3.0)}, asked=("a", "b"))
+    assert snapshot_from(json.loads(json.dumps(snapshot_dict(snap)))) == snap
