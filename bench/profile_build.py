@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from common import RESULTS, log  # noqa: E402  bench/common.py
+from common import RESULTS, kept_notes, log  # noqa: E402  bench/common.py
 
 from nosqltune.knobs import load_space  # noqa: E402
 from nosqltune.runtime.environment import fingerprint  # noqa: E402
@@ -95,9 +95,10 @@ def write() -> None:
              "off, drain, copy into the cache), in rounds that alternate the order. Default knobs, 2 GiB heap, "
              "nothing else running.", "",
              f"**Machine**: {done['environment'].get('cpu_model', '?')}, {done['environment'].get('cores', '?')} "
-             "cores.", "",
-             "| dataset | rows | builds | build s (mean, each) | x YCSB's | writer s | import s | SSTables | MiB written |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "cores.", ""]
+    lines += kept_notes(RESULTS / "profile_build.md", Path(__file__).name)
+    lines += ["| dataset | rows | builds | build s (mean, each) | x YCSB's | writer s | import s | settle s | SSTables "
+              "| MiB written |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name in names:
         mine = [b for b in done["builds"] if b["name"] == name]
         mean = statistics.mean(b["build_s"] for b in mine)
@@ -105,7 +106,8 @@ def write() -> None:
         each = ", ".join(f"{b['build_s']:.1f}" for b in mine)
         lines.append(f"| {name} | {mine[0]['rows']:,} | {len(mine)} | {mean:.1f} ({each}) | {ratio} | "
                      f"{statistics.mean(b['write_s'] or 0 for b in mine):.1f} | "
-                     f"{statistics.mean(b['import_s'] or 0 for b in mine):.1f} | {mine[0]['sstables']} | "
+                     f"{statistics.mean(b['import_s'] or 0 for b in mine):.1f} | "
+                     f"{statistics.mean(b['settle_s'] or 0 for b in mine):.1f} | {mine[0]['sstables']} | "
                      f"{(mine[0]['written_bytes'] or 0) / MIB:,.0f} |")
     (RESULTS / "profile_build.md").write_text("\n".join(lines) + "\n")
     log(f"wrote {RESULTS / 'profile_build.md'}")
