@@ -248,8 +248,12 @@ public final class ProfileData {
    * row with new values, not the same bytes).
    */
   public Object[] row(long number, long[] clusteringSeeds, long version) {
+    return row(number, keyValues(number), clusteringSeeds, version);
+  }
+
+  /** {@link #row} with the partition's key values given ({@link #keyValues}: made once for all its rows). */
+  public Object[] row(long number, Object[] key, long[] clusteringSeeds, long version) {
     Object[] out = new Object[columns.size()];
-    Object[] key = keyValues(number);
     for (int j = 0; j < partitionKey.size(); j++) {
       out[partitionKey.get(j).index] = key[j];
     }

@@ -213,8 +213,9 @@ public final class ProfileWriter {
       List<ByteBuffer> row = new ArrayList<>();
       for (int p = from; p < to; p++) {
         long number = partitions[p] + 1L;
+        Rows.Partition partition = rows.partition(number);
         for (long[] seeds : data.rowSeeds(number)) {
-          rows.values(number, seeds, row);
+          rows.values(partition, seeds, row);
           writer.rawAddRow(row);
           written++;
         }
@@ -306,16 +307,64 @@ public final class ProfileWriter {
 
     /** The bound values of one row of partition {@code number} into {@code out}. */
     void values(long number, long[] seeds, List<ByteBuffer> out) {
-      out.clear();
-      Object[] row = data.row(number, seeds, 0);
-      for (int c = 0; c < row.length; c++) {
-        out.add(serialize(c, row[c]));
+      values(partition(number), seeds, out);
+    }
+
+    /** What every row of partition {@code number} shares: its key's values, serialized, and its write time. */
+    Partition partition(long number) {
+      Object[] key = data.keyValues(number);
+      ByteBuffer[] keyBytes = new ByteBuffer[key.length];
+      for (int j = 0; j < key.length; j++) {
+        keyBytes[j] = serialize(data.partitionKey.get(j).index, key[j]);
       }
+      ByteBuffer[] time = new ByteBuffer[0];
       if (ttl > 0) {
         // a partition's age: all of its rows were written at once, at a time within the TTL
         long age = ageOf(number, ttl, data.seed);
-        out.add(ByteBufferUtil.bytes((now - age * 1000L) * 1000L));   // microseconds, as Cassandra's write times
-        out.add(ByteBufferUtil.bytes((int) Math.max(1, ttl - age)));    // what is left of its TTL
+        time = new ByteBuffer[] {ByteBufferUtil.bytes((now - age * 1000L) * 1000L),   // microseconds
+            ByteBufferUtil.bytes((int) Math.max(1, ttl - age))};                      // what is left of its TTL
+      }
+      return new Partition(number, key, keyBytes, time);
+    }
+
+    /** The bound values of one row of a partition into {@code out}. */
+    void values(Partition p, long[] seeds, List<ByteBuffer> out) {
+      out.clear();
+      Object[] row = data.row(p.number, p.key, seeds, 0);
+      int k = 0;
+      for (int c = 0; c < row.length; c++) {
+        boolean isKey = k < p.keyColumn.length && p.keyColumn[k] == c;
+        out.add(isKey ? p.keyBytes[k++].duplicate() : serialize(c, row[c]));
+      }
+      for (ByteBuffer b : p.time) {
+        out.add(b.duplicate());
+      }
+    }
+
+    /** One partition's shared values (see {@link #partition}). */
+    final class Partition {
+      final long number;
+      final Object[] key;
+      final ByteBuffer[] keyBytes;   // in the order of the row's columns
+      final int[] keyColumn;         // their columns, ascending
+      final ByteBuffer[] time;
+
+      Partition(long number, Object[] key, ByteBuffer[] byKeyOrder, ByteBuffer[] time) {
+        this.number = number;
+        this.key = key;
+        this.time = time;
+        int n = key.length;
+        keyColumn = new int[n];
+        keyBytes = new ByteBuffer[n];
+        Integer[] order = new Integer[n];
+        for (int j = 0; j < n; j++) {
+          order[j] = j;
+        }
+        Arrays.sort(order, (x, y) -> Integer.compare(data.partitionKey.get(x).index, data.partitionKey.get(y).index));
+        for (int j = 0; j < n; j++) {
+          keyColumn[j] = data.partitionKey.get(order[j]).index;
+          keyBytes[j] = byKeyOrder[order[j]];
+        }
       }
     }
 
@@ -325,8 +374,9 @@ public final class ProfileWriter {
       long bytes = 0;
       List<ByteBuffer> row = new ArrayList<>();
       for (long number = 1; number <= n; number++) {
+        Partition partition = partition(number);
         for (long[] seeds : data.rowSeeds(number)) {
-          values(number, seeds, row);
+          values(partition, seeds, row);
           for (ByteBuffer b : row) {
             bytes += b == null ? 0 : b.remaining();
           }
