@@ -189,6 +189,20 @@ class Traffic:
         return self.result
 
 
+def _rollout_process(args):
+    """`nosqltune rollout ARGS` in a process of its own (a command's main() stops the children this process
+    tracks as it returns: the traffic's client among them); (exit code, its JSON)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "nosqltune", "rollout", *args], capture_output=True, text=True,
+                          timeout=1200)
+    try:
+        return proc.returncode, json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(f"rollout printed no JSON (exit {proc.returncode}): {proc.stderr[-2000:]}") from None
+
+
 def _steps_if_any(study):
     """The steps recorded so far ([] before the rollout's study exists)."""
     try:
@@ -215,11 +229,11 @@ def test_three_nodes_at_rf3_under_quorum_traffic_and_a_canary_that_stops_a_worse
         _ycsb_table(up)
         (tmp_path / "good").mkdir()
         good = _plan(tmp_path / "good", capsys, config=CONFIG, table="ycsb.usertable")
-        traffic = Traffic(up, tmp_path / "traffic", seconds=420)
+        traffic = Traffic(up, tmp_path / "traffic", seconds=480)
         study = tmp_path / "rollout.db"
-        code = main(["rollout", "--plan", str(good), "--cluster", "local", "--apply", "--window", "15",
-                     "--windows", "3", "--node-timeout", "240", "--study", str(study), "--json"])
-        result = json.loads(capsys.readouterr().out)
+        code, result = _rollout_process(["--plan", str(good), "--cluster", "local", "--apply", "--window", "15",
+                                         "--windows", "3", "--settle", "60", "--node-timeout", "240", "--study",
+                                         str(study), "--json"])
         client = traffic.join()
         assert code == 0 and result["state"] == "done", (result["error"], result)
         assert result["verdict"]["verdict"] == "keep"
@@ -233,10 +247,10 @@ def test_three_nodes_at_rf3_under_quorum_traffic_and_a_canary_that_stops_a_worse
         (tmp_path / "bad").mkdir()
         bad = _plan(tmp_path / "bad", capsys, config={"memtable_heap_space": 1, "memtable_flush_writers": 1},
                     table="ycsb.usertable")
-        traffic = Traffic(up, tmp_path / "traffic2", seconds=240, rate=600)
-        code = main(["rollout", "--plan", str(bad), "--cluster", "local", "--apply", "--window", "15",
-                     "--windows", "3", "--node-timeout", "240", "--study", str(tmp_path / "bad.db"), "--json"])
-        result = json.loads(capsys.readouterr().out)
+        traffic = Traffic(up, tmp_path / "traffic2", seconds=300, rate=600)
+        code, result = _rollout_process(["--plan", str(bad), "--cluster", "local", "--apply", "--window", "15",
+                                         "--windows", "3", "--settle", "60", "--node-timeout", "240",
+                                         "--study", str(tmp_path / "bad.db"), "--json"])
         traffic.join()
         assert code == 1 and result["state"] == "canary-worse", result
         status = cluster_cli(capsys, "status")[1]

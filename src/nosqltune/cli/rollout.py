@@ -49,7 +49,8 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     from ..systems.cassandra.internals import JmxAccess
 
     plan = RolloutPlan.load(args.plan)
-    settings = RolloutSettings(window_s=args.window, windows=args.windows, node_timeout_s=args.node_timeout,
+    settings = RolloutSettings(window_s=args.window, windows=args.windows, settle_s=args.settle,
+                               node_timeout_s=args.node_timeout,
                                canary=not args.no_canary, apply=args.apply, guard=GuardSettings())
     jmx_access, cql_access = _access(args)
     jmx_access, cql_access = jmx_access or JmxAccess(), cql_access or CqlAccess()
@@ -132,6 +133,10 @@ def add_parsers(sub) -> None:
                    help="seconds per window the canary is judged over (default 60)")
     p.add_argument("--windows", type=int, default=3, metavar="N",
                    help="windows before the change, for the baseline and its noise (default 3)")
+    p.add_argument("--settle", type=float, default=120.0, metavar="S",
+                   help="seconds between the canary's last step and its windows after (default 120): a restarted "
+                        "node is slow until its JIT has compiled its code and its caches are warm, which is the "
+                        "restart's doing, not the plan's")
     p.add_argument("--node-timeout", type=float, default=900.0, metavar="S", dest="node_timeout",
                    help="how long a node may take to be ready after a restart or a rewrite (default 900)")
     add_access_flags(p)

@@ -15,7 +15,9 @@ resumes at the step it was in:
    then on, and the existing data only where a rewrite runs, so the rewrite is what is canaried); a restart into
    the plan's cassandra.yaml keys and JVM options; the rewrite (`nodetool upgradesstables -a`, one SSTable at a
    time, throttled), each followed by the wait for the node to be ready (below).
-4. **canary, after**: windows again, the canary judged on its own windows with guard.py's noise rule, the other
+4. **canary, after**: `settle_s` seconds first (a restarted node is slow until its JIT has compiled its code and
+   its caches are warm: that is the restart's, not the plan's), then windows again, the canary judged on its own
+   windows with guard.py's noise rule, the other
    nodes telling how the demand moved meanwhile (guard.py rule 5). A window with the canary restarted in it is
    partial: the next one is judged. **Worse**: the rollout stops and the canary is put back where a step can be
    undone (live settings to the values read before them, a restart into the configuration it ran, the table
@@ -171,12 +173,13 @@ def steps_of(plan: RolloutPlan, nodes: Sequence[str], settings: "RolloutSettings
     watch = f"{settings.windows} windows of {settings.window_s:g} s of every node's requests"
     if canary:
         raw.append(("observe-before", canary, watch))
+    after = f"{settings.settle_s:g} s for the canary to settle, then a window of {settings.window_s:g} s"
     if plan.schema:   # once, for the cluster: ahead of the canary's rewrite, which is what makes it reach the data
         raw.append(("schema", None, "; ".join(plan.schema)))
     for node in nodes:
         raw += node_steps(plan, node)
         if node == canary:
-            raw.append(("observe-after", canary, watch))
+            raw.append(("observe-after", canary, after))
             raw.append(("judge", canary, "the canary's windows against those before, the other nodes' demand "
                                          "beside (the guard's noise rule); worse: stop, put the canary back"))
     return [Step(i, *entry) for i, entry in enumerate(raw, 1)]
@@ -191,6 +194,7 @@ def _line_of(version: str) -> str:
 class RolloutSettings:
     window_s: float = 60.0
     windows: int = 3
+    settle_s: float = 120.0      # after the canary's change, before its windows: a restarted JVM compiles its code
     node_timeout_s: float = 900.0
     canary: bool = True
     apply: bool = False
@@ -201,12 +205,15 @@ class RolloutSettings:
             raise UsageError(f"--window must be at least 1 second, got {self.window_s!r}")
         if not (isinstance(self.windows, int) and 2 <= self.windows <= 100):
             raise UsageError(f"--windows must be within 2..100 (the guard's noise needs 3), got {self.windows!r}")
+        if not (isinstance(self.settle_s, (int, float)) and math.isfinite(self.settle_s) and self.settle_s >= 0):
+            raise UsageError(f"--settle must be 0 or more seconds, got {self.settle_s!r}")
         if not (isinstance(self.node_timeout_s, (int, float)) and math.isfinite(self.node_timeout_s)
                 and self.node_timeout_s >= 10):
             raise UsageError(f"--node-timeout must be at least 10 seconds, got {self.node_timeout_s!r}")
 
     def record(self) -> dict[str, Any]:
-        return {"window_s": self.window_s, "windows": self.windows, "node_timeout_s": self.node_timeout_s,
+        return {"window_s": self.window_s, "windows": self.windows, "settle_s": self.settle_s,
+                "node_timeout_s": self.node_timeout_s,
                 "canary": self.canary, "apply": self.apply}
 
 
@@ -514,6 +521,9 @@ class Rollout:
                 "snapshots": [snapshot_dict(x) for x in self._before]}
 
     def _observe_after(self, step: Step) -> dict[str, Any]:
+        # a restarted node runs slower until its JIT has compiled its code and its caches hold what they held:
+        # that is the restart's, not the plan's, so the windows start once it has settled
+        self.sleep(self.settings.settle_s)
         self._after = self._observe(2)
         return {"windows": [w.summary() for w in _windows(self._after)],
                 "snapshots": [snapshot_dict(x) for x in self._after]}
