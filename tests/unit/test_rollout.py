@@ -265,3 +265,25 @@ def test_snapshots_stored_with_a_step_come_back_the_same():
     snap = Snapshot(at=12.5, nodes={"a": NodeCounters(requests=PerKind(read=5.0, write=1.0), p99=PerKind(read=9.0),
                                                       uptime_seconds=3.0)}, asked=("a", "b"))
     assert snapshot_from(json.loads(json.dumps(snapshot_dict(snap)))) == snap
+
+
+def test_a_replicas_falling_share_of_the_reads_is_not_the_plans_doing():
+    """The guard's rule 6: a canary at RF > 1 served half the reads after its restart (the coordinators' dynamic
+    snitch sent them elsewhere) at the same latencies: kept when its latencies decide, rolled back otherwise."""
+    from nosqltune.online.rollout import _only
+    from nosqltune.online.window import window_between
+
+    def snap(t, count, p99):
+        return Snapshot(at=t, nodes={"n1": NodeCounters(requests=PerKind(read=count), p99=PerKind(read=p99))})
+
+    before = [window_between(a, b) for a, b in zip([snap(0, 0, 2000.0), snap(60, 60000, 2000.0),
+                                                    snap(120, 121000, 2000.0)],
+                                                   [snap(60, 60000, 2000.0), snap(120, 121000, 2000.0),
+                                                    snap(180, 180500, 2000.0)])]
+    after = window_between(snap(180, 180500, 1900.0), snap(240, 210500, 1900.0))
+    canary_before = [_only(w, {"n1"}) for w in before]
+    assert judge_change(canary_before, _only(after, {"n1"})).rollback
+    kept = judge_change(canary_before, _only(after, {"n1"}), latency_only=True)
+    assert kept.keep and "replica" in kept.judged_on and kept.check("throughput").worse
+    slower = window_between(snap(180, 180500, 4000.0), snap(240, 210500, 4000.0))
+    assert judge_change(canary_before, _only(slower, {"n1"}), latency_only=True).rollback

@@ -26,6 +26,10 @@ The rule of `judge_change`:
    unchanged tell how the demand moved meanwhile (`demand_change`: their throughput after over before): the
    throughput's baseline moves with the demand, so that clients sending less is not read as the change's doing,
    nor clients sending more as its merit.
+6. A replica judged on its own reads and writes (a canary in a cluster with RF > 1) does not choose how many it
+   serves: the coordinators send reads to the replicas their dynamic snitch scores best, and a node just restarted
+   scores worse for a while, so its share of the reads falls whatever the change did. Its latencies and failures
+   decide (`latency_only`); its throughput is reported beside them.
 """
 
 from __future__ import annotations
@@ -132,13 +136,15 @@ def _failure_share(window: Window) -> float:
 
 
 def judge_change(before: Sequence[Window], after: Window, settings: GuardSettings = GuardSettings(), *,
-                 offered_rate: float | None = None, demand_change: float | None = None) -> GuardVerdict:
+                 offered_rate: float | None = None, demand_change: float | None = None,
+                 latency_only: bool = False) -> GuardVerdict:
     """Keep or roll back a live change, given the windows before it (oldest first; the last few are used as
     they come) and the first full window after it. `offered_rate`: the clients' fixed rate in operations per
     second, when known. None means closed loop or unknown. `demand_change`: how much the load offered to the
     judged nodes moved between the baseline and the window after, as a relative change measured elsewhere (a
     canary's: the nodes left unchanged, rule 5); the throughput's baseline moves with it, so that a drop in
-    demand is not read as the change's doing."""
+    demand is not read as the change's doing. `latency_only`: the throughput is reported but does not decide
+    (rule 6)."""
     if offered_rate is not None and not (math.isfinite(offered_rate) and offered_rate > 0):
         raise UsageError(f"offered_rate must be > 0 operations per second, got {offered_rate!r}")
     if demand_change is not None and not (math.isfinite(demand_change) and demand_change > -1):
@@ -177,9 +183,11 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
     rise = _failure_share(after) - base_failures
     checks.append(Check("failure_share", base_failures, _failure_share(after), rise, settings.max_failure_increase,
                         None, rise > settings.max_failure_increase))
-    considered = [c for c in checks if not (fixed_rate and c.name == "throughput" and offered_rate is None)]
+    considered = [c for c in checks if not (c.name == "throughput" and (latency_only or (fixed_rate and
+                                                                                       offered_rate is None)))]
     worse = [c for c in considered if c.worse]
-    judged_on = "p99 and failures (fixed offered rate)" if fixed_rate else "throughput, p99 and failures"
+    judged_on = ("p99 and failures (a replica's share of the requests is not its own)" if latency_only else
+                 "p99 and failures (fixed offered rate)" if fixed_rate else "throughput, p99 and failures")
     noise_note = "" if len(full) >= settings.min_windows_for_noise else \
         f"; noise unknown ({len(full)} window(s) before): fixed tolerances"
     details = ", ".join(f"{c.name} {c.change:+.1%} (tolerance {c.tolerance:.1%})" if c.name != "failure_share"

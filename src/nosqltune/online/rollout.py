@@ -556,7 +556,9 @@ class Rollout:
             base = [_only(w, others).ops_per_second for w in _windows(self._before)]
             mean = sum(base) / len(base) if base else 0.0
             demand = _only(chosen, others).ops_per_second / mean - 1.0 if mean > 0 else None
-        verdict = judge_change(before, after, self.settings.guard, demand_change=demand)
+        # a replica's share of the reads is the coordinators' choice (guard.py rule 6): with other nodes, its
+        # latencies and failures decide; a single node's throughput is its own
+        verdict = judge_change(before, after, self.settings.guard, demand_change=demand, latency_only=bool(others))
         return {"verdict": verdict, "judged": verdict.as_dict(), "demand_change": demand}
 
     def _full_after(self, canary: str) -> Window | None:
