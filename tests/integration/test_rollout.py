@@ -220,7 +220,7 @@ def _steps(study):
         store.close()
 
 
-@pytest.mark.slow   # about 8 minutes: make test-all
+@pytest.mark.slow   # about 16 minutes: make test-all
 def test_three_nodes_at_rf3_under_quorum_traffic_and_a_canary_that_stops_a_worse_plan(nosqltune_home, tmp_path,
                                                                                       capsys):
     code, up = cluster_cli(capsys, "up", "--nodes", "3", "--heap", "768M")
@@ -262,7 +262,7 @@ def test_three_nodes_at_rf3_under_quorum_traffic_and_a_canary_that_stops_a_worse
         cluster_cli(capsys, "down")
 
 
-@pytest.mark.slow   # about 3 minutes: make test-all
+@pytest.mark.slow   # about 1 minute: make test-all
 def test_a_rollout_killed_mid_way_resumes(nosqltune_home, tmp_path, capsys):
     import signal
     import subprocess
