@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from ..errors import UsageError
 from .online import _access, add_access_flags
@@ -66,10 +65,9 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         say(f"  {plan.evidence}")
     if not plan.confirmed:
         say("  NOT confirmed against the default at p < 0.05 (exported with --force)")
-    names_table = _table_option_names(args.plan)
     # the canary is judged on its own reads and writes of the first table: at QUORUM a slow replica hides behind
     # the others in the coordinators' latencies, not in its own
-    cluster = RemoteCluster(nodes, cql, restart, jmx_access, cql_access, say=say, table_option_names=names_table,
+    cluster = RemoteCluster(nodes, cql, restart, jmx_access, cql_access, say=say, table_option_names=plan.table_options,
                             judged_table=plan.tables[0] if plan.tables else None, homes=where.pop("homes", {}))
     recorder = None
     if args.apply or args.rollback:
@@ -89,11 +87,6 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         say(f"rollout: {result.state}" + (f" ({result.error})" if result.error else "")
             + (f"; recorded as study {recorder.name} in {args.study or DEFAULT_STUDY}" if recorder else ""))
     return 0 if result.state in ("done", "dry-run", "rolled-back") else 1
-
-
-def _table_option_names(folder: str) -> list[str]:
-    data = json.loads((Path(folder) / "plan.json").read_text())
-    return list(data.get("table_options") or ())
 
 
 def add_parsers(sub) -> None:

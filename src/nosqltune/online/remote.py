@@ -24,7 +24,7 @@ from ..errors import UsageError
 from ..systems.cassandra import internals
 from ..systems.cassandra.cql import CqlAccess
 from ..systems.cassandra.internals import JmxAccess
-from .observe import JmxNode, check_cql_name, read_snapshot
+from .observe import JmxNode, _one_line, check_cql_name, read_snapshot
 from .rollout import RolloutPlan
 from .window import Snapshot
 
@@ -150,7 +150,7 @@ class RemoteCluster:
             answer = internals.set_live(n.jmx_port, knob, value, timeout=self.timeout, host=n.jmx_host,
                                         access=self.jmx_access)
         except Exception as exc:   # refused or unanswered: the rollout stops on it
-            return {"error": " ".join(str(exc).split())[:300]}
+            return {"error": _one_line(exc, 300)}
         return {"before": answer.get("value_before"), "read_back": answer.get("value_read_back"),
                 "unit": answer.get("unit"), "error": None}
 
@@ -175,7 +175,7 @@ class RemoteCluster:
         try:
             internals.drain(n.jmx_port, timeout=120, host=n.jmx_host, access=self.jmx_access)
         except Exception as exc:   # said: a node that cannot drain is restarted anyway, its commit log replays
-            self.say(f"  node {node}: drain failed ({' '.join(str(exc).split())[:200]}); restarting anyway")
+            self.say(f"  node {node}: drain failed ({_one_line(exc)}); restarting anyway")
         self.restart_node(n, plan)
 
     def rewrite(self, node: str, table: str, throttle_mib_s: int) -> dict[str, Any]:

@@ -72,6 +72,7 @@ class RolloutPlan:
     schema: tuple[str, ...]                       # ALTER TABLE statements, once for the cluster
     tables: tuple[str, ...]                       # KS.T
     rewrite_tables: tuple[str, ...]
+    table_options: tuple[str, ...]                # the options the ALTERs set (what a revert reads before)
     throttle_mib_s: int
     volume: Mapping[str, Any]
     restart: bool                                 # a setting needs a restart
@@ -110,6 +111,7 @@ class RolloutPlan:
                    jvm_remove=tuple((data.get("jvm") or {}).get("remove") or ()),
                    schema=tuple(data.get("schema") or ()), tables=tuple(data.get("tables") or ()),
                    rewrite_tables=tuple(rewrite.get("tables") or ()),
+                   table_options=tuple(data.get("table_options") or ()),
                    throttle_mib_s=int(rewrite.get("throttle_mib_s") or 64), volume=dict(data.get("volume") or {}),
                    restart=restart and bool(data.get("yaml") or (data.get("jvm") or {}).get("add")),
                    evidence=str((data.get("evidence") or {}).get("line") or ""),

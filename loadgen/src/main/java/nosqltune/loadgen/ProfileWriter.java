@@ -134,9 +134,11 @@ public final class ProfileWriter {
     for (Map.Entry<Long, Integer> e : windows.entrySet()) {
       e.setValue(w++);
     }
+    int[] windowOf = new int[count];
     int[] starts = new int[windows.size() + 1];
     for (int i = 0; i < count; i++) {
-      starts[windows.get(slotOf(i + 1L, ttl, window, data.seed)) + 1]++;
+      windowOf[i] = windows.get(slotOf(i + 1L, ttl, window, data.seed));
+      starts[windowOf[i] + 1]++;
     }
     for (int k = 1; k < starts.length; k++) {
       starts[k] += starts[k - 1];
@@ -144,7 +146,7 @@ public final class ProfileWriter {
     int[] grouped = new int[count];
     int[] next = Arrays.copyOf(starts, starts.length - 1);
     for (int i : order) {
-      grouped[next[windows.get(slotOf(i + 1L, ttl, window, data.seed))]++] = i;
+      grouped[next[windowOf[i]]++] = i;
     }
     double partitionBytes = rows.meanPartitionBytes(200);
     List<int[]> sstables = new ArrayList<>();   // {from, to} in `grouped`
@@ -202,14 +204,7 @@ public final class ProfileWriter {
     Path tableDir = folder.resolve(data.keyspace).resolve(data.table);
     Files.createDirectories(tableDir);
     long written = 0;
-    try (CQLSSTableWriter writer = CQLSSTableWriter.builder()
-        .inDirectory(tableDir.toString())
-        .forTable(schema)
-        .using(statement)
-        .sorted()
-        .openSSTableOnProduced()
-        .withSSTableProducedListener(SSTableWriterDB::rebuildFilters)
-        .build()) {
+    try (CQLSSTableWriter writer = SSTableWriterDB.sortedWriter(tableDir, schema, statement)) {
       List<ByteBuffer> row = new ArrayList<>();
       for (int p = from; p < to; p++) {
         long number = partitions[p] + 1L;
@@ -233,8 +228,7 @@ public final class ProfileWriter {
       throws IOException {
     Path probe = directory.resolve("schema").resolve(data.keyspace).resolve(data.table);
     Files.createDirectories(probe);
-    CQLSSTableWriter.builder().inDirectory(probe.toString()).forTable(schema).using(statement).sorted().build()
-        .close();
+    SSTableWriterDB.sortedWriter(probe, schema, statement).close();
     deleteTree(directory.resolve("schema"));
     TableMetadata table = Schema.instance.getTableMetadata(data.keyspace, data.table);
     if (table == null) {

@@ -280,14 +280,7 @@ public class SSTableWriterDB extends DB {
     /** One SSTable of the buffer's records, in the partitioner's order; returns the rows written. */
     long write(Path directory, Buffer buffer) throws IOException {
       int[] order = buffer.sortedOrder();
-      try (CQLSSTableWriter writer = CQLSSTableWriter.builder()
-          .inDirectory(directory.toString())
-          .forTable(schema)
-          .using(insert)
-          .sorted()
-          .openSSTableOnProduced()
-          .withSSTableProducedListener(SSTableWriterDB::rebuildFilters)
-          .build()) {
+      try (CQLSSTableWriter writer = sortedWriter(directory, schema, insert)) {
         List<ByteBuffer> row = new ArrayList<>(fieldCount + 1);
         for (int i : order) {
           buffer.decode(i, fieldCount, row);
@@ -444,6 +437,21 @@ public class SSTableWriterDB extends DB {
         sstable.selfRef().release();
       }
     }
+  }
+
+  /**
+   * A CQLSSTableWriter in sorted mode (rows given in the partitioner's order, one SSTable) into {@code directory}
+   * for the table of {@code schema} and the INSERT {@code insert}; each SSTable's bloom filter rebuilt once written.
+   */
+  static CQLSSTableWriter sortedWriter(Path directory, String schema, String insert) {
+    return CQLSSTableWriter.builder()
+        .inDirectory(directory.toString())
+        .forTable(schema)
+        .using(insert)
+        .sorted()
+        .openSSTableOnProduced()
+        .withSSTableProducedListener(SSTableWriterDB::rebuildFilters)
+        .build();
   }
 
   /** The SSTable's bloom filter for its partitions (counted in its index), in place of the one it was written with. */
