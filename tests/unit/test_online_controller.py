@@ -35,8 +35,8 @@ def model_dir(wide24_model) -> Path:
 # ------------------------------------------------------------------------------------------------ scripts
 def answers(readings: list[dict]) -> list[dict]:
     """Cumulative `requests` answers (loadgen's shape, as internals.client_requests returns them) of each node at
-    each reading, from per-window traffic: [{"read": share, "ops": per node, "scan": share, "p99": (r, w)}]; a
-    reading may name a node, or several, that do not answer ({"silent": "n2"}, {"silent": ("n1", "n2")})."""
+    each reading, from per-window traffic: [{"read": share, "ops": per node, "scan": share, "p99": (r, w)}], with
+    a node's own "ops" or "p99" in {"node": {"n1": {...}}}; a reading may name a node, or several, that do not answer ({"silent": "n2"}, {"silent": ("n1", "n2")})."""
     totals = {n: {"Read": 0, "Write": 0, "RangeSlice": 0} for n in NODES}
     out = [{n: _answer(totals[n], (2000.0, 800.0)) for n in NODES}]
     for i, r in enumerate(readings, 1):
@@ -44,9 +44,10 @@ def answers(readings: list[dict]) -> list[dict]:
         shares = {"Read": r["read"], "Write": 1.0 - r["read"] - scan, "RangeSlice": scan}
         reading = {}
         for n in NODES:
+            own = {**r, **r.get("node", {}).get(n, {})}   # a node's own traffic, where the reading sets one
             for scope, share in shares.items():
-                totals[n][scope] += round(r.get("ops", 30_000) * share)
-            reading[n] = _answer(totals[n], r.get("p99", (2000.0, 800.0)), up_s=86_400 + i * WINDOW)
+                totals[n][scope] += round(own.get("ops", 30_000) * share)
+            reading[n] = _answer(totals[n], own.get("p99", (2000.0, 800.0)), up_s=86_400 + i * WINDOW)
         for node in ((r["silent"],) if isinstance(r.get("silent"), str) else r.get("silent", ())):
             reading[node] = TimeoutError("JMX did not answer within 15 s")
         out.append(reading)
@@ -88,11 +89,13 @@ class ScriptedApplier:
 
     def __init__(self, differ: dict | None = None, ran: dict | None = None) -> None:
         self.calls: list[list] = []
+        self.targets: list[tuple] = []     # the nodes each call went to
         self.differ = differ or {}
         self.ran = dict(ran or {})
 
-    def apply(self, changes, say):
+    def apply(self, changes, say, nodes=None):
         self.calls.append(list(changes))
+        self.targets.append(tuple(NODES) if nodes is None else tuple(nodes))
         results, not_jmx = [], []
         for c in changes:
             if c.applies in ("table", "keyspace"):
@@ -100,7 +103,7 @@ class ScriptedApplier:
                 continue
             before = self.ran.get(c.knob)
             back = self.differ.get(c.knob, c.after)
-            for n in NODES:
+            for n in self.targets[-1]:
                 results.append(ReadBack(c.knob, n, c.after, float(back) if not isinstance(back, str) else None,
                                         before=before))
             self.ran[c.knob] = back
@@ -239,6 +242,52 @@ def test_the_guard_rolls_a_live_change_back_when_the_next_window_is_worse(model_
     assert any(line.startswith("rollback of ") for line in lines)
 
 
+def test_a_canary_takes_the_change_first_and_the_other_nodes_once_it_is_kept(model_dir, tmp_path):
+    """With a canary, a live change goes to one node, is judged on that node's requests, then goes to the others
+    with the cluster's table options, and is judged again on theirs; the study records both stages."""
+    summary, applier, lines = run(model_dir, tmp_path, [{"read": 0.9}] * 4, duration=4 * WINDOW, canary=True)
+    assert applier.targets == [("n1",), ("n2",)] and summary.rollbacks == 0
+    first, second = applier.calls
+    assert first and not any(c.applies in ("table", "keyspace") for c in first)   # the cluster's options wait
+    assert {c.knob for c in first} <= {c.knob for c in second}
+    _, _, records = stored(tmp_path)
+    assert records[0]["live"]["canary"] == "n1"
+    canary, others = records[1]["guard"], records[2]["guard"]
+    assert canary["stage"] == "canary" and canary["verdict"]["verdict"] == "keep" and canary["spread"]["nodes"] == ["n2"]
+    assert canary["demand_change"] == pytest.approx(0.0, abs=1e-6)   # n2's requests, unchanged meanwhile
+    assert others["stage"] == "others" and others["nodes"] == ["n2"] and others["verdict"]["verdict"] == "keep"
+    assert summary.live_kept == len(second)
+    assert any("on the canary n1 first" in line for line in lines)
+
+
+def test_a_worse_canary_is_put_back_and_the_other_nodes_are_never_touched(model_dir, tmp_path):
+    slow = {"node": {"n1": {"p99": (6000.0, 2400.0)}}}
+    readings = [{"read": 0.9}, {"read": 0.9, **slow}, {"read": 0.9}]
+    summary, applier, _ = run(model_dir, tmp_path, readings, duration=3 * WINDOW, canary=True,
+                              replication_factor=2)
+    assert summary.rollbacks == 1 and summary.live_kept == 0
+    assert applier.targets == [("n1",), ("n1",)]   # the change, then the rollback, on the canary alone
+    _, _, records = stored(tmp_path)
+    guard = records[1]["guard"]
+    assert guard["stage"] == "canary" and "p99_read" in guard["rollback"]["reason"]
+
+
+def test_a_drop_in_demand_is_told_from_a_regression_by_the_nodes_left_unchanged(model_dir, tmp_path):
+    """Every node serves 30% less after the change, at the same latencies: the clients sent less. Judged on the
+    whole cluster the drop reads as a regression; with a canary at RF 1 the other node's requests show the demand
+    fell as much, and the change is kept."""
+    readings = [{"read": 0.9}] + [{"read": 0.9, "ops": 21_000}] * 3
+    (tmp_path / "all").mkdir()
+    whole, _, _ = run(model_dir, tmp_path / "all", readings, duration=4 * WINDOW)
+    assert whole.rollbacks == 1
+    summary, applier, _ = run(model_dir, tmp_path, readings, duration=4 * WINDOW, canary=True)
+    assert summary.rollbacks == 0 and applier.targets == [("n1",), ("n2",)]
+    _, _, records = stored(tmp_path)
+    guard = records[1]["guard"]
+    assert guard["demand_change"] == pytest.approx(-0.3, abs=0.01) and guard["verdict"]["verdict"] == "keep"
+    assert "demand moved -30" in guard["verdict"]["reason"]
+
+
 def test_a_rollback_puts_back_what_the_nodes_ran_before_not_what_the_run_assumed(model_dir, tmp_path):
     """A cluster the run did not start (or one changed by hand since): each node reports a knob's value just
     before it is set, and the guard's rollback restores that value, said once, rather than the one assumed."""
@@ -267,9 +316,9 @@ def test_the_window_after_a_live_change_starts_once_the_change_is_made(model_dir
             super().__init__()
             self.clock, self.seconds = clock, seconds
 
-        def apply(self, changes, say):
+        def apply(self, changes, say, nodes=None):
             self.clock.t += self.seconds   # the calls to both nodes
-            return super().apply(changes, say)
+            return super().apply(changes, say, nodes)
 
     def spans(seconds, folder):
         folder.mkdir()
@@ -293,8 +342,8 @@ def test_what_could_not_be_applied_is_said_for_what_it_is(model_dir, tmp_path):
     """A table option without a CQL address, and a node setting the nodes cannot change over JMX (JmxApplier hands
     both back): each named with its own reason."""
     class Unreachable(ScriptedApplier):
-        def apply(self, changes, say):
-            outcome = super().apply(changes, say)
+        def apply(self, changes, say, nodes=None):
+            outcome = super().apply(changes, say, nodes)
             kept = [r for r in outcome.results if r.knob != "concurrent_writes"]
             cannot = tuple(c for c in changes if c.knob == "concurrent_writes")
             return LiveOutcome(tuple(kept), outcome.not_jmx + cannot)
@@ -501,8 +550,8 @@ def test_ctrl_c_while_a_live_change_is_applied_puts_every_knob_back(model_dir, t
     """The JMX calls run in our process group, so Ctrl-C can land in the middle of an apply: some nodes changed,
     the others not. Every knob of the change is put back when the run stops, and the run's record kept."""
     class Interrupted(ScriptedApplier):
-        def apply(self, changes, say):
-            outcome = super().apply(changes, say)
+        def apply(self, changes, say, nodes=None):
+            outcome = super().apply(changes, say, nodes)
             if len(self.calls) == 1:
                 raise KeyboardInterrupt
             return outcome

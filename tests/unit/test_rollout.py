@@ -6,7 +6,7 @@ import json
 import pytest
 
 from nosqltune.errors import UsageError
-from nosqltune.online.guard import judge_change
+from nosqltune.online.guard import judge_on_nodes, judge_change
 from nosqltune.online.rollout import Rollout, RolloutPlan, RolloutRecorder, RolloutSettings, snapshot_dict, \
     snapshot_from
 from nosqltune.online.window import NodeCounters, PerKind, Snapshot
@@ -191,14 +191,17 @@ def test_a_drop_in_demand_elsewhere_is_not_the_canarys_doing():
     before = [window_between(a, b) for a, b in zip(snaps, snaps[1:])]
     after_snaps = [snap(180, 180500, 180500), snap(240, 222500, 222500)]   # both at 700/s
     after = window_between(*after_snaps)
-    from nosqltune.online.rollout import _only
-
-    canary_before = [_only(w, {"n1"}) for w in before]
-    canary_after = _only(after, {"n1"})
-    plain = judge_change(canary_before, canary_after)
+    canary_before = [w.only({"n1"}) for w in before]
+    plain = judge_change(canary_before, after.only({"n1"}))
     assert plain.rollback and plain.check("throughput").worse   # without the demand: read as a regression
-    knowing = judge_change(canary_before, canary_after, demand_change=-0.3)
-    assert knowing.keep, knowing.reason
+    knowing, demand = judge_on_nodes(before, after, {"n1"}, replicated=False)   # RF 1: the throughput decides too
+    assert demand == pytest.approx(-0.3, abs=0.01)   # from n2's requests: 1000/s before, 700/s after
+    assert knowing.keep and not knowing.check("throughput").worse and "replica" not in knowing.judged_on
+    worse, _ = judge_on_nodes(before, window_between(*after_snaps[:1], Snapshot(
+        at=240, nodes={"n1": NodeCounters(requests=PerKind(read=222500 - 30000), p99=PerKind(read=2000.0)),
+                       "n2": NodeCounters(requests=PerKind(read=222500), p99=PerKind(read=2000.0))})),
+        {"n1"}, replicated=False)
+    assert worse.rollback and worse.check("throughput").worse   # the canary fell 50% while the demand fell 30%
 
 
 def test_an_interrupted_rollout_resumes_where_it_stopped(tmp_path):
@@ -270,7 +273,6 @@ def test_snapshots_stored_with_a_step_come_back_the_same():
 def test_a_replicas_falling_share_of_the_reads_is_not_the_plans_doing():
     """The guard's rule 6: a canary at RF > 1 served half the reads after its restart (the coordinators' dynamic
     snitch sent them elsewhere) at the same latencies: kept when its latencies decide, rolled back otherwise."""
-    from nosqltune.online.rollout import _only
     from nosqltune.online.window import window_between
 
     def snap(t, count, p99):
@@ -281,9 +283,9 @@ def test_a_replicas_falling_share_of_the_reads_is_not_the_plans_doing():
                                                    [snap(60, 60000, 2000.0), snap(120, 121000, 2000.0),
                                                     snap(180, 180500, 2000.0)])]
     after = window_between(snap(180, 180500, 1900.0), snap(240, 210500, 1900.0))
-    canary_before = [_only(w, {"n1"}) for w in before]
-    assert judge_change(canary_before, _only(after, {"n1"})).rollback
-    kept = judge_change(canary_before, _only(after, {"n1"}), latency_only=True)
+    canary_before = [w.only({"n1"}) for w in before]
+    assert judge_change(canary_before, after.only({"n1"})).rollback
+    kept = judge_change(canary_before, after.only({"n1"}), latency_only=True)
     assert kept.keep and "replica" in kept.judged_on and kept.check("throughput").worse
     slower = window_between(snap(180, 180500, 4000.0), snap(240, 210500, 4000.0))
-    assert judge_change(canary_before, _only(slower, {"n1"}), latency_only=True).rollback
+    assert judge_change(canary_before, slower.only({"n1"}), latency_only=True).rollback

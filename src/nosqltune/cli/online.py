@@ -170,8 +170,10 @@ def cmd_online(args: argparse.Namespace) -> int:
     # a cluster nosqltune did not start is only watched and recorded unless the operator says --apply
     dry_run = args.dry_run or (local is None and not args.apply)
     jmx_access, cql_access = _access(args)
+    canary = local is None if args.canary is None else args.canary   # a cluster nosqltune did not start: one node first
     settings = OnlineSettings(nodes=nodes, model=args.model, study=args.study, window_seconds=args.window,
                               horizon_seconds=args.horizon, duration_seconds=args.duration, dry_run=dry_run,
+                              canary=canary,
                               jmx_access=jmx_access, cql_access=cql_access,
                               replication_factor=args.rf, knobs=args.knobs, trace=trace,
                               cql=None if local or (args.cql is None and trace is None) else parse_cql(args.cql, nodes),
@@ -212,7 +214,9 @@ def add_parsers(sub) -> None:
                     "hysteresis (3 agreeing windows beyond max(0.10, 3 sampling sigmas), 180 s after a change), ask "
                     "the fitted model for the best configuration of the new mix, apply at once what Cassandra "
                     "changes live (JMX operations on each node, ALTER TABLE for table options; read back, kept only "
-                    "if the next window's throughput and p99 are not worse, rolled back otherwise), and weigh a "
+                    "if the next window's throughput and p99 are not worse, rolled back otherwise; on a cluster "
+                    "given by --hosts one node first, judged on its own requests while the others tell the "
+                    "demand), and weigh a "
                     "rolling restart or a rewrite for the other knobs against the gain the model predicts over "
                     "--horizon (the cost-benefit rule of SOPHIA, Mahgoub et al., USENIX ATC 2019). A restart is performed on a cluster the run started "
                     "(--nodes); on one given by --hosts it is decided and recorded, and rewrites are not performed. "
@@ -264,9 +268,16 @@ def add_parsers(sub) -> None:
     p.add_argument("--apply", action="store_true",
                    help="with --hosts: apply the live changes (node after node, each read back); without it a "
                         "cluster nosqltune did not start is only watched, and what would be done is recorded")
+    p.add_argument("--canary", action=argparse.BooleanOptionalAction, default=None,
+                   help="a live change goes to one node first and is judged on that node's own requests, the other "
+                        "nodes' request counts telling how the demand moved meanwhile; kept there, it goes to the "
+                        "others and is judged on theirs, the canary telling the demand (default: on for --hosts, "
+                        "off for a --nodes cluster)")
     add_access_flags(p)
     p.add_argument("--rf", type=int, default=1, metavar="N",
-                   help="the keyspace's replication factor, for the cost of a rolling restart (default 1)")
+                   help="the keyspace's replication factor, for the cost of a rolling restart and for the guard: "
+                        "above 1 a canary's latencies and failures decide, not its share of the requests "
+                        "(default 1)")
     p.add_argument("--knobs", default=None, metavar="SET",
                    help="the knob set the cluster is tuned over, when known: a model fitted on another is refused "
                         "(default: the model's)")

@@ -16,6 +16,8 @@ applies live changes and reads them back. Its rules, every window:
 4. On asking: map the mix to the model's features (advisor.py), take its recommendation for them, and plan the
    changes against the running configuration (plan.py). Then
    - live changes: applied at once (not with dry_run), read back, and left to the guard of the next window(s);
+     with `canary`, on one node first, judged on its requests (the others telling the demand), then on the
+     others, judged on theirs against the window that kept the canary (the canary telling the demand);
      the running configuration takes the values read back. Table options change with ALTER TABLE once for the
      cluster and are read back from its schema (the JMX applier with the run's CQL address); without one they
      are recorded as not applied;
@@ -42,7 +44,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from .advisor import Advisor, MixFeatures
 from .decide import CostSettings, decide_restart
-from .guard import judge_change
+from .guard import judge_change, judge_on_nodes
 from .observe import LiveOutcome
 from .plan import Change, Plan, plan_changes
 from .record import StudyRecorder
@@ -52,6 +54,7 @@ from .window import KINDS, Snapshot, Window, window_between
 
 MIB = 1024 * 1024
 DEFAULT_REWRITE_MIB_S = 64.0   # Cassandra's compaction_throughput default, the rate `upgradesstables` is held to
+_CLUSTER = ("table", "keyspace")   # options of the cluster's schema, not of a node: changed once for all
 NOT_PERFORMED = "restart not performed: the run restarts only the nodes of a cluster it started (--nodes)"
 
 Say = Callable[[str], None]
@@ -63,8 +66,9 @@ class NodeReader(Protocol):
 
 
 class LiveApplier(Protocol):
-    def apply(self, changes: Sequence[Change], say: Say) -> LiveOutcome:
-        """Apply live changes on every node and read them back (observe.apply_live's outcome)."""
+    def apply(self, changes: Sequence[Change], say: Say, nodes: Sequence[str] | None = None) -> LiveOutcome:
+        """Apply live changes on the named `nodes` (None: every node) and read them back (observe.apply_live's
+        outcome). Table and keyspace options are the cluster's: they go with a call for every node."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,10 @@ class _Pending:
     before: list[Window]
     at: float
     waits: int = 0
+    canary: str | None = None          # the one node the change went to first; None: on every node
+    held: tuple[Change, ...] = ()      # the cluster's own options (tables), made once the canary is kept
+    judged: Window | None = None       # the window that kept it on its canary: the other nodes are judged after it
+    first: str | None = None           # that canary
 
 
 def _mix_text(window: Window) -> str:
@@ -220,8 +228,9 @@ class Controller:
     # ------------------------------------------------------------------------------------------ the guard
     def _judge(self, window: Window, shift: ShiftVerdict) -> dict[str, Any]:
         pending = self._pending
-        verdict = judge_change(pending.before, window, self.settings.guard)
-        out: dict[str, Any] = {"verdict": verdict.as_dict(), "changes": [c.as_dict() for c in pending.changes]}
+        verdict, stage = self._verdict(pending, window)
+        out: dict[str, Any] = {"verdict": verdict.as_dict(), "changes": [c.as_dict() for c in pending.changes],
+                               **stage}
         moved = shift.distance is not None and shift.threshold is not None and shift.distance > shift.threshold
         if moved:   # another mix than the baseline's: its throughput and p99 say nothing about the change
             out["moved"] = f"the mix moved ({shift.distance:.3f} > {shift.threshold:.3f}): not judged on this window"
@@ -230,6 +239,11 @@ class Controller:
             if pending.waits < self.settings.guard_max_waits:
                 return out
             why = f"not judged: {pending.waits} window(s) after it partial or of another mix"
+        elif verdict.keep and pending.canary is not None:
+            self.say(f"guard: live change of {', '.join(c.knob for c in pending.changes)} kept on the canary "
+                     f"{pending.canary} ({verdict.reason}); now on the other nodes")
+            out["spread"] = self._spread(pending, window)
+            return out
         elif verdict.keep:
             self._pending = None
             self.summary.live_kept += len(pending.changes)
@@ -241,6 +255,41 @@ class Controller:
         self._pending = None    # only once put back: an interrupted rollback is retried when the run stops
         return out
 
+    def _verdict(self, pending: _Pending, window: Window):
+        """The guard's verdict on the window, and how it was judged. A canary is judged on its own requests, the
+        other nodes telling how the demand moved (guard.py rules 5 and 6); the nodes changed after it, on theirs
+        against the window that kept the canary (one window: fixed tolerances), the canary telling the demand; a
+        change made on every node at once, on the whole cluster."""
+        replicated = self.settings.replication_factor > 1
+        if pending.canary is not None:
+            verdict, demand = judge_on_nodes(pending.before, window, {pending.canary}, self.settings.guard,
+                                             replicated=replicated)
+            return verdict, {"stage": "canary", "canary": pending.canary, "demand_change": demand}
+        if pending.judged is not None:
+            rest = {n.node for n in window.nodes} - {pending.first}
+            # against the window that kept the canary: the canary ran the change throughout both, so it tells how
+            # the demand moved between them (the windows before changed it, and would not)
+            verdict, demand = judge_on_nodes([pending.judged], window, rest, self.settings.guard,
+                                             replicated=replicated)
+            return verdict, {"stage": "others", "nodes": sorted(rest), "demand_change": demand}
+        return judge_change(pending.before, window, self.settings.guard), {}
+
+    def _spread(self, pending: _Pending, window: Window) -> dict[str, Any]:
+        """A change kept on its canary goes to the other nodes (with the cluster's options held back), to be
+        judged on the next window; a rollback from here on puts every node back."""
+        canary = pending.canary
+        others = [n.name for n in self.settings.nodes if n.name != canary]
+        changes = tuple(c for c in pending.changes if c.applies not in _CLUSTER) + pending.held
+        self._pending = _Pending(pending.changes + pending.held, pending.previous, pending.before, pending.at,
+                                 judged=window, first=canary)
+        outcome = self.applier.apply(changes, self.say, nodes=others)
+        done = self._take(changes, outcome)
+        self._touched = True
+        if outcome.not_jmx:
+            self.say("; ".join(self._why_not(outcome.not_jmx)))
+        self.summary.live_applied += len([c for c in done if c in pending.held])
+        return {"nodes": others, "changes": [c.as_dict() for c in changes], "outcome": outcome.as_dict()}
+
     def _rollback(self, pending: _Pending, why: str) -> dict[str, Any]:
         """Re-apply the values before a live change; said, and returned for the record."""
         back = tuple(Change(c.knob, c.applies, self.running.get(c.knob), pending.previous[c.knob], "live", c.how,
@@ -248,7 +297,7 @@ class Controller:
         self.say(f"rollback of {', '.join(f'{c.knob} -> {c.after}' for c in back)}: {why}")
         self.summary.rollbacks += 1
         out: dict[str, Any] = {"reason": why, "changes": [c.as_dict() for c in back]}
-        outcome = self.applier.apply(back, self.say)
+        outcome = self.applier.apply(back, self.say, nodes=None if pending.canary is None else (pending.canary,))
         out["applied"] = outcome.as_dict()
         if self._take(back, outcome):
             self._touched = True
@@ -316,9 +365,16 @@ class Controller:
                     "note": "not applied: no full window of this mix to judge the change against (asked again on "
                             "the next full window)"}
         previous = {c.knob: self.running.get(c.knob) for c in changes}
+        canary, held = self._canary(window), ()
+        if canary is not None:   # one node first; the cluster's own options wait until it is kept
+            held = tuple(c for c in changes if c.applies in _CLUSTER)
+            changes = tuple(c for c in changes if c.applies not in _CLUSTER)
+            out["canary"] = canary
+            self.say(f"live change of {', '.join(f'{c.knob} = {c.after}' for c in changes)} on the canary "
+                     f"{canary} first" + (f"; {', '.join(c.knob for c in held)} once it is kept" if held else ""))
         # pending before the nodes are touched: a run stopped during the apply puts every knob back
         self._pending = _Pending(tuple(changes), previous, before, window.end)
-        outcome = self.applier.apply(changes, self.say)
+        outcome = self.applier.apply(changes, self.say, nodes=None if canary is None else (canary,))
         self._pending = None
         done = self._take(changes, outcome)
         if done:
@@ -330,9 +386,18 @@ class Controller:
             self.say(out["note"])
         if done:
             self.summary.live_applied += len(done)
-            previous = {c.knob: self._before(c, outcome, previous[c.knob]) for c in done}
-            self._pending = _Pending(done, previous, before, window.end)
+            previous = {c.knob: self._before(c, outcome, previous[c.knob]) for c in done} | \
+                {c.knob: previous[c.knob] for c in held}
+            self._pending = _Pending(done, previous, before, window.end, canary=canary, held=held)
         return out
+
+    def _canary(self, window: Window) -> str | None:
+        """The node a live change goes to first (the first of the run's nodes that served the whole window);
+        None when the run changes every node at once, or has a single node."""
+        if not self.settings.canary or len(self.settings.nodes) < 2:
+            return None
+        served = {n.node for n in window.nodes if not n.restarted}
+        return next((n.name for n in self.settings.nodes if n.name in served), None)
 
     def _why_not(self, left: Sequence[Change]) -> list[str]:
         """Why each kind of change left unapplied was: one phrase per kind, naming its knobs."""

@@ -22,8 +22,8 @@ The rule of `judge_change`:
    throughput after the change is unchanged within its tolerance, and the verdict says p99 decided. At a fixed
    rate a throughput below the offered rate by more than the tolerance means the cluster no longer keeps up,
    and the change is rolled back.
-5. A change made on some nodes only (a rollout's canary) is judged on those nodes' own windows, and the nodes left
-   unchanged tell how the demand moved meanwhile (`demand_change`: their throughput after over before): the
+5. A change made on some nodes only (a canary of a rollout or of `online`, then the nodes after it) is judged on
+   those nodes' own windows, and the nodes left unchanged tell how the demand moved meanwhile (`demand_change`: their throughput after over before): the
    throughput's baseline moves with the demand, so that clients sending less is not read as the change's doing,
    nor clients sending more as its merit.
 6. A replica judged on its own reads and writes (a canary in a cluster with RF > 1) does not choose how many it
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
 from ..errors import UsageError
 from .window import KINDS, Window
@@ -201,3 +201,25 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
                             f"{head}worse beyond tolerance: {', '.join(c.name for c in worse)} ({details}){noise_note}")
     return GuardVerdict("keep", fixed_rate, judged_on, tuple(checks), len(full),
                         f"{head}not worse beyond tolerance ({details}){noise_note}")
+
+
+def judge_on_nodes(before: Sequence[Window], after: Window, changed: Collection[str],
+                   settings: GuardSettings = GuardSettings(), *,
+                   replicated: bool = True) -> tuple[GuardVerdict, float | None]:
+    """A change made on the nodes `changed` only (a canary, or the nodes after it), judged on their own windows
+    (rule 5): their full windows in `before` against their part of `after`. The other nodes, unchanged over
+    `before` and `after`, tell how the demand moved, from the requests they coordinated.
+    When the data is `replicated` (RF > 1) and other nodes serve, the changed nodes' latencies and failures decide
+    (rule 6); at RF 1 each node coordinates its own ranges' requests, and the throughput decides too, against a
+    baseline moved with the demand. The verdict and the demand's relative change (None without other nodes, or
+    when they served nothing before)."""
+    changed = frozenset(changed)
+    others = frozenset(n.node for n in after.nodes) - changed
+    demand = None
+    base = [w.only(others) for w in before if not w.only(others).partial]
+    if others and base:
+        mean = sum(w.ops_per_second for w in base) / len(base)
+        demand = after.only(others).ops_per_second / mean - 1.0 if mean > 0 else None
+    verdict = judge_change([w.only(changed) for w in before], after.only(changed), settings,
+                           demand_change=demand, latency_only=replicated and bool(others))
+    return verdict, demand

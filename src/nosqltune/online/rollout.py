@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from ..errors import UsageError
-from .guard import GuardSettings, GuardVerdict, judge_change
+from .guard import GuardSettings, GuardVerdict, judge_on_nodes
 from .observe import _one_line as _line
 from .window import Snapshot, Window, window_between
 
@@ -542,7 +542,6 @@ class Rollout:
         if not self._before:
             raise StepFailed("no windows before the change to judge the canary against (observe again: run the "
                              "rollout with the canary's steps undone, or give --no-canary)")
-        before = [_only(w, {canary}) for w in _windows(self._before)]
         chosen = self._full_after(canary)
         for _ in range(3):   # the canary restarted within the windows read: read another
             if chosen is not None:
@@ -551,21 +550,14 @@ class Rollout:
             chosen = self._full_after(canary)
         if chosen is None:
             raise StepFailed("no full window of the canary after the change")
-        after = _only(chosen, {canary})
-        others = set(self.nodes) - {canary}
-        demand = None
-        if others:   # how the demand moved meanwhile, from the nodes left unchanged (guard.py rule 5)
-            base = [_only(w, others).ops_per_second for w in _windows(self._before)]
-            mean = sum(base) / len(base) if base else 0.0
-            demand = _only(chosen, others).ops_per_second / mean - 1.0 if mean > 0 else None
-        # a replica's share of the reads is the coordinators' choice (guard.py rule 6): with other nodes, its
-        # latencies and failures decide; a single node's throughput is its own
-        verdict = judge_change(before, after, self.settings.guard, demand_change=demand, latency_only=bool(others))
+        # the nodes left unchanged tell how the demand moved (guard.py rule 5); a replica's share of the reads is
+        # the coordinators' choice (rule 6): with other nodes, its latencies and failures decide
+        verdict, demand = judge_on_nodes(_windows(self._before), chosen, {canary}, self.settings.guard)
         return {"verdict": verdict, "judged": verdict.as_dict(), "demand_change": demand}
 
     def _full_after(self, canary: str) -> Window | None:
         """The first window after the change in which the canary was up throughout."""
-        return next((w for w in _windows(self._after) if not _only(w, {canary}).partial), None)
+        return next((w for w in _windows(self._after) if not w.only({canary}).partial), None)
 
     def _observe_one(self) -> Snapshot:
         self.sleep(self.settings.window_s)
@@ -713,14 +705,6 @@ def _listed(address: str, listed: Sequence[str]) -> bool:
 
 def _windows(snapshots: Sequence[Snapshot]) -> list[Window]:
     return [window_between(a, b) for a, b in zip(snapshots, snapshots[1:])]
-
-
-def _only(window: Window, nodes: set[str]) -> Window:
-    """The window's part served by `nodes`."""
-    return Window(window.start, window.end, tuple(n for n in window.nodes if n.node in nodes),
-                  restarted=tuple(n for n in window.restarted if n in nodes),
-                  missing=tuple(n for n in window.missing if n in nodes),
-                  unmatched=tuple(n for n in window.unmatched if n in nodes), settings=window.settings)
 
 
 def _one_line(exc: BaseException, limit: int = 300) -> str:

@@ -56,7 +56,7 @@ class JmxApplier:
         self.nodes, self.timeout, self.table, self.space = tuple(nodes), timeout, table, space
         self.access, self.cql_access = access, cql_access
 
-    def apply(self, changes: Sequence[Change], say: Say) -> LiveOutcome:
+    def apply(self, changes: Sequence[Change], say: Say, nodes: Sequence[str] | None = None) -> LiveOutcome:
         from ..systems.cassandra.internals import jmx_knob
 
         over_jmx, other = [], []
@@ -75,7 +75,8 @@ class JmxApplier:
         def setter(port, knob, value, timeout, host):
             return set_live(port, knob, value, timeout=timeout, host=host, access=self.access)
 
-        outcome = apply_live(over_jmx, self.nodes, timeout=self.timeout, say=say, setter=setter)
+        targets = self.nodes if nodes is None else tuple(n for n in self.nodes if n.name in set(nodes))
+        outcome = apply_live(over_jmx, targets, timeout=self.timeout, say=say, setter=setter)
         left = outcome.not_jmx
         results = outcome.results
         tables = [c for c in left if c.applies == "table"]

@@ -25,6 +25,8 @@ class OnlineSettings:
     horizon_seconds: float = 1800.0
     duration_seconds: float | None = None
     dry_run: bool = False
+    canary: bool = False                      # a live change goes to one node first, to the others once the guard
+    #                                           keeps it there (guard.py rules 5, 6); False: every node at once
     replication_factor: int = 1
     replicas_needed: int = 1                  # at the clients' consistency level (ONE: 1)
     system: str = "cassandra"
@@ -121,7 +123,7 @@ class OnlineSettings:
         return {"model": self.model, "hosts": [n.name for n in self.nodes],
                 "nodes": [{"name": n.name, "host": n.host, "jmx_port": n.jmx_port} for n in self.nodes],
                 "window_seconds": self.window_seconds, "horizon_seconds": self.horizon_seconds,
-                "duration_seconds": self.duration_seconds, "dry_run": self.dry_run,
+                "duration_seconds": self.duration_seconds, "dry_run": self.dry_run, "canary": self.canary,
                 "replication_factor": self.replication_factor, "replicas_needed": self.replicas_needed,
                 "system": self.system, "knobs": self.knobs, "running_given": dict(self.running),
                 "restart_seconds": list(self.restart_seconds), "data_bytes_per_node": self.data_bytes_per_node,

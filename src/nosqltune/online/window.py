@@ -200,6 +200,13 @@ class Window:
     def p99_write(self) -> float | None:
         return self.p99("write")
 
+    def only(self, nodes: "set[str] | frozenset[str]") -> "Window":
+        """The part of the window served by `nodes` (as coordinators), partial when one of them is."""
+        return Window(self.start, self.end, tuple(n for n in self.nodes if n.node in nodes),
+                      restarted=tuple(n for n in self.restarted if n in nodes),
+                      missing=tuple(n for n in self.missing if n in nodes),
+                      unmatched=tuple(n for n in self.unmatched if n in nodes), settings=self.settings)
+
     def summary(self) -> dict:
         """The window's figures as plain data, for storing and printing."""
         return {"start": self.start, "end": self.end, "ops_per_second": self.ops_per_second,
