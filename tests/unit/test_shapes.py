@@ -99,3 +99,17 @@ def test_best_shows_the_shape_and_the_carried_values():
     assert "tuned for node shape gp3-node" in text and "cores" in text
     assert "heap_size: 640 on the rig -> about 10240 on the shape" in text
     assert "concurrent_reads: 8 on the rig -> about 64 on the shape" in text and "compression" not in text
+
+
+def test_a_shape_on_a_capped_volume_searches_the_cloud_set_unless_a_scenario_names_one():
+    """The cloud set holds the settings that trade memory against I/Os (read-ahead, caches, compression): what
+    binds under a volume's caps. A local drive keeps the scenario's set."""
+    from argparse import Namespace
+
+    from nosqltune.cli.tune import _shape_knobs
+
+    gp3 = derive(load_shape("gp3-node"), machine_cores=2)
+    assert _shape_knobs(Namespace(scenario=None), gp3) == "cloud"
+    assert _shape_knobs(Namespace(scenario="disk-bound"), gp3) is None
+    assert _shape_knobs(Namespace(scenario=None), derive(load_shape("local-ssd-node"), machine_cores=2)) is None
+    assert _shape_knobs(Namespace(scenario=None), None) is None

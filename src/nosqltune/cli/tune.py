@@ -109,7 +109,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
                if (stored or {}).get("node_shape") else {})}})
         by_name = {w.name: w for w in workloads}
         display = TerminalDisplay(json_lines=args.json)
-        if not args.resume and system == "cassandra":   # what this scenario's default is limited by, and what moves it
+        # what this scenario's default is limited by, and what moves it (a node shape's rig is not the scenario's)
+        if not args.resume and system == "cassandra" and rig is None:
             say = _progress(args)
             for line in _scenario(args).outlook(set(subset.knobs), subset.label):
                 say(line)
@@ -283,6 +284,14 @@ def _node_shape(args: argparse.Namespace):
     return rig
 
 
+def _shape_knobs(args: argparse.Namespace, rig) -> str | None:
+    """The knob set of a node shape's search when no --scenario names one: cloud where the shape's volume has caps
+    (the settings that trade memory against I/Os), else None (the scenario's)."""
+    if rig is None or args.scenario is not None or not rig.volume:
+        return None
+    return "cloud" if rig.volume.get("iops") or rig.volume.get("mbps") else None
+
+
 def _new_run(args: argparse.Namespace, full_space, settings, rig=None):
     """The settings of a new tuning run from the flags, all checked."""
     from .options import (_build_workload, _scenario, _searched_space, multiples, scenario_rate, trial_target,
@@ -343,7 +352,8 @@ def _new_run(args: argparse.Namespace, full_space, settings, rig=None):
 
         full_space = search_space(settings, args.system, workloads)
     knobs = args.knobs if args.knobs is not None else ("profile" if profiled and system == "cassandra" else
-                                                       target.default_knobs(settings) or list(full_space.knobs))
+                                                       _shape_knobs(args, rig) or target.default_knobs(settings)
+                                                       or list(full_space.knobs))
     fixed, subset, searched_space = _searched_space(args, full_space, "tuned", knobs, settings)
     if rig is not None and isinstance(knobs, str) and knobs in full_space.knob_sets:   # ranges at the shape's scale
         scaled = {k: {"range": r} for k, r in rig.ranges.items() if k in subset.knobs}
