@@ -1,8 +1,11 @@
 """A node that asks for credentials, as a cluster nosqltune did not start may: JMX with a password (remote JMX,
 authenticated) and CQL with PasswordAuthenticator. nosqltune's JMX calls and CQL sessions reach it with the
-credentials from files, are refused without them or with wrong ones, and never show the password."""
+credentials from files, are refused without them or with wrong ones, and never show the password. And a node whose
+JMX and CQL run over TLS only (a certificate made here with keytool): reached with the trust store or the CA
+certificate, refused without."""
 
 import json
+import subprocess
 
 import pytest
 
@@ -91,3 +94,82 @@ def test_cql_with_credentials_from_a_file_and_refused_with_wrong_ones(secured, t
     with session(node.address, node.ports.native, timeout=5,
                  access=CqlAccess(str(node.home.parent / "cassandra.cql"))) as sess:
         assert sess.execute("SELECT release_version FROM system.local").one()[0].startswith("5.0")
+
+
+STORE_SECRET = "st0re-secret"
+
+
+def _certificates(folder):
+    """A node's key store (its key and a certificate for 127.0.0.1), a trust store holding that certificate, and
+    the certificate as PEM, made with the JDK's keytool."""
+    keystore, truststore, pem = folder / "node.jks", folder / "trust.jks", folder / "node.pem"
+    run = lambda *args: subprocess.run(["keytool", *args], check=True, capture_output=True)  # noqa: E731
+    run("-genkeypair", "-alias", "node", "-keyalg", "RSA", "-keysize", "2048", "-validity", "2", "-dname",
+        "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1", "-keystore", str(keystore), "-storetype", "JKS", "-storepass",
+        STORE_SECRET, "-keypass", STORE_SECRET)
+    run("-exportcert", "-rfc", "-alias", "node", "-keystore", str(keystore), "-storepass", STORE_SECRET,
+        "-file", str(pem))
+    run("-importcert", "-noprompt", "-alias", "node", "-file", str(pem), "-keystore", str(truststore),
+        "-storetype", "JKS", "-storepass", STORE_SECRET)
+    return keystore, truststore, pem
+
+
+@pytest.fixture(scope="module")
+def over_tls(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tls")
+    keystore, truststore, pem = _certificates(folder)
+    ports = NodePorts.allocate()
+    flags = [f"-Dcassandra.jmx.remote.port={ports.jmx}", "-Dcom.sun.management.jmxremote.authenticate=false",
+             "-Dcom.sun.management.jmxremote.ssl=true", "-Dcom.sun.management.jmxremote.registry.ssl=true",
+             f"-Djavax.net.ssl.keyStore={keystore}", f"-Djavax.net.ssl.keyStorePassword={STORE_SECRET}",
+             "-Djava.rmi.server.hostname=127.0.0.1"]
+    node = CassandraNode(home=folder / "node", heap_mb=768, ports=ports, jvm_flags=flags,
+                         yaml_overrides={"client_encryption_options": {
+                             "enabled": True, "optional": False, "keystore": str(keystore),
+                             "keystore_password": STORE_SECRET}})
+    try:
+        node.prepare()
+        node.launch()
+        with process._lock:
+            process._live.discard(node.proc)
+        _wait_for_tls_cql(node, pem)
+        yield node, truststore, pem
+    finally:
+        node.stop(drain=False)
+
+
+def _wait_for_tls_cql(node, pem, timeout=180.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with session(node.address, node.ports.native, timeout=5, access=CqlAccess(ca_file=str(pem))) as sess:
+                sess.execute("SELECT release_version FROM system.local")
+                return
+        except Exception:
+            if node.proc.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
+def test_jmx_over_tls_with_the_trust_store_and_refused_without(over_tls, tmp_path):
+    node, truststore, _ = over_tls
+    password = tmp_path / "truststore.password"
+    password.write_text(STORE_SECRET + "\n")
+    access = JmxAccess(truststore=str(truststore), truststore_password_file=str(password))
+    status = internals.node_status(node.ports.jmx, access=access)
+    assert status["mode"] == "NORMAL" and status["version"].startswith("5.0")
+    assert "scopes" in internals.client_requests(node.ports.jmx, access=access)
+    with pytest.raises(TrialError) as refused:   # plain RMI against a TLS registry
+        internals.node_status(node.ports.jmx)
+    assert STORE_SECRET not in str(refused.value)
+
+
+def test_cql_over_tls_with_the_ca_certificate_and_refused_without(over_tls):
+    node, _, pem = over_tls
+    with session(node.address, node.ports.native, timeout=5, access=CqlAccess(ca_file=str(pem))) as sess:
+        assert sess.execute("SELECT release_version FROM system.local").one()[0].startswith("5.0")
+    with pytest.raises(Exception):   # a plain connection to a port that speaks TLS only
+        with session(node.address, node.ports.native, timeout=5) as sess:
+            sess.execute("SELECT release_version FROM system.local")
