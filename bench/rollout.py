@@ -151,6 +151,34 @@ def steps(study: Path) -> list[dict]:
              "finished": r["finished_at"]} for r in rows]
 
 
+def judged_now(study: Path) -> dict | None:
+    """The canary's verdict under this revision's guard, from the windows its rollout stored (the before and after
+    snapshots of its observe steps): what the rule says of the same traffic, not a rollout run again."""
+    from nosqltune.online.guard import judge_on_nodes
+    from nosqltune.online.rollout import snapshot_from
+    from nosqltune.online.window import window_between
+    from nosqltune.store import open_store
+
+    if not study.exists():
+        return None
+    store = open_store(str(study))
+    try:
+        (found,) = [s for s in store.studies() if s["name"].startswith("rollout-")]
+        metas = [(r["meta"] or {}).get("rollout") or {} for r in store.trials(found["id"])]
+    finally:
+        store.close()
+    snaps = {m["kind"]: [snapshot_from(x) for x in (m.get("result") or {}).get("snapshots") or ()]
+             for m in metas if m.get("kind") in ("observe-before", "observe-after")}
+    canary = next((m["node"] for m in metas if m.get("kind") == "observe-before"), None)
+    before, after = snaps.get("observe-before") or [], snaps.get("observe-after") or []
+    windows = [window_between(a, b) for a, b in zip(after, after[1:])]
+    chosen = next((w for w in windows if not w.only({canary}).partial), None)
+    if canary is None or len(before) < 2 or chosen is None:
+        return None
+    verdict, _ = judge_on_nodes([window_between(a, b) for a, b in zip(before, before[1:])], chosen, {canary})
+    return verdict.as_dict()
+
+
 def most_down(rows: list[dict]) -> int:
     """The most restart steps that overlap in time (nodes down at once)."""
     spans = [(r["started"], r["finished"] or r["started"]) for r in rows if r["kind"] == "restart"]
@@ -165,10 +193,11 @@ def one(name: str, plan: Path, up: dict, seconds: int, rate: int, window: int, s
     traffic = Traffic(up, work / "traffic", seconds, rate)
     time.sleep(20)   # the client connected and at its rate before the first reading
     began = time.time()
-    code, result = rollout(plan, work / "rollout.db", window, settle)
+    study = FOLDER / f"{name}-{number}.db"   # the rollout's own study, kept beside the page
+    code, result = rollout(plan, study, window, settle)
     took = time.time() - began
     client = traffic.join()
-    rows = steps(work / "rollout.db")
+    rows = steps(study)
     for r in rows:
         r.update(seconds=(r["finished"] or r["started"]) - r["started"], **served(client, r["started"],
                                                                                    r["finished"] or r["started"]))
@@ -237,12 +266,17 @@ def write() -> None:
             lines.append(f"| {r['plan']} | {r['run']} | {s['step']} | {s['kind']} | {s['node'] or 'cluster'} | "
                          f"{s['state']} | {s['seconds']:.1f} | {s['requests'] if s['requests'] is not None else '-'} "
                          f"| {ops} |")
-    lines += ["", "## The canary's verdicts", ""]
+    lines += ["", "## The canary's verdicts", "",
+              "As the rollout judged, and as this revision's guard judges the same stored windows (a p99 is held to "
+              "no less than one bucket of Cassandra's latency histogram since 2026-11-28: see the notes).", ""]
     for r in runs:
         verdict = r["result"].get("verdict") or {}
         lines.append(f"- {r['plan']} run {r['run']}: **{verdict.get('verdict', '-')}**: {verdict.get('reason', '-')}"
                      + (f"; restored: {', '.join(r['result'].get('restored') or [])}" if r["result"].get("restored")
                         else ""))
+        now = judged_now(FOLDER / f"{r['plan']}-{r['run']}.db")
+        if now is not None:
+            lines.append(f"  - judged now: **{now['verdict']}**: {now['reason']}")
     lines += ["", "## Which settings carry the gain", "",
               "The ablation of the committed cloud-disk bests is in [ablation.md](ablation.md): each changed setting "
               "reverted alone in interleaved cold rounds, its share of the gain with its interval, and the settings "

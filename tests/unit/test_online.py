@@ -281,9 +281,22 @@ def test_the_guard_rolls_back_a_p99_worse_beyond_its_tolerance():
     assert verdict.rollback
     p99 = verdict.check("p99_read")
     assert p99.worse and p99.baseline == pytest.approx(2006.0) and p99.change == pytest.approx(2600 / 2006 - 1)
-    assert p99.tolerance == pytest.approx(0.10)       # the fixed fraction: this baseline's noise is ~1.7%
+    assert p99.tolerance == pytest.approx(0.212)      # one histogram bucket: this baseline's noise is ~1.7%
     assert not verdict.check("p99_write").worse
     assert "p99_read" in verdict.reason
+
+
+def test_a_p99_one_histogram_bucket_higher_is_within_tolerance_and_two_are_not():
+    """Cassandra reports a p99 as a bucket's bound (EstimatedHistogram, each bucket 1.2 times the one below): a
+    steady baseline of 179 us has no noise, and 215 us is the next value it can report."""
+    before = before_windows(p99=(179,) * 5)
+    one = judge_change(before, window(5 * MINUTE, 10_000 * MINUTE * 0.8, 10_000 * MINUTE * 0.2, p99_read=215.0))
+    assert one.keep and one.check("p99_read").change == pytest.approx(0.201, abs=1e-3)
+    two = judge_change(before, window(5 * MINUTE, 10_000 * MINUTE * 0.8, 10_000 * MINUTE * 0.2, p99_read=258.0))
+    assert two.rollback and two.check("p99_read").worse
+    exact = GuardSettings(p99_bucket_ratio=1.0)   # percentiles measured exactly: the fixed 10% alone
+    assert judge_change(before, window(5 * MINUTE, 10_000 * MINUTE * 0.8, 10_000 * MINUTE * 0.2, p99_read=215.0),
+                        exact).rollback
 
 
 def test_the_guard_keeps_a_change_within_noise():
@@ -299,8 +312,10 @@ def test_the_guards_tolerance_grows_with_the_noise_measured_before():
     assert kept.keep and kept.check("p99_read").tolerance > 0.3
     assert kept.check("p99_read").noise == pytest.approx(successive_noise([2000, 2500, 1800, 2400, 1900]) / 2120)
     assert judge_change(before_windows(), after).rollback          # the same +18% on a steady baseline
-    few = judge_change(noisy[-2:], after)                          # 2 windows: noise unknown, fixed 10%
+    higher = window(5 * MINUTE, 10_000 * MINUTE * 0.8, 10_000 * MINUTE * 0.2, p99_read=2700.0)
+    few = judge_change(noisy[-2:], higher)     # 2 windows: noise unknown, the fixed floor (one bucket, 21.2%)
     assert few.rollback and few.check("p99_read").noise is None and "noise unknown" in few.reason
+    assert few.check("p99_read").tolerance == pytest.approx(0.212)
 
 
 def test_the_guard_rolls_back_a_throughput_drop_at_full_speed():

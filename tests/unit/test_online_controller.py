@@ -260,6 +260,17 @@ def test_a_canary_takes_the_change_first_and_the_other_nodes_once_it_is_kept(mod
     assert any("on the canary n1 first" in line for line in lines)
 
 
+def test_a_canary_that_did_not_answer_is_judged_on_the_next_window(model_dir, tmp_path):
+    readings = [{"read": 0.9}, {"read": 0.9, "silent": "n1"}, {"read": 0.9}, {"read": 0.9}, {"read": 0.9}]
+    summary, applier, _ = run(model_dir, tmp_path, readings, duration=5 * WINDOW, canary=True)
+    _, _, records = stored(tmp_path)
+    guards = [r["guard"] for r in records if "guard" in r]
+    assert guards[0]["verdict"]["verdict"] == "wait" and guards[0]["stage"] == "canary"   # n1 silent: not judged
+    judged = next(g for g in guards if g["verdict"]["verdict"] != "wait")
+    assert judged["stage"] == "canary" and judged["verdict"]["verdict"] == "keep" and "spread" in judged
+    assert applier.targets == [("n1",), ("n2",)] and summary.rollbacks == 0
+
+
 def test_a_worse_canary_is_put_back_and_the_other_nodes_are_never_touched(model_dir, tmp_path):
     slow = {"node": {"n1": {"p99": (6000.0, 2400.0)}}}
     readings = [{"read": 0.9}, {"read": 0.9, **slow}, {"read": 0.9}]

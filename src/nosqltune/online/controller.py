@@ -42,9 +42,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
+from ..errors import UsageError
 from .advisor import Advisor, MixFeatures
 from .decide import CostSettings, decide_restart
-from .guard import judge_change, judge_on_nodes
+from .guard import GuardVerdict, judge_change, judge_on_nodes
 from .observe import LiveOutcome
 from .plan import Change, Plan, plan_changes
 from .record import StudyRecorder
@@ -261,18 +262,20 @@ class Controller:
         against the window that kept the canary (one window: fixed tolerances), the canary telling the demand; a
         change made on every node at once, on the whole cluster."""
         replicated = self.settings.replication_factor > 1
+        if pending.canary is None and pending.judged is None:
+            return judge_change(pending.before, window, self.settings.guard), {}
         if pending.canary is not None:
-            verdict, demand = judge_on_nodes(pending.before, window, {pending.canary}, self.settings.guard,
-                                             replicated=replicated)
-            return verdict, {"stage": "canary", "canary": pending.canary, "demand_change": demand}
-        if pending.judged is not None:
-            rest = {n.node for n in window.nodes} - {pending.first}
+            changed, before, stage = {pending.canary}, pending.before, {"stage": "canary", "canary": pending.canary}
+        else:
             # against the window that kept the canary: the canary ran the change throughout both, so it tells how
             # the demand moved between them (the windows before changed it, and would not)
-            verdict, demand = judge_on_nodes([pending.judged], window, rest, self.settings.guard,
-                                             replicated=replicated)
-            return verdict, {"stage": "others", "nodes": sorted(rest), "demand_change": demand}
-        return judge_change(pending.before, window, self.settings.guard), {}
+            changed = {n.name for n in self.settings.nodes} - {pending.first}   # a silent one makes it partial
+            before, stage = [pending.judged], {"stage": "others", "nodes": sorted(changed)}
+        try:
+            verdict, demand = judge_on_nodes(before, window, changed, self.settings.guard, replicated=replicated)
+        except UsageError as exc:   # the judged nodes served nothing before, or are not in this window: wait
+            return GuardVerdict("wait", False, "nothing", reason=f"not judged on this window: {exc}"), stage
+        return verdict, {**stage, "demand_change": demand}
 
     def _spread(self, pending: _Pending, window: Window) -> dict[str, Any]:
         """A change kept on its canary goes to the other nodes (with the cluster's options held back), to be

@@ -8,9 +8,12 @@ The rule of `judge_change`:
    is partial, the verdict is "wait", and the caller judges the next full window instead.
 2. Each figure gets a tolerance: the larger of a fixed fraction (throughput 5%, p99 10%, since a tail is noisier
    than a mean) and `noise_multiple` (default 2.5) times the window-to-window noise before the change, relative
-   to the baseline. The noise is measured from successive differences, sqrt(sum (x_i - x_{i-1})^2 / (2 (n - 1))).
-   Unlike the plain standard deviation, this is not inflated by a slow drift of the load, and it is what one window
-   differs from the next by when nothing changes. With fewer than `min_windows_for_noise` (default 3) windows
+   to the baseline. A p99 is never held to less than one bucket of the histogram it is read from: Cassandra's
+   latency histograms (EstimatedHistogram) report a bucket's bound, each bucket 1.2 times the one below, so a p99
+   moves by steps of about 20% (179, 215, 258 us) and a one-step rise is within the tolerance, two are not. The
+   noise is measured from successive differences, sqrt(sum (x_i - x_{i-1})^2 / (2 (n - 1))). Unlike the plain
+   standard deviation, this is not inflated by a slow drift of the load, and it is what one window differs from
+   the next by when nothing changes. With fewer than `min_windows_for_noise` (default 3) windows
    before the change the noise is unknown, and the fixed fractions alone apply; the verdict says so.
 3. Rollback when the throughput fell by more than its tolerance, or any kind's p99 rose by more than its
    tolerance, or the share of failed and timed-out requests rose by more than `max_failure_increase` (0.1% of
@@ -41,6 +44,8 @@ from typing import Collection, Sequence
 from ..errors import UsageError
 from .window import KINDS, Window
 
+BUCKET_SLACK = 0.01   # the buckets' bounds are rounded to whole microseconds: 179 -> 215 is a ratio of 1.201
+
 
 @dataclass(frozen=True)
 class GuardSettings:
@@ -52,8 +57,12 @@ class GuardSettings:
     min_windows_for_noise: int = 3
     min_operations_for_p99: float = 500.0
     max_failure_increase: float = 0.001
+    p99_bucket_ratio: float = 1.2   # Cassandra's latency histograms: each bucket's bound 1.2 times the one below
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.p99_bucket_ratio, (int, float)) and math.isfinite(self.p99_bucket_ratio)
+                and self.p99_bucket_ratio >= 1.0):
+            raise UsageError(f"guard setting p99_bucket_ratio must be a number >= 1, got {self.p99_bucket_ratio!r}")
         for name in ("throughput_tolerance", "p99_tolerance", "noise_multiple", "max_failure_increase"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
@@ -176,8 +185,11 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
         if any((w.requests.get(kind) or 0.0) < settings.min_operations_for_p99 or w.p99(kind) is None
                for w in windows):
             continue
-        checks.append(_compare(f"p99_{kind}", [w.p99(kind) for w in full], after.p99(kind),
-                               settings.p99_tolerance, settings, higher_is_worse=True))
+        # a p99 read from the node is a bucket's bound: it moves by whole buckets, so one bucket up is within
+        # the tolerance (rule 2) and two are not
+        floor = max(settings.p99_tolerance, settings.p99_bucket_ratio * (1.0 + BUCKET_SLACK) - 1.0)
+        checks.append(_compare(f"p99_{kind}", [w.p99(kind) for w in full], after.p99(kind), floor, settings,
+                               higher_is_worse=True))
     shares = [_failure_share(w) for w in full]
     base_failures = sum(shares) / len(shares)
     rise = _failure_share(after) - base_failures
