@@ -41,22 +41,23 @@ def secured(tmp_path_factory):
         node.launch()
         with process._lock:
             process._live.discard(node.proc)
-        _wait_for_cql(node)
+        creds = node.home.parent / "cassandra.cql"
+        creds.write_text("cassandra cassandra\n")
+        _wait_for_cql(node, CqlAccess(str(creds)))
         yield node, folder
     finally:
         node.stop(drain=False)
 
 
-def _wait_for_cql(node, timeout=180.0):
-    """A node with PasswordAuthenticator answers only a session with credentials (the default superuser's)."""
+def _wait_for_cql(node, access, timeout=180.0):
+    """Until the node answers a CQL session made with `access` (PasswordAuthenticator answers only a session with
+    credentials; a TLS-only port only a session over TLS)."""
     import time
 
-    creds = node.home.parent / "cassandra.cql"
-    creds.write_text("cassandra cassandra\n")
     deadline = time.monotonic() + timeout
     while True:
         try:
-            with session(node.address, node.ports.native, timeout=5, access=CqlAccess(str(creds))) as sess:
+            with session(node.address, node.ports.native, timeout=5, access=access) as sess:
                 sess.execute("SELECT release_version FROM system.local")
                 return
         except Exception:
@@ -132,25 +133,10 @@ def over_tls(tmp_path_factory):
         node.launch()
         with process._lock:
             process._live.discard(node.proc)
-        _wait_for_tls_cql(node, pem)
+        _wait_for_cql(node, CqlAccess(ca_file=str(pem)))
         yield node, truststore, pem
     finally:
         node.stop(drain=False)
-
-
-def _wait_for_tls_cql(node, pem, timeout=180.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with session(node.address, node.ports.native, timeout=5, access=CqlAccess(ca_file=str(pem))) as sess:
-                sess.execute("SELECT release_version FROM system.local")
-                return
-        except Exception:
-            if node.proc.poll() is not None or time.monotonic() > deadline:
-                raise
-            time.sleep(1.0)
 
 
 def test_jmx_over_tls_with_the_trust_store_and_refused_without(over_tls, tmp_path):
