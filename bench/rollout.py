@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -129,23 +130,27 @@ def rollout(plan: Path, study: Path, window: int, settle: int) -> tuple[int, dic
            "--window", str(window), "--windows", "3", "--settle", str(settle), "--node-timeout", "300", "--study",
            str(study), "--json"]
     log(" ".join(cmd[2:]))
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "src"),
-                                                                      **__import__("os").environ})
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     try:
         return proc.returncode, json.loads(proc.stdout)
     except json.JSONDecodeError:
         return proc.returncode, {"state": "no-json", "error": proc.stderr[-1500:]}
 
 
-def steps(study: Path) -> list[dict]:
+def step_rows(study: Path) -> list[dict]:
+    """The rows of the rollout's study in its store, every tag."""
     from nosqltune.store import open_store
 
     store = open_store(str(study))
     try:
         (found,) = [s for s in store.studies() if s["name"].startswith("rollout-")]
-        rows = [r for r in store.trials(found["id"]) if r["tag"] == "rollout-step"]
+        return store.trials(found["id"])
     finally:
         store.close()
+
+
+def steps(study: Path) -> list[dict]:
+    rows = [r for r in step_rows(study) if r["tag"] == "rollout-step"]
     return [{"step": r["meta"]["rollout"]["step"], "kind": r["meta"]["rollout"]["kind"],
              "node": r["meta"]["rollout"]["node"], "state": r["state"], "started": r["started_at"],
              "finished": r["finished_at"]} for r in rows]
@@ -157,16 +162,9 @@ def judged_now(study: Path) -> dict | None:
     from nosqltune.online.guard import judge_on_nodes
     from nosqltune.online.rollout import snapshot_from
     from nosqltune.online.window import window_between
-    from nosqltune.store import open_store
-
     if not study.exists():
         return None
-    store = open_store(str(study))
-    try:
-        (found,) = [s for s in store.studies() if s["name"].startswith("rollout-")]
-        metas = [(r["meta"] or {}).get("rollout") or {} for r in store.trials(found["id"])]
-    finally:
-        store.close()
+    metas = [(r["meta"] or {}).get("rollout") or {} for r in step_rows(study)]
     snaps = {m["kind"]: [snapshot_from(x) for x in (m.get("result") or {}).get("snapshots") or ()]
              for m in metas if m.get("kind") in ("observe-before", "observe-after")}
     canary = next((m["node"] for m in metas if m.get("kind") == "observe-before"), None)
