@@ -158,23 +158,34 @@ def steps(study: Path) -> list[dict]:
 
 def judged_now(study: Path) -> dict | None:
     """The canary's verdict under this revision's guard, from the windows its rollout stored (the before and after
-    snapshots of its observe steps): what the rule says of the same traffic, not a rollout run again."""
-    from nosqltune.online.guard import judge_on_nodes
+    snapshots of its observe and judge steps): what the rule says of the same traffic, not a rollout run again.
+    Where the stored windows end before the rule decides (a run before rule 7 read one window after the settle),
+    the verdict is "undecided"."""
+    from nosqltune.online.guard import after_restart, judge_on_nodes
     from nosqltune.online.rollout import snapshot_from
     from nosqltune.online.window import window_between
     if not study.exists():
         return None
     metas = [(r["meta"] or {}).get("rollout") or {} for r in step_rows(study)]
     snaps = {m["kind"]: [snapshot_from(x) for x in (m.get("result") or {}).get("snapshots") or ()]
-             for m in metas if m.get("kind") in ("observe-before", "observe-after")}
+             for m in metas if m.get("kind") in ("observe-before", "observe-after", "judge")}
     canary = next((m["node"] for m in metas if m.get("kind") == "observe-before"), None)
-    before, after = snaps.get("observe-before") or [], snaps.get("observe-after") or []
-    windows = [window_between(a, b) for a, b in zip(after, after[1:])]
-    chosen = next((w for w in windows if not w.only({canary}).partial), None)
-    if canary is None or len(before) < 2 or chosen is None:
+    before = snaps.get("observe-before") or []
+    after = snaps.get("judge") or snaps.get("observe-after") or []
+    windows = [w for w in (window_between(a, b) for a, b in zip(after, after[1:])) if not w.only({canary}).partial]
+    if canary is None or len(before) < 2 or not windows:
         return None
-    verdict, _ = judge_on_nodes([window_between(a, b) for a, b in zip(before, before[1:])], chosen, {canary})
-    return verdict.as_dict()
+    base = [window_between(a, b) for a, b in zip(before, before[1:])]
+    verdicts = []
+    for window in windows:
+        verdicts.append(judge_on_nodes(base, window, {canary})[0])
+        decided = after_restart(verdicts, 2 * len(base))
+        if decided is not None:
+            return decided.as_dict()
+    last = verdicts[-1]
+    return {**last.as_dict(), "verdict": "undecided",
+            "reason": f"{len(verdicts)} window(s) stored after the settle, worse in the last, and the rule reads "
+                      f"another before it stops a plan: {last.reason}"}
 
 
 def most_down(rows: list[dict]) -> int:

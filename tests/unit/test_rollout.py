@@ -71,6 +71,8 @@ class Scripted:
         nodes = {}
         for n in NODES:
             p99 = self.changed_p99 if n in self.changed else self.p99
+            if callable(p99):   # a p99 that moves with the time since the node started
+                p99 = p99(self.clock() - self.started[n])
             nodes[n] = NodeCounters(requests=PerKind(read=self.counts[n] * 0.7, write=self.counts[n] * 0.3),
                                     p99=PerKind(read=p99, write=p99 / 2, scan=None),
                                     uptime_seconds=self.clock() - self.started[n] + 1000)
@@ -177,6 +179,51 @@ def test_a_worse_canary_stops_the_rollout_and_is_put_back(tmp_path):
     assert ("restart", "n1", "previous") in cluster.log and ("restore-tables",) in cluster.log
     assert cluster.tables["shop.orders"] == {"compression": {"class": "LZ4Compressor"}}
     assert any("rewritten SSTables stay" in x for x in result.not_restored)
+
+
+def test_a_canary_still_cold_after_its_settle_is_watched_until_it_recovers(tmp_path):
+    """Rule 7: a restarted canary at 3x its p99 in the first window after the settle, 1.8x in the second, then at
+    its old p99: kept on its third window, and the plan goes on to the other nodes."""
+    clock = Clock()
+    cold = {0: 6000.0, 1: 3600.0}   # by window after the 120 s settle (60 s windows)
+    cluster = Scripted(clock, changed_p99=lambda up: cold.get(int((up - 120.0) // 60.0) - 1, 2000.0))
+    r, said = rollout(tmp_path, cluster, clock)
+    result = r.run()
+    assert result.state == "done", said
+    assert result.verdict.keep and "window 3 after the settle" in result.verdict.reason
+    assert ("restart", "n3", "plan") in cluster.log
+
+
+def test_a_canary_worse_in_two_windows_and_not_recovering_stops_on_the_second(tmp_path):
+    """Rule 7: worse at 2.4x then 2.2x (not half its excess shed): stopped on the second window, not later."""
+    clock = Clock()
+    cluster = Scripted(clock, changed_p99=lambda up: 4800.0 if up < 240.0 else 4400.0)
+    r, said = rollout(tmp_path, cluster, clock)
+    result = r.run()
+    assert result.state == "canary-worse", said
+    assert "windows 1 and 2 after the settle, not recovering" in result.verdict.reason
+
+
+def test_the_rule_after_a_restart_keeps_stops_and_waits():
+    from nosqltune.online.guard import GuardVerdict, after_restart
+    from nosqltune.online.guard import Check
+
+    def v(change):   # a verdict on one window whose read p99 moved by `change` against a tolerance of 0.2
+        worse = change > 0.2
+        check = Check("p99_read", 1000.0, 1000.0 * (1 + change), change, 0.2, 0.05, worse)
+        return GuardVerdict("rollback" if worse else "keep", True, "p99", (check,), 3, f"{change:+.0%}",
+                            ("p99_read",) if worse else ())
+
+    assert after_restart([v(0.1)], 6).keep                      # the first window not worse keeps it
+    assert after_restart([v(1.0)], 6) is None                   # one worse window: read another
+    assert after_restart([v(1.0), v(0.9)], 6).rollback          # excess 0.8 -> 0.7: not recovering
+    assert after_restart([v(1.0), v(0.5)], 6) is None           # excess 0.8 -> 0.3: recovering, read another
+    assert after_restart([v(1.0), v(0.5), v(0.45)], 6).rollback  # then stuck: stopped
+    assert after_restart([v(1.0), v(0.5), v(0.1)], 6).keep
+    assert after_restart([v(1.0), v(0.5)], 2).rollback          # the last window allowed decides
+    assert after_restart([GuardVerdict("wait", False, "nothing")], 6) is None
+    with pytest.raises(UsageError):
+        after_restart([v(1.0)], 1)
 
 
 def test_a_drop_in_demand_elsewhere_is_not_the_canarys_doing():

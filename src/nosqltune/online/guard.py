@@ -33,12 +33,19 @@ The rule of `judge_change`:
    serves: the coordinators send reads to the replicas their dynamic snitch scores best, and a node just restarted
    scores worse for a while, so its share of the reads falls whatever the change did. Its latencies and failures
    decide (`latency_only`); its throughput is reported beside them.
+7. A node just restarted into the change (a rollout's canary) is cold for minutes: its JIT has not compiled its
+   code, its key cache and page cache are empty, the dynamic snitch has not yet sent it its share. One window after
+   a settle cannot tell that from the change. `after_restart` judges the windows after the settle one at a time:
+   the first window not worse keeps the change; a change is rolled back when two windows in a row are worse and
+   the second is not recovering; it is recovering when each figure worse in it was worse in the window before too
+   and has shed at least half its excess over the tolerance since (a cold node's excess decays, a worse plan's
+   stays); at the last window allowed, a worse window rolls back whatever its trend.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Collection, Sequence
 
 from ..errors import UsageError
@@ -111,6 +118,7 @@ class GuardVerdict:
     checks: tuple[Check, ...] = field(default=())
     windows_before: int = 0
     reason: str = ""
+    worse: tuple[str, ...] = ()   # the checks that decided a rollback (a check reported but not considered: absent)
 
     @property
     def keep(self) -> bool:
@@ -126,7 +134,7 @@ class GuardVerdict:
     def as_dict(self) -> dict:
         return {"verdict": self.verdict, "fixed_rate": self.fixed_rate, "judged_on": self.judged_on,
                 "checks": [c.as_dict() for c in self.checks], "windows_before": self.windows_before,
-                "reason": self.reason}
+                "reason": self.reason, "worse": list(self.worse)}
 
 
 def _compare(name: str, values: list[float], after: float, fixed: float, settings: GuardSettings,
@@ -210,7 +218,8 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
     head = (f"{rate_note}; " if rate_note else "")
     if worse:
         return GuardVerdict("rollback", fixed_rate, judged_on, tuple(checks), len(full),
-                            f"{head}worse beyond tolerance: {', '.join(c.name for c in worse)} ({details}){noise_note}")
+                            f"{head}worse beyond tolerance: {', '.join(c.name for c in worse)} ({details}){noise_note}",
+                            tuple(c.name for c in worse))
     return GuardVerdict("keep", fixed_rate, judged_on, tuple(checks), len(full),
                         f"{head}not worse beyond tolerance ({details}){noise_note}")
 
@@ -235,3 +244,35 @@ def judge_on_nodes(before: Sequence[Window], after: Window, changed: Collection[
     verdict = judge_change([w.only(changed) for w in before], after.only(changed), settings,
                            demand_change=demand, latency_only=replicated and bool(others))
     return verdict, demand
+
+
+def after_restart(verdicts: Sequence[GuardVerdict], limit: int) -> GuardVerdict | None:
+    """Rule 7: the verdict on a change made with a restart, from the verdicts of the full windows after the settle
+    so far (oldest first; each from `judge_change` or `judge_on_nodes`); None: judge another window. `limit`: the
+    most windows to read."""
+    if limit < 2:
+        raise UsageError(f"a change made with a restart is judged over 2 windows at least, got a limit of {limit!r}")
+    judged = [v for v in verdicts if v.verdict != "wait"]
+    if not judged:
+        return None
+    last, n = judged[-1], len(judged)
+    if last.keep:
+        return replace(last, reason=f"window {n} after the settle: {last.reason}")
+    if n >= limit:
+        return replace(last, reason=f"worse in the last of {n} windows after the settle: {last.reason}")
+    if n >= 2 and judged[-2].rollback and not recovering(judged[-2], last):
+        return replace(last, reason=f"worse in windows {n - 1} and {n} after the settle, not recovering: "
+                                    f"{last.reason}")
+    return None
+
+
+def recovering(before: GuardVerdict, now: GuardVerdict) -> bool:
+    """Each figure worse in `now` was worse in `before` and has shed at least half its excess over its tolerance
+    (rule 7)."""
+    for check in (now.check(name) for name in now.worse):
+        prior = before.check(check.name)
+        if check.name not in before.worse or prior is None:
+            return False
+        if abs(check.change) - check.tolerance > 0.5 * (abs(prior.change) - prior.tolerance):
+            return False
+    return True

@@ -17,9 +17,10 @@ resumes at the step it was in:
    time, throttled), each followed by the wait for the node to be ready (below).
 4. **canary, after**: `settle_s` seconds first (a restarted node is slow until its JIT has compiled its code and
    its caches are warm: that is the restart's, not the plan's), then windows again, the canary judged on its own
-   windows with guard.py's noise rule, the other
-   nodes telling how the demand moved meanwhile (guard.py rule 5). A window with the canary restarted in it is
-   partial: the next one is judged. **Worse**: the rollout stops and the canary is put back where a step can be
+   windows with guard.py's noise rule, the other nodes telling how the demand moved meanwhile (guard.py rule 5).
+   A window with the canary restarted in it is partial: the next one is judged. The windows are judged one at a
+   time, up to twice `windows` of them (guard.py rule 7): the first not worse keeps the plan; two worse in a row
+   stop it unless the second is recovering (a node still cold after the settle). **Worse**: the rollout stops and the canary is put back where a step can be
    undone (live settings to the values read before them, a restart into the configuration it ran, the table
    options back), and what cannot is said (a rewrite: the SSTables stay as rewritten).
 5. **every other node**, one at a time: live settings, restart, rewrite, each waited for.
@@ -41,10 +42,10 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from ..errors import UsageError
-from .guard import GuardSettings, GuardVerdict, judge_on_nodes
+from .guard import GuardSettings, GuardVerdict, after_restart, judge_on_nodes
 from .observe import _one_line as _line
 from .window import Snapshot, Window, window_between
 
@@ -183,7 +184,10 @@ def steps_of(plan: RolloutPlan, nodes: Sequence[str], settings: "RolloutSettings
         if node == canary:
             raw.append(("observe-after", canary, after))
             raw.append(("judge", canary, "the canary's windows against those before, the other nodes' demand "
-                                         "beside (the guard's noise rule); worse: stop, put the canary back"))
+                                         "beside (the guard's noise rule), one window at a time, up to "
+                                         f"{settings.windows_after}: the first not worse keeps the plan, two worse "
+                                         "in a row stop it unless the canary is recovering; worse: stop, put the "
+                                         "canary back"))
     return [Step(i, *entry) for i, entry in enumerate(raw, 1)]
 
 
@@ -212,6 +216,11 @@ class RolloutSettings:
         if not (isinstance(self.node_timeout_s, (int, float)) and math.isfinite(self.node_timeout_s)
                 and self.node_timeout_s >= 10):
             raise UsageError(f"--node-timeout must be at least 10 seconds, got {self.node_timeout_s!r}")
+
+    @property
+    def windows_after(self) -> int:
+        """The most full windows of the canary read after its settle (guard.py rule 7): twice those before."""
+        return 2 * self.windows
 
     def record(self) -> dict[str, Any]:
         return {"window_s": self.window_s, "windows": self.windows, "settle_s": self.settle_s,
@@ -542,22 +551,40 @@ class Rollout:
         if not self._before:
             raise StepFailed("no windows before the change to judge the canary against (observe again: run the "
                              "rollout with the canary's steps undone, or give --no-canary)")
-        chosen = self._full_after(canary)
-        for _ in range(3):   # the canary restarted within the windows read: read another
-            if chosen is not None:
+        before, limit = _windows(self._before), self.settings.windows_after
+        verdicts, demands, decided = [], [], None
+        for window in self._full_after(canary, limit):
+            # the nodes left unchanged tell how the demand moved (guard.py rule 5); a replica's share of the reads
+            # is the coordinators' choice (rule 6): with other nodes, its latencies and failures decide; a node
+            # just restarted is cold for a while (rule 7): one worse window does not stop the rollout
+            verdict, demand = judge_on_nodes(before, window, {canary}, self.settings.guard)
+            verdicts.append(verdict)
+            demands.append(demand)
+            decided = after_restart(verdicts, limit)
+            if decided is not None:
                 break
-            self._after.append(self._observe_one())
-            chosen = self._full_after(canary)
-        if chosen is None:
-            raise StepFailed("no full window of the canary after the change")
-        # the nodes left unchanged tell how the demand moved (guard.py rule 5); a replica's share of the reads is
-        # the coordinators' choice (rule 6): with other nodes, its latencies and failures decide
-        verdict, demand = judge_on_nodes(_windows(self._before), chosen, {canary}, self.settings.guard)
-        return {"verdict": verdict, "judged": verdict.as_dict(), "demand_change": demand}
+        if decided is None:
+            raise StepFailed(f"no verdict on the canary: {len(verdicts)} full window(s) of it after the change")
+        return {"verdict": decided, "judged": decided.as_dict(), "demand_change": demands[-1],
+                "windows": [{"verdict": v.verdict, "worse": list(v.worse), "demand_change": d,
+                             "checks": {c.name: round(c.change, 4) for c in v.checks}}
+                            for v, d in zip(verdicts, demands)],
+                "snapshots": [snapshot_dict(x) for x in self._after]}
 
-    def _full_after(self, canary: str) -> Window | None:
-        """The first window after the change in which the canary was up throughout."""
-        return next((w for w in _windows(self._after) if not w.only({canary}).partial), None)
+    def _full_after(self, canary: str, limit: int) -> Iterator[Window]:
+        """The windows after the change in which the canary was up throughout, reading more as they are asked for
+        (at most `limit` of them, and 3 partial ones: the canary restarted within them)."""
+        seen, partial = 0, 0
+        while seen < limit and partial <= 3:
+            windows = _windows(self._after)
+            if seen + partial >= len(windows):
+                self._after.append(self._observe_one())
+                continue
+            if windows[seen + partial].only({canary}).partial:
+                partial += 1
+                continue
+            yield windows[seen + partial]
+            seen += 1
 
     def _observe_one(self) -> Snapshot:
         self.sleep(self.settings.window_s)
