@@ -12,7 +12,8 @@ Two plans, each exported by `export-config`:
 Per step: its kind, node and seconds, and the requests the client had served meanwhile (its per-second series
 over the step, against the offered rate); per run: failed requests at QUORUM, the canary's verdict, the most nodes
 down at once. The machine (CPU and disk probes) is stored with each run. Settings: windows of `--window` seconds,
-3 before and 3 after the canary's change, 60 s for the canary to settle; the traffic is 300 ops/s (600 for the
+3 before the canary's change and up to 6 after it (judged one at a time: guard.py rule 7), 60 s for the canary to
+settle; the traffic is 300 ops/s (600 for the
 slower plan) of 8 threads over 20,000 records. Nothing else may run beside it.
 
     python3 bench/rollout.py [--repeat 2]
@@ -39,6 +40,7 @@ RUNS = FOLDER / "runs.json"
 TUNED = (RESULTS / "strategies_v5" / "cloud-disk-real.db", "gp")
 SLOWER = {"memtable_heap_space": 1, "memtable_flush_writers": 1}
 RECORDS, THREADS = 20_000, 8
+JUDGE = "windows until decided (rule 7); reads to every replica"   # how this revision's runs judge the canary
 QUORUM = {"cassandra.readconsistencylevel": "QUORUM", "cassandra.writeconsistencylevel": "QUORUM",
           "cassandra.idempotent": "true"}   # a request whose connection a drain closed goes to another node
 
@@ -101,8 +103,11 @@ def load(up: dict) -> None:
     with session(first, port) as sess:
         sess.execute(f"CREATE KEYSPACE {KEYSPACE} WITH replication = {{'class': 'SimpleStrategy', "
                      f"'replication_factor': {len(up['members'])}}}")
+        # every read to every replica (speculative_retry ALWAYS): at RF 3 on 3 nodes a QUORUM read asks the 2
+        # replicas the coordinators' dynamic snitch scores best, and a replica just restarted scores worst, so the
+        # canary would serve no reads to judge until the snitch resets its scores (10 minutes)
         sess.execute(f"CREATE TABLE {KEYSPACE}.{TABLE} (y_id varchar PRIMARY KEY, "
-                     + ", ".join(f"field{i} varchar" for i in range(10)) + ")")
+                     + ", ".join(f"field{i} varchar" for i in range(10)) + ") WITH speculative_retry = 'ALWAYS'")
     workload = make_workload("ycsb-a", records=RECORDS)
     run_client("load", workload, host=first, port=port, trial_dir=FOLDER / "work" / "load",
                timeout=client_timeout(workload, "load"), extra=QUORUM)
@@ -161,8 +166,8 @@ def judged_now(study: Path) -> dict | None:
     snapshots of its observe and judge steps): what the rule says of the same traffic, not a rollout run again.
     Where the stored windows end before the rule decides (a run before rule 7 read one window after the settle),
     the verdict is "undecided"."""
-    from nosqltune.online.guard import after_restart, judge_on_nodes
-    from nosqltune.online.rollout import snapshot_from
+    from nosqltune.online.guard import GuardSettings
+    from nosqltune.online.rollout import RolloutSettings, judge_canary, snapshot_from
     from nosqltune.online.window import window_between
     if not study.exists():
         return None
@@ -172,20 +177,20 @@ def judged_now(study: Path) -> dict | None:
     canary = next((m["node"] for m in metas if m.get("kind") == "observe-before"), None)
     before = snaps.get("observe-before") or []
     after = snaps.get("judge") or snaps.get("observe-after") or []
-    windows = [w for w in (window_between(a, b) for a, b in zip(after, after[1:])) if not w.only({canary}).partial]
-    if canary is None or len(before) < 2 or not windows:
+    if canary is None or len(before) < 2 or len(after) < 2:
         return None
     base = [window_between(a, b) for a, b in zip(before, before[1:])]
-    verdicts = []
-    for window in windows:
-        verdicts.append(judge_on_nodes(base, window, {canary})[0])
-        decided = after_restart(verdicts, 2 * len(base))
-        if decided is not None:
-            return decided.as_dict()
+    window_s = (before[-1].at - before[0].at) / len(base)
+    limit = RolloutSettings(window_s=max(1.0, round(window_s)), windows=len(base)).windows_after
+    decided, verdicts, _ = judge_canary(base, after, canary, GuardSettings(), limit)
+    if decided is not None:
+        return decided.as_dict()
+    if not verdicts:
+        return None
     last = verdicts[-1]
     return {**last.as_dict(), "verdict": "undecided",
-            "reason": f"{len(verdicts)} window(s) stored after the settle, worse in the last, and the rule reads "
-                      f"another before it stops a plan: {last.reason}"}
+            "reason": f"{len(verdicts)} window(s) stored after the settle, and the rule reads another before it "
+                      f"decides: {last.reason}"}
 
 
 def most_down(rows: list[dict]) -> int:
@@ -210,7 +215,7 @@ def one(name: str, plan: Path, up: dict, seconds: int, rate: int, window: int, s
     for r in rows:
         r.update(seconds=(r["finished"] or r["started"]) - r["started"], **served(client, r["started"],
                                                                                    r["finished"] or r["started"]))
-    return {"plan": name, "run": number, "window": window, "settle": settle, "exit": code, "state": result.get("state"), "result": result,
+    return {"plan": name, "run": number, "window": window, "settle": settle, "judge": JUDGE, "exit": code, "state": result.get("state"), "result": result,
             "seconds": took, "steps": rows, "most_down": most_down(rows), "machine": machine,
             "client": {k: v for k, v in client.items() if k != "series"}, "series": client["series"]}
 
@@ -221,9 +226,7 @@ def run(repeat: int, window: int, settle: int) -> None:
     tuned, slower = plan_of("tuned"), plan_of("slower")
     done = {(r["plan"], r["run"]) for r in runs}
     for number in range(1, repeat + 1):
-        slower_done = any(p == "slower" for p, _ in done)
-        todo = [p for p in ("tuned", "slower") if (p, number) not in done
-                and (p == "tuned" or (number == repeat and not slower_done))]
+        todo = [p for p in ("tuned", "slower") if (p, number) not in done and (p == "tuned" or number == repeat)]
         if not todo:
             continue
         up = cluster("up", "--nodes", "3", "--heap", "768M")
@@ -232,9 +235,9 @@ def run(repeat: int, window: int, settle: int) -> None:
                 raise SystemExit(f"cluster up failed: {up}")
             load(up)
             for name in todo:
-                # the traffic outlasts the rollout: the canary's windows before and after, its settling, and the
-                # other nodes' restarts and rewrites (about 30 s each here)
-                seconds = 6 * window + settle + (240 if name == "tuned" else 60)
+                # the traffic outlasts the rollout: the canary's windows before (3) and after (up to 6), its
+                # settling, and the other nodes' restarts and rewrites (about 30 s each here)
+                seconds = 10 * window + settle + (240 if name == "tuned" else 60)
                 plan, rate = (tuned, 300) if name == "tuned" else (slower, 600)
                 runs.append(one(name, plan, up, seconds, rate, window, settle, number))
                 RUNS.write_text(json.dumps(runs, indent=1, default=str) + "\n")
@@ -258,12 +261,14 @@ def write() -> None:
     if not runs:
         path.write_text("\n".join(lines + ["Not run yet."]) + "\n")
         return
-    lines += ["| plan | run | window, settle (s) | outcome | seconds | canary verdict | judged on | failed requests (QUORUM) | most nodes "
-              "down at once | client ops/s (offered) | CPU probe (MB/s) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| plan | run | window, settle (s) | canary judged | outcome | seconds | canary verdict | judged on | "
+              "failed requests (QUORUM) | most nodes down at once | client ops/s (offered) | CPU probe (MB/s) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         verdict = (r["result"].get("verdict") or {})
         probe = (r.get("machine") or {}).get("cpu_mb_s")
-        lines.append(f"| {r['plan']} | {r['run']} | {r.get('window', 20)}, {r.get('settle', 60)} | {r['state']} | {r['seconds']:.0f} | {verdict.get('verdict', '-')} "
+        lines.append(f"| {r['plan']} | {r['run']} | {r.get('window', 20)}, {r.get('settle', 60)} | "
+                     f"{r.get('judge', 'one window after the settle; the snitch chose the replicas')} | {r['state']} | {r['seconds']:.0f} | {verdict.get('verdict', '-')} "
                      f"| {verdict.get('judged_on', '-')} | {r['client']['errors']} | {r['most_down']} | "
                      f"{(r['client']['throughput'] or 0):.0f} ({r['client']['rate']}) | "
                      f"{probe if probe is not None else '-'} |")

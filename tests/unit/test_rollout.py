@@ -39,8 +39,10 @@ class Scripted:
     nodes up are checked at each: never two down at once."""
 
     def __init__(self, clock, rate=1000.0, p99=2000.0, changed_p99=2000.0, versions=None, down=(), schemas=1,
-                 rf=3, fail_restart_of=None, free=100 << 30):
+                 rf=3, fail_restart_of=None, free=100 << 30, read_share=None):
         self.clock, self.rate, self.p99, self.changed_p99 = clock, rate, p99, changed_p99
+        self.read_share = read_share   # the share of its reads a changed node serves, by its seconds up
+        self.reads = {n: 0.0 for n in NODES}
         self.versions = versions or {n: "5.0.6" for n in NODES}
         self.down, self.schemas, self.rf, self.fail_restart_of = set(down), schemas, rf, fail_restart_of
         self.free = free
@@ -54,6 +56,8 @@ class Scripted:
         now = self.clock()
         for n in NODES:
             self.counts[n] += self.rate * (now - self.last)
+            share = self.read_share(now - self.started[n]) if n in self.changed and self.read_share else 1.0
+            self.reads[n] += 0.7 * share * self.rate * (now - self.last)
         self.last = now
 
     def status(self, node):
@@ -73,7 +77,7 @@ class Scripted:
             p99 = self.changed_p99 if n in self.changed else self.p99
             if callable(p99):   # a p99 that moves with the time since the node started
                 p99 = p99(self.clock() - self.started[n])
-            nodes[n] = NodeCounters(requests=PerKind(read=self.counts[n] * 0.7, write=self.counts[n] * 0.3),
+            nodes[n] = NodeCounters(requests=PerKind(read=self.reads[n], write=self.counts[n] * 0.3),
                                     p99=PerKind(read=p99, write=p99 / 2, scan=None),
                                     uptime_seconds=self.clock() - self.started[n] + 1000)
         return Snapshot(at=self.clock(), nodes=nodes, asked=tuple(NODES))
@@ -108,7 +112,7 @@ class Scripted:
         self.log.append(("restart", node, "plan" if plan else "previous"))
         if node == self.fail_restart_of:
             raise RuntimeError("the service did not start")
-        self.counts[node] = 0.0   # counters start again
+        self.counts[node] = self.reads[node] = 0.0   # counters start again
         self.started[node] = self.clock()
         if plan is None:
             self.changed.discard(node)
@@ -202,6 +206,45 @@ def test_a_canary_worse_in_two_windows_and_not_recovering_stops_on_the_second(tm
     result = r.run()
     assert result.state == "canary-worse", said
     assert "windows 1 and 2 after the settle, not recovering" in result.verdict.reason
+
+
+def test_a_canary_the_coordinators_route_reads_around_is_judged_once_its_reads_come_back(tmp_path):
+    """A restarted replica served no reads (the dynamic snitch sent them to the others) for 5 minutes after its
+    settle: its reads are not judged, so nothing is kept until they come back; then its p99 decides."""
+    clock = Clock()
+    cluster = Scripted(clock, read_share=lambda up: 0.0 if up < 420.0 else 1.0)
+    r, said = rollout(tmp_path, cluster, clock)
+    result = r.run()
+    assert result.state == "done", said
+    assert result.verdict.keep and not result.verdict.unjudged
+    assert "window 5 after the settle" in result.verdict.reason   # reads back in the 5th 60 s window after it
+
+
+def test_a_canary_whose_reads_never_come_back_stops_the_rollout_unjudged(tmp_path):
+    clock = Clock()
+    cluster = Scripted(clock, read_share=lambda up: 0.0)
+    r, said = rollout(tmp_path, cluster, clock)
+    result = r.run()
+    assert result.state == "stopped" and "could not be judged" in result.error, said
+    assert "p99 not judged for read" in result.error and "dynamic snitch" in result.error
+    assert not [e for e in cluster.log if len(e) > 1 and e[1] in ("n2", "n3")], "the others untouched"
+    assert clock.t - 1000.0 >= 600.0, "it waited out the snitch's reset"
+
+
+def test_a_kind_judged_before_and_not_after_is_named_not_kept():
+    from nosqltune.online.window import window_between
+
+    def snap(t, reads):
+        return Snapshot(at=t, nodes={"n1": NodeCounters(requests=PerKind(read=reads, write=t * 10),
+                                                        p99=PerKind(read=2000.0, write=500.0))})
+
+    before = [window_between(snap(t, t * 10), snap(t + 60, (t + 60) * 10)) for t in (0, 60, 120)]
+    after = window_between(snap(180, 1800), snap(240, 1900))   # 100 reads after, 600 in each window before
+    verdict = judge_change(before, after, latency_only=True)   # a replica's reads are the coordinators' choice
+    assert verdict.keep and verdict.unjudged == ("read",) and "p99 not judged for read (100 after)" in verdict.reason
+    from nosqltune.online.guard import after_restart
+    assert after_restart([verdict], 6) is None
+    assert after_restart([verdict] * 6, 6).verdict == "wait"
 
 
 def test_the_rule_after_a_restart_keeps_stops_and_waits():

@@ -125,7 +125,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--window", type=float, default=60.0, metavar="S",
                    help="seconds per window the canary is judged over (default 60)")
     p.add_argument("--windows", type=int, default=3, metavar="N",
-                   help="windows before the change, for the baseline and its noise (default 3)")
+                   help="windows before the change, for the baseline and its noise (default 3); the canary's windows "
+                        "after it are judged one at a time, up to twice as many")
     p.add_argument("--settle", type=float, default=120.0, metavar="S",
                    help="seconds between the canary's last step and its windows after (default 120): a restarted "
                         "node is slow until its JIT has compiled its code and its caches are warm, which is the "

@@ -36,7 +36,9 @@ The rule of `judge_change`:
 7. A node just restarted into the change (a rollout's canary) is cold for minutes: its JIT has not compiled its
    code, its key cache and page cache are empty, the dynamic snitch has not yet sent it its share. One window after
    a settle cannot tell that from the change. `after_restart` judges the windows after the settle one at a time:
-   the first window not worse keeps the change; a change is rolled back when two windows in a row are worse and
+   the first window not worse, with every kind judged before judged again, keeps the change (a replica the
+   coordinators' dynamic snitch routes reads around serves none: its reads cannot be judged until the snitch
+   resets its scores, every 10 minutes by default); a change is rolled back when two windows in a row are worse and
    the second is not recovering; it is recovering when each figure worse in it was worse in the window before too
    and has shed at least half its excess over the tolerance since (a cold node's excess decays, a worse plan's
    stays); at the last window allowed, a worse window rolls back whatever its trend.
@@ -119,6 +121,7 @@ class GuardVerdict:
     windows_before: int = 0
     reason: str = ""
     worse: tuple[str, ...] = ()   # the checks that decided a rollback (a check reported but not considered: absent)
+    unjudged: tuple[str, ...] = ()   # kinds whose p99 was judged before the change and is not after: too few requests
 
     @property
     def keep(self) -> bool:
@@ -134,7 +137,7 @@ class GuardVerdict:
     def as_dict(self) -> dict:
         return {"verdict": self.verdict, "fixed_rate": self.fixed_rate, "judged_on": self.judged_on,
                 "checks": [c.as_dict() for c in self.checks], "windows_before": self.windows_before,
-                "reason": self.reason, "worse": list(self.worse)}
+                "reason": self.reason, "worse": list(self.worse), "unjudged": list(self.unjudged)}
 
 
 def _compare(name: str, values: list[float], after: float, fixed: float, settings: GuardSettings,
@@ -187,11 +190,14 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
         rate_note = (f"throughput unchanged within noise ({throughput.change:+.1%}, tolerance "
                      f"{throughput.tolerance:.1%}): taken as a fixed offered rate, p99 decides"
                      if fixed_rate else "")
-    checks = [throughput]
+    checks, unjudged = [throughput], []
     for kind in KINDS:
         windows = full + [after]
         if any((w.requests.get(kind) or 0.0) < settings.min_operations_for_p99 or w.p99(kind) is None
                for w in windows):
+            if all((w.requests.get(kind) or 0.0) >= settings.min_operations_for_p99 and w.p99(kind) is not None
+                   for w in full):
+                unjudged.append(f"{kind} ({after.requests.get(kind) or 0.0:.0f} after)")
             continue
         # a p99 read from the node is a bucket's bound: it moves by whole buckets, so one bucket up is within
         # the tolerance (rule 2) and two are not
@@ -216,12 +222,16 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
         rate_note = "; ".join(x for x in (f"the demand moved {demand_change:+.1%} elsewhere: the throughput's "
                                           "baseline with it", rate_note) if x)
     head = (f"{rate_note}; " if rate_note else "")
+    if unjudged:
+        noise_note += (f"; p99 not judged for {', '.join(unjudged)}: fewer than "
+                       f"{settings.min_operations_for_p99:.0f} requests after the change, enough before")
+    kinds = tuple(u.split(" ")[0] for u in unjudged)
     if worse:
         return GuardVerdict("rollback", fixed_rate, judged_on, tuple(checks), len(full),
                             f"{head}worse beyond tolerance: {', '.join(c.name for c in worse)} ({details}){noise_note}",
-                            tuple(c.name for c in worse))
+                            tuple(c.name for c in worse), kinds)
     return GuardVerdict("keep", fixed_rate, judged_on, tuple(checks), len(full),
-                        f"{head}not worse beyond tolerance ({details}){noise_note}")
+                        f"{head}not worse beyond tolerance ({details}){noise_note}", unjudged=kinds)
 
 
 def judge_on_nodes(before: Sequence[Window], after: Window, changed: Collection[str],
@@ -249,15 +259,21 @@ def judge_on_nodes(before: Sequence[Window], after: Window, changed: Collection[
 def after_restart(verdicts: Sequence[GuardVerdict], limit: int) -> GuardVerdict | None:
     """Rule 7: the verdict on a change made with a restart, from the verdicts of the full windows after the settle
     so far (oldest first; each from `judge_change` or `judge_on_nodes`); None: judge another window. `limit`: the
-    most windows to read."""
+    most windows to read. A window that could not judge a kind it judged before (too few of its requests after:
+    `unjudged`) keeps nothing; at the limit such a verdict comes back as "wait", with the reason."""
     if limit < 2:
         raise UsageError(f"a change made with a restart is judged over 2 windows at least, got a limit of {limit!r}")
     judged = [v for v in verdicts if v.verdict != "wait"]
     if not judged:
         return None
     last, n = judged[-1], len(judged)
-    if last.keep:
+    if last.keep and not last.unjudged:
         return replace(last, reason=f"window {n} after the settle: {last.reason}")
+    if last.keep:   # not worse where it could judge, and blind where it could not
+        if n >= limit:
+            return replace(last, verdict="wait", reason=f"not judged in {n} windows after the settle: "
+                                                        f"{last.reason}")
+        return None
     if n >= limit:
         return replace(last, reason=f"worse in the last of {n} windows after the settle: {last.reason}")
     if n >= 2 and judged[-2].rollback and not recovering(judged[-2], last):

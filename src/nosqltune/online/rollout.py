@@ -19,8 +19,12 @@ resumes at the step it was in:
    its caches are warm: that is the restart's, not the plan's), then windows again, the canary judged on its own
    windows with guard.py's noise rule, the other nodes telling how the demand moved meanwhile (guard.py rule 5).
    A window with the canary restarted in it is partial: the next one is judged. The windows are judged one at a
-   time, up to twice `windows` of them (guard.py rule 7): the first not worse keeps the plan; two worse in a row
-   stop it unless the second is recovering (a node still cold after the settle). **Worse**: the rollout stops and the canary is put back where a step can be
+   time, each from the settle's end (guard.py rule 7), up to twice `windows` of them or enough to outlast the
+   dynamic snitch's reset (600 s), whichever is more: the first not worse, with every kind judged before judged
+   again, keeps the plan; two worse in a row stop it unless the second is recovering (a node still cold after the
+   settle). A restarted replica may serve no reads at all until the coordinators' dynamic snitch resets its scores
+   (at RF 3 on 3 nodes a QUORUM read asks the 2 replicas it scores best); if its reads are still not judged at the
+   end, the step fails (resumable) and says so. **Worse**: the rollout stops and the canary is put back where a step can be
    undone (live settings to the values read before them, a restart into the configuration it ran, the table
    options back), and what cannot is said (a rewrite: the SSTables stay as rewritten).
 5. **every other node**, one at a time: live settings, restart, rewrite, each waited for.
@@ -52,6 +56,7 @@ from .window import Snapshot, Window, window_between
 PLAN_FORMAT = 1
 STEP_TAG = "rollout-step"
 SETTINGS_KEY = "rollout"
+SNITCH_RESET_S = 600.0   # Cassandra's dynamic_snitch_reset_interval default: scores start again this often
 SETTLED_COMPACTIONS = 2   # pending compactions a node may keep after a step and count as settled
 
 Say = Callable[[str], None]
@@ -219,8 +224,9 @@ class RolloutSettings:
 
     @property
     def windows_after(self) -> int:
-        """The most full windows of the canary read after its settle (guard.py rule 7): twice those before."""
-        return 2 * self.windows
+        """The most windows of the canary read after its settle (guard.py rule 7): twice those before, and enough
+        to outlast the dynamic snitch's reset of its scores (a restarted replica may be routed around until then)."""
+        return max(2 * self.windows, math.ceil((SNITCH_RESET_S + self.window_s) / self.window_s))
 
     def record(self) -> dict[str, Any]:
         return {"window_s": self.window_s, "windows": self.windows, "settle_s": self.settle_s,
@@ -551,40 +557,21 @@ class Rollout:
         if not self._before:
             raise StepFailed("no windows before the change to judge the canary against (observe again: run the "
                              "rollout with the canary's steps undone, or give --no-canary)")
-        before, limit = _windows(self._before), self.settings.windows_after
-        verdicts, demands, decided = [], [], None
-        for window in self._full_after(canary, limit):
-            # the nodes left unchanged tell how the demand moved (guard.py rule 5); a replica's share of the reads
-            # is the coordinators' choice (rule 6): with other nodes, its latencies and failures decide; a node
-            # just restarted is cold for a while (rule 7): one worse window does not stop the rollout
-            verdict, demand = judge_on_nodes(before, window, {canary}, self.settings.guard)
-            verdicts.append(verdict)
-            demands.append(demand)
-            decided = after_restart(verdicts, limit)
-            if decided is not None:
-                break
+        decided, verdicts, demands = judge_canary(_windows(self._before), self._after, canary, self.settings.guard,
+                                                  self.settings.windows_after, self._observe_one)
         if decided is None:
             raise StepFailed(f"no verdict on the canary: {len(verdicts)} full window(s) of it after the change")
+        if decided.verdict == "wait":
+            raise StepFailed(f"the canary could not be judged in {len(verdicts)} windows after its settle: p99 not "
+                             f"judged for {', '.join(decided.unjudged)}, too few requests (a replica the coordinators' "
+                             "dynamic snitch routes reads around serves none until the snitch resets its scores); "
+                             "not worse elsewhere. Run the same command again to judge it on new windows, or give "
+                             "--rollback")
         return {"verdict": decided, "judged": decided.as_dict(), "demand_change": demands[-1],
-                "windows": [{"verdict": v.verdict, "worse": list(v.worse), "demand_change": d,
-                             "checks": {c.name: round(c.change, 4) for c in v.checks}}
+                "windows": [{"verdict": v.verdict, "worse": list(v.worse), "unjudged": list(v.unjudged),
+                             "demand_change": d, "checks": {c.name: round(c.change, 4) for c in v.checks}}
                             for v, d in zip(verdicts, demands)],
                 "snapshots": [snapshot_dict(x) for x in self._after]}
-
-    def _full_after(self, canary: str, limit: int) -> Iterator[Window]:
-        """The windows after the change in which the canary was up throughout, reading more as they are asked for
-        (at most `limit` of them, and 3 partial ones: the canary restarted within them)."""
-        seen, partial = 0, 0
-        while seen < limit and partial <= 3:
-            windows = _windows(self._after)
-            if seen + partial >= len(windows):
-                self._after.append(self._observe_one())
-                continue
-            if windows[seen + partial].only({canary}).partial:
-                partial += 1
-                continue
-            yield windows[seen + partial]
-            seen += 1
 
     def _observe_one(self) -> Snapshot:
         self.sleep(self.settings.window_s)
@@ -706,6 +693,39 @@ class Rollout:
         self.say("  put back: " + ("; ".join(result.restored) or "nothing"))
         if result.not_restored:
             self.say("  NOT put back: " + "; ".join(result.not_restored))
+
+
+def judge_canary(before: Sequence[Window], after: list[Snapshot], canary: str, guard: GuardSettings, limit: int,
+                 read_more: Callable[[], Snapshot] | None = None
+                 ) -> tuple[GuardVerdict | None, list[GuardVerdict], list[float | None]]:
+    """The canary's verdict (guard.py rule 7) from its windows `before` the change and the readings `after` it
+    (the first at the settle's end), reading more with `read_more` while the rule asks for them (appended to
+    `after`; None: judge what is there). The windows judged each run from the same first reading to one reading
+    later than the one before, so the canary's requests pile up and a kind it serves little of is judged once it
+    has served enough; a restart of the canary within them starts the span again (3 at most). The nodes left
+    unchanged tell how the demand moved (rule 5); with other replicas its latencies and failures decide (rule 6).
+    Returns the verdict (None: undecided), and each window's verdict and demand change."""
+    verdicts: list[GuardVerdict] = []
+    demands: list[float | None] = []
+    restarts, start, end = 0, 0, 1
+    while len(verdicts) < limit and restarts <= 3:
+        if end >= len(after):
+            if read_more is None:
+                break
+            after.append(read_more())
+            continue
+        window = window_between(after[start], after[end])
+        if window.only({canary}).partial:
+            restarts, start, end = restarts + 1, end, end + 1
+            continue
+        verdict, demand = judge_on_nodes(before, window, {canary}, guard)
+        verdicts.append(verdict)
+        demands.append(demand)
+        decided = after_restart(verdicts, limit)
+        if decided is not None:
+            return decided, verdicts, demands
+        end += 1
+    return None, verdicts, demands
 
 
 def snapshot_dict(snapshot: Snapshot) -> dict[str, Any]:
