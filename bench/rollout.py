@@ -8,6 +8,10 @@ Two plans, each exported by `export-config`:
   chunks. Rolled out on a fresh cluster in each of `--repeat` runs (its SSTable format cannot be undone).
 - **slower**: 1 MiB memtables flushed by one writer, under twice the writes: it stays up but is slower, and the
   canary must stop it on its first node and put that node back. Once, on the last run's cluster.
+- **slower-reads** (with `--plans`): every read decompresses a 64 KiB Zstd chunk, with the chunk cache and the
+  key cache off: slower by the CPU each read costs. Once, on the last run's cluster.
+- **restart-only** (with `--plans`): a restart into the heap the nodes already run, nothing else: what a restart
+  alone does to the canary's verdict. Every run on one cluster.
 
 Per step: its kind, node and seconds, and the requests the client had served meanwhile (its per-second series
 over the step, against the offered rate); per run: failed requests at QUORUM, the canary's verdict, the most nodes
@@ -16,7 +20,7 @@ down at once. The machine (CPU and disk probes) is stored with each run. Setting
 settle; the traffic is 300 ops/s (600 for the
 slower plan) of 8 threads over 20,000 records. Nothing else may run beside it.
 
-    python3 bench/rollout.py [--repeat 2]
+    python3 bench/rollout.py [--repeat 2] [--plans tuned,slower,restart-only]
     python3 bench/rollout.py --write-only
 """
 
@@ -39,6 +43,13 @@ FOLDER = RESULTS / "rollout"
 RUNS = FOLDER / "runs.json"
 TUNED = (RESULTS / "strategies_v5" / "cloud-disk-real.db", "gp")
 SLOWER = {"memtable_heap_space": 1, "memtable_flush_writers": 1}
+# a restart and nothing else: the heap the nodes run with already (cluster up --heap 768M), so the canary is judged
+# on a node just restarted into its own configuration, the control for what a restart alone does to the verdict
+# reads made slower by what they cost: every read decompresses a 64 KiB Zstd chunk (the chunk cache off) and finds
+# its key in the index (the key cache off); the issue's "chunk cache off, tiny key cache on a read-heavy table"
+SLOWER_READS = {"compression": "ZstdCompressor", "compression_chunk_length": 64, "file_cache_enabled": False,
+                "key_cache_size": 0}
+CONFIGS = {"slower": SLOWER, "slower-reads": SLOWER_READS, "restart-only": {"heap_size": 768}}
 RECORDS, THREADS = 20_000, 8
 JUDGE = "windows until decided (rule 7); reads to every replica"   # how this revision's runs judge the canary
 QUORUM = {"cassandra.readconsistencylevel": "QUORUM", "cassandra.writeconsistencylevel": "QUORUM",
@@ -123,8 +134,8 @@ def plan_of(name: str) -> Path:
     else:
         import yaml
 
-        config = FOLDER / "work" / "slower.yaml"
-        config.write_text(yaml.safe_dump(SLOWER))
+        config = FOLDER / "work" / f"{name}.yaml"
+        config.write_text(yaml.safe_dump(CONFIGS[name]))
         nosqltune("export-config", "--config", str(config), "--force", "--table", "ycsb.usertable", "--out",
                   str(out))
     return out
@@ -220,26 +231,28 @@ def one(name: str, plan: Path, up: dict, seconds: int, rate: int, window: int, s
             "client": {k: v for k, v in client.items() if k != "series"}, "series": client["series"]}
 
 
-def run(repeat: int, window: int, settle: int) -> None:
+def run(repeat: int, window: int, settle: int, plans: list[str]) -> None:
+    """`tuned` on a fresh cluster in each run (its SSTable format cannot be undone), `slower` on the last run's
+    cluster after it; `restart-only`, which changes nothing, every run on one cluster."""
     FOLDER.mkdir(parents=True, exist_ok=True)
     runs = json.loads(RUNS.read_text()) if RUNS.exists() else []
-    tuned, slower = plan_of("tuned"), plan_of("slower")
     done = {(r["plan"], r["run"]) for r in runs}
-    for number in range(1, repeat + 1):
-        todo = [p for p in ("tuned", "slower") if (p, number) not in done and (p == "tuned" or number == repeat)]
-        if not todo:
-            continue
+    rounds = [[(p, n) for p in plans if p != "restart-only" and (p, n) not in done
+               and (p == "tuned" or n == repeat)] for n in range(1, repeat + 1)]   # a slower plan after tuned
+    if "restart-only" in plans:
+        rounds.append([("restart-only", n) for n in range(1, repeat + 1) if ("restart-only", n) not in done])
+    for todo in (r for r in rounds if r):
         up = cluster("up", "--nodes", "3", "--heap", "768M")
         try:
             if not up.get("members"):
                 raise SystemExit(f"cluster up failed: {up}")
             load(up)
-            for name in todo:
+            for name, number in todo:
                 # the traffic outlasts the rollout: the canary's windows before (3) and after (up to 6), its
                 # settling, and the other nodes' restarts and rewrites (about 30 s each here)
-                seconds = 10 * window + settle + (240 if name == "tuned" else 60)
-                plan, rate = (tuned, 300) if name == "tuned" else (slower, 600)
-                runs.append(one(name, plan, up, seconds, rate, window, settle, number))
+                seconds = 10 * window + settle + (60 if name.startswith("slower") else 240)
+                rate = 600 if name == "slower" else 300
+                runs.append(one(name, plan_of(name), up, seconds, rate, window, settle, number))
                 RUNS.write_text(json.dumps(runs, indent=1, default=str) + "\n")
                 log(f"{name} run {number}: {runs[-1]['state']} in {runs[-1]['seconds']:.0f} s")
         finally:
@@ -255,7 +268,8 @@ def write() -> None:
              f"{RECORDS:,} YCSB records), while YCSB A at a fixed rate and QUORUM ({THREADS} threads) is sent to every "
              "node. `tuned` is export-config of the committed cloud-disk GP best (a fresh cluster each run: its "
              "SSTable format cannot be undone); `slower` (1 MiB memtables, one flush writer, under twice the rate) "
-             "must be stopped by the canary. Requests served are the client's, over each step's span, against the "
+             "must be stopped by the canary; `restart-only` restarts each node into the heap it runs already and "
+             "changes nothing else (the control: what a restart alone does to the canary's verdict). Requests served are the client's, over each step's span, against the "
              "offered rate.", ""]
     lines += kept_notes(path, Path(__file__).name)
     if not runs:
@@ -306,10 +320,16 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--window", type=int, default=20, help="the canary's window, seconds (default 20)")
     p.add_argument("--settle", type=int, default=60, help="the canary's settling after its change (default 60)")
+    p.add_argument("--plans", default="tuned,slower",
+                   help="comma-separated: tuned, slower, slower-reads, restart-only (default tuned,slower)")
     p.add_argument("--write-only", action="store_true")
     a = p.parse_args()
+    plans = [x.strip() for x in a.plans.split(",") if x.strip()]
+    unknown = sorted(set(plans) - {"tuned", *CONFIGS})
+    if unknown:
+        p.error(f"unknown plan(s): {', '.join(unknown)}")
     if not a.write_only:
-        run(a.repeat, a.window, a.settle)
+        run(a.repeat, a.window, a.settle, plans)
     write()
     return 0
 

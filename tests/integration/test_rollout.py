@@ -246,10 +246,12 @@ def test_three_nodes_at_rf3_under_quorum_traffic_and_a_canary_that_stops_a_worse
         down = sorted((r["started_at"], r["finished_at"]) for r in rows if r["meta"]["rollout"]["kind"] == "restart")
         assert len(down) == 3 and all(a[1] <= b[0] for a, b in zip(down, down[1:])), "two nodes down at once"
 
-        # a plan that stays up but is slower: memtables of 1 MiB flushed by one writer, under writes
+        # a plan that stays up but is slower, by what each read costs: a 64 KiB Zstd chunk decompressed per read
+        # (the chunk cache off) and the key looked up in the index (the key cache off)
         pids = {m["address"]: m["pid"] for m in cluster_cli(capsys, "status")[1]["members"]}
         (tmp_path / "bad").mkdir()
-        bad = _plan(tmp_path / "bad", capsys, config={"memtable_heap_space": 1, "memtable_flush_writers": 1},
+        bad = _plan(tmp_path / "bad", capsys, config={"compression": "ZstdCompressor", "compression_chunk_length": 64,
+                                                      "file_cache_enabled": False, "key_cache_size": 0},
                     table="ycsb.usertable")
         traffic = Traffic(up, tmp_path / "traffic2", seconds=420, rate=600)
         code, result = _rollout_process(["--plan", str(bad), "--cluster", "local", "--apply", "--window", "15",
