@@ -296,7 +296,9 @@ def write() -> None:
                          f"| {ops} |")
     lines += ["", "## The canary's verdicts", "",
               "As the rollout judged, and as this revision's guard judges the same stored windows (a p99 is held to "
-              "no less than one bucket of Cassandra's latency histogram since 2026-11-28: see the notes).", ""]
+              "no less than one bucket of Cassandra's latency histogram since 2026-11-28; since 2026-11-29 the windows "
+              "after the settle are judged one at a time by guard rule 7, and a kind judged before and not after "
+              "keeps nothing: see the notes). \"undecided\": the stored windows end before the rule decides.", ""]
     for r in runs:
         verdict = r["result"].get("verdict") or {}
         lines.append(f"- {r['plan']} run {r['run']}: **{verdict.get('verdict', '-')}**: {verdict.get('reason', '-')}"

@@ -246,12 +246,11 @@ def test_three_nodes_at_rf3_under_quorum_traffic_and_a_canary_that_stops_a_worse
         down = sorted((r["started_at"], r["finished_at"]) for r in rows if r["meta"]["rollout"]["kind"] == "restart")
         assert len(down) == 3 and all(a[1] <= b[0] for a, b in zip(down, down[1:])), "two nodes down at once"
 
-        # a plan that stays up but is slower, by what each read costs: a 64 KiB Zstd chunk decompressed per read
-        # (the chunk cache off) and the key looked up in the index (the key cache off)
+        # a plan that stays up but is slower: memtables of 1 MiB flushed by one writer, under writes (stopped on
+        # 2026-11-29 at +146% and +105% read p99; bench/results/rollout.md has it kept once, recovered in 4 windows)
         pids = {m["address"]: m["pid"] for m in cluster_cli(capsys, "status")[1]["members"]}
         (tmp_path / "bad").mkdir()
-        bad = _plan(tmp_path / "bad", capsys, config={"compression": "ZstdCompressor", "compression_chunk_length": 64,
-                                                      "file_cache_enabled": False, "key_cache_size": 0},
+        bad = _plan(tmp_path / "bad", capsys, config={"memtable_heap_space": 1, "memtable_flush_writers": 1},
                     table="ycsb.usertable")
         traffic = Traffic(up, tmp_path / "traffic2", seconds=420, rate=600)
         code, result = _rollout_process(["--plan", str(bad), "--cluster", "local", "--apply", "--window", "15",
@@ -260,10 +259,12 @@ def test_three_nodes_at_rf3_under_quorum_traffic_and_a_canary_that_stops_a_worse
         traffic.join()
         assert code == 1 and result["state"] == "canary-worse", result
         assert "read" not in result["verdict"]["unjudged"], result["verdict"]
+        assert "restarted into the configuration it ran" in result["restored"], result
         status = cluster_cli(capsys, "status")[1]
         canary = status["members"][0]
+        assert canary["pid"] != pids[canary["address"]], "the canary restarted back"
         conf = yaml.safe_load(open(f"{canary['home']}/conf/cassandra.yaml"))
-        assert conf.get("memtable_heap_space") != "1MiB" and conf.get("memtable_heap_space") != 1, "put back"
+        assert conf.get("memtable_flush_writers") == 4, "put back: the good plan's value, not the worse one's 1"
         assert all(m["pid"] == pids[m["address"]] for m in status["members"][1:]), "the others untouched"
     finally:
         cluster_cli(capsys, "down")
