@@ -199,7 +199,7 @@ def test_a_canary_still_cold_after_its_settle_is_watched_until_it_recovers(tmp_p
 
 
 def test_a_canary_worse_in_two_windows_and_not_recovering_stops_on_the_second(tmp_path):
-    """Rule 7: worse at 2.4x then 2.2x (not half its excess shed): stopped on the second window, not later."""
+    """Rule 7: worse at 2.4x then 2.2x (less than one histogram bucket lower): stopped on the second window."""
     clock = Clock()
     cluster = Scripted(clock, changed_p99=lambda up: 4800.0 if up < 240.0 else 4400.0)
     r, said = rollout(tmp_path, cluster, clock)
@@ -259,8 +259,8 @@ def test_the_rule_after_a_restart_keeps_stops_and_waits():
 
     assert after_restart([v(0.1)], 6).keep                      # the first window not worse keeps it
     assert after_restart([v(1.0)], 6) is None                   # one worse window: read another
-    assert after_restart([v(1.0), v(0.9)], 6).rollback          # excess 0.8 -> 0.7: not recovering
-    assert after_restart([v(1.0), v(0.5)], 6) is None           # excess 0.8 -> 0.3: recovering, read another
+    assert after_restart([v(1.0), v(0.9)], 6).rollback          # 2000 -> 1900 us: less than a bucket lower
+    assert after_restart([v(1.0), v(0.5)], 6) is None           # 2000 -> 1500 us: a bucket or more, read another
     assert after_restart([v(1.0), v(0.5), v(0.45)], 6).rollback  # then stuck: stopped
     assert after_restart([v(1.0), v(0.5), v(0.1)], 6).keep
     assert after_restart([v(1.0), v(0.5)], 2).rollback          # the last window allowed decides

@@ -22,7 +22,7 @@ resumes at the step it was in:
    time, each from the settle's end (guard.py rule 7), up to twice `windows` of them or enough to outlast the
    dynamic snitch's reset (600 s), whichever is more: the first not worse, with every kind judged before judged
    again, keeps the plan; two worse in a row stop it unless the second is recovering (a node still cold after the
-   settle). A restarted replica may serve no reads at all until the coordinators' dynamic snitch resets its scores
+   settle: its p99 a histogram bucket lower or more than in the window before). A restarted replica may serve no reads at all until the coordinators' dynamic snitch resets its scores
    (at RF 3 on 3 nodes a QUORUM read asks the 2 replicas it scores best); if its reads are still not judged at the
    end, the step fails (resumable) and says so. **Worse**: the rollout stops and the canary is put back where a step can be
    undone (live settings to the values read before them, a restart into the configuration it ran, the table
@@ -721,7 +721,7 @@ def judge_canary(before: Sequence[Window], after: list[Snapshot], canary: str, g
         verdict, demand = judge_on_nodes(before, window, {canary}, guard)
         verdicts.append(verdict)
         demands.append(demand)
-        decided = after_restart(verdicts, limit)
+        decided = after_restart(verdicts, limit, guard)
         if decided is not None:
             return decided, verdicts, demands
         end += 1
