@@ -200,7 +200,7 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
                for w in windows):
             if all((w.requests.get(kind) or 0.0) >= settings.min_operations_for_p99 and w.p99(kind) is not None
                    for w in full):
-                unjudged.append(f"{kind} ({after.requests.get(kind) or 0.0:.0f} after)")
+                unjudged.append((kind, after.requests.get(kind) or 0.0))
             continue
         # a p99 read from the node is a bucket's bound: it moves by whole buckets, so one bucket up is within
         # the tolerance (rule 2) and two are not
@@ -226,9 +226,10 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
                                           "baseline with it", rate_note) if x)
     head = (f"{rate_note}; " if rate_note else "")
     if unjudged:
-        noise_note += (f"; p99 not judged for {', '.join(unjudged)}: fewer than "
+        named = ", ".join(f"{kind} ({count:.0f} after)" for kind, count in unjudged)
+        noise_note += (f"; p99 not judged for {named}: fewer than "
                        f"{settings.min_operations_for_p99:.0f} requests after the change, enough before")
-    kinds = tuple(u.split(" ")[0] for u in unjudged)
+    kinds = tuple(kind for kind, _ in unjudged)
     if worse:
         return GuardVerdict("rollback", fixed_rate, judged_on, tuple(checks), len(full),
                             f"{head}worse beyond tolerance: {', '.join(c.name for c in worse)} ({details}){noise_note}",
