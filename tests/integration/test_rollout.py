@@ -102,6 +102,21 @@ def test_a_plan_rolls_through_a_two_node_cluster_one_node_at_a_time(nosqltune_ho
         again = json.loads(capsys.readouterr().out)
         assert again["state"] == "done" and again["steps_run"] == 1   # the check alone
         assert [m["pid"] for m in cluster_cli(capsys, "status")[1]["members"]] == pids
+
+        # a second plan builds on the first one's settings, and its rollback goes back to them, not to the
+        # configuration the cluster started with
+        (tmp_path / "second").mkdir()
+        second = _plan(tmp_path / "second", capsys, config={"memtable_heap_space": 96})
+        for extra in ([], ["--rollback"]):
+            code = main(["rollout", "--plan", str(second), "--cluster", "local", "--apply", "--no-canary",
+                         "--study", str(study), "--json", "--node-timeout", "240", *extra])
+            result = json.loads(capsys.readouterr().out)
+            assert code == 0, (result["error"], result)
+            for m in cluster_cli(capsys, "status")[1]["members"]:
+                conf = yaml.safe_load(open(f"{m['home']}/conf/cassandra.yaml"))
+                assert conf["memtable_flush_writers"] == 4, (extra, m["address"])
+                assert (conf.get("memtable_heap_space") == "96MiB") == (not extra), (extra, conf.get(
+                    "memtable_heap_space"))
     finally:
         cluster_cli(capsys, "down")
 

@@ -10,7 +10,7 @@ from .online import _access, add_access_flags
 from .options import DEFAULT_STUDY
 
 
-def _nodes(args: argparse.Namespace):
+def _nodes(args: argparse.Namespace, plan):
     """(RemoteNodes, the CQL address, the restart or None, what is stored of the cluster)."""
     from ..online.remote import RemoteNode, command_restarter, local_restarter
     from .online import parse_cql, parse_hosts
@@ -31,7 +31,7 @@ def _nodes(args: argparse.Namespace):
                              f"{args.cluster}`)")
         nodes = [RemoteNode(m["address"], m["jmx_port"], None, m["address"]) for m in state["members"]]
         cql = (state["members"][0]["address"], state["native_port"])
-        return nodes, cql, local_restarter(home), {"cluster": args.cluster,
+        return nodes, cql, local_restarter(home, plan.digest[:12]), {"cluster": args.cluster,
                                                    "homes": {m["address"]: m["home"] for m in state["members"]}}
     jmx = parse_hosts(args.hosts)
     nodes = [RemoteNode(n.name, n.jmx_port, n.host, n.host) for n in jmx]
@@ -53,7 +53,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
                                canary=not args.no_canary, apply=args.apply, guard=GuardSettings())
     jmx_access, cql_access = _access(args)
     jmx_access, cql_access = jmx_access or JmxAccess(), cql_access or CqlAccess()
-    nodes, cql, restart, where = _nodes(args)
+    nodes, cql, restart, where = _nodes(args, plan)
     if plan.restart and restart is None:
         raise UsageError("the plan restarts nodes (" + ", ".join([*plan.yaml, *plan.jvm_add]) + "): give "
                          "--restart-command, the command that restarts one of your nodes")

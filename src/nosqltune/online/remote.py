@@ -212,13 +212,15 @@ def command_restarter(command: str, plan_folder: str,
     return restart
 
 
-def local_restarter(home: Path, timeout: float = 180.0) -> Callable[[RemoteNode, RolloutPlan | None], None]:
-    """The restart of a cluster `nosqltune cluster up` started (the cluster's folder `home`)."""
+def local_restarter(home: Path, key: str,
+                    timeout: float = 180.0) -> Callable[[RemoteNode, RolloutPlan | None], None]:
+    """The restart of a cluster `nosqltune cluster up` started (the cluster's folder `home`), for the rollout `key`
+    (its plan's digest): the plan on top of what each node ran before this rollout restarted it, and back to that."""
     from ..systems.cassandra.cluster import restart_member
 
     def restart(node: RemoteNode, plan: RolloutPlan | None) -> None:
         if plan is None:
-            restart_member(home, node.listed_as, None, None, timeout)
+            restart_member(home, node.listed_as, None, None, timeout, keep_as=key)
         else:
-            restart_member(home, node.listed_as, dict(plan.yaml), list(plan.jvm_add), timeout)
+            restart_member(home, node.listed_as, dict(plan.yaml), list(plan.jvm_add), timeout, keep_as=key)
     return restart

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass, field
@@ -276,7 +277,7 @@ def down(home: Path, timeout: float = 60.0) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------ a node's restart
-BEFORE_SUFFIX = ".before-rollout"   # a node's cassandra.yaml and command line as they were before a rollout
+BEFORE_SUFFIX = ".before-"   # + a rollout's key: a node's cassandra.yaml and command line as they were before it
 
 
 def member_of(home: Path, address: str) -> dict[str, Any]:
@@ -291,12 +292,14 @@ def member_of(home: Path, address: str) -> dict[str, Any]:
 
 
 def restart_member(home: Path, address: str, yaml_keys: dict[str, Any] | None, jvm_add: list[str] | None,
-                   timeout: float = 180.0) -> float:
+                   timeout: float = 180.0, keep_as: str = "rollout") -> float:
     """Drain, stop and start again one node of a cluster `cluster up` started, on its address, ports and data: with
     `yaml_keys` (dotted cassandra.yaml keys) and `jvm_add` (JVM options; one that names a flag the node has
-    replaces it, another collector than G1 takes G1's lines with it) on top of what it ran before the first such
-    restart (kept beside its cassandra.yaml), or, with both None, exactly as it ran then. Returns the seconds from
-    the drain to CQL answering; TrialError when it does not come back within `timeout`."""
+    replaces it, another collector than G1 takes G1's lines with it) on top of what it ran before the first restart
+    under `keep_as` (a rollout's key; that configuration is kept beside its cassandra.yaml under the key), or, with
+    both None, exactly as it ran then. So a second rollout builds on the first one's settings and goes back to
+    them. Returns the seconds from the drain to CQL answering; TrialError when it does not come back within
+    `timeout`."""
     import yaml as yamllib
 
     from .cql import try_query
@@ -308,8 +311,10 @@ def restart_member(home: Path, address: str, yaml_keys: dict[str, Any] | None, j
     member = next(m for m in state["members"] if m["address"] == address)   # its pid changes below
     node_home = Path(member["home"])
     conf = node_home / "conf" / "cassandra.yaml"
-    saved_conf = conf.with_name(conf.name + BEFORE_SUFFIX)
-    saved_cmd = node_home / "conf" / f"command{BEFORE_SUFFIX}.json"
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", keep_as):
+        raise ValueError(f"a rollout's key is lower-case letters, digits and dashes, not {keep_as!r}")
+    saved_conf = conf.with_name(conf.name + BEFORE_SUFFIX + keep_as)
+    saved_cmd = node_home / "conf" / f"command{BEFORE_SUFFIX}{keep_as}.json"
     if not saved_cmd.exists():   # the first restart: keep what the node ran, to go back to
         if not pid_alive(member["pid"], member["home"]):
             raise UsageError(f"node {address} is not running: a rollout restarts running nodes")
