@@ -15,6 +15,7 @@ from nosqltune.errors import UsageError
 from nosqltune.knobs import load_space
 from nosqltune.online import plan_changes, window_between
 from nosqltune.online.observe import JmxNode, apply_live, read_snapshot, snapshot_of
+from nosqltune.online.window import bucket_percentile
 from nosqltune.systems.cassandra.internals import client_requests, set_live
 from nosqltune.systems.cassandra.trial import _create_schema
 from nosqltune.workloads.loadgen import loadgen_java_command
@@ -52,6 +53,10 @@ def test_requests_grow_with_the_traffic_and_carry_percentiles(traffic):
         assert now["count"] > was["count"], (scope, was, now)
         assert now["p50"] > 0 and now["p99"] >= now["p50"], (scope, now)
         assert now["unit"] == "microseconds"
+        # the plain counts per latency bucket, one per request since the start, whose median is the reported
+        # p50 to a bucket (the reported one weighs the recent requests more)
+        assert sum(now["buckets"]) == now["count"], (scope, now)
+        assert now["p50"] / 1.21 <= bucket_percentile(now["buckets"], 0.5) <= now["p50"] * 1.21, (scope, now)
         assert all(isinstance(now[k], int) and now[k] >= 0 for k in ("failures", "timeouts", "unavailables"))
     # 1000 inserts, the warm-up and 3000 measured operations, each coordinated once by the only node
     # the window as long as the node's uptime grew (a restart shows as an uptime that grew by less than the window)

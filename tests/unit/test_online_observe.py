@@ -5,6 +5,8 @@ what the node says, even when that is not what was asked. The answers are litera
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from nosqltune.errors import TrialError, UsageError
@@ -337,3 +339,81 @@ def test_the_jmx_applier_sends_table_options_to_alter_table_when_the_run_has_a_c
     assert outcome.ok and outcome.not_jmx == () and [r.read_back for r in outcome.results] == ["trie"]
     with pytest.raises(UsageError, match="plain CQL name"):
         TableTarget("127.0.0.1", keyspace="ycsb; DROP TABLE x")
+
+
+# ------------------------------------------------------------------------------------------ latency buckets
+
+def _with_buckets(base, read_buckets, unit="microseconds"):
+    base["scopes"]["Read"]["buckets"] = list(read_buckets)
+    base["scopes"]["Read"]["unit"] = unit
+    return base
+
+
+def test_bucket_bounds_are_cassandras_and_a_percentile_is_the_bound_where_the_count_is_reached():
+    from nosqltune.online.window import bucket_bounds, bucket_percentile
+
+    bounds = bucket_bounds(40)
+    # the p99 values nodes report come from these bounds (seen on 5.0.6: 179, 215, 258, 924, 1109 us)
+    assert bounds[:12] == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 17)
+    assert {179, 215, 258, 924, 1109} <= set(bounds)
+    counts = [0] * 30
+    counts[20], counts[25] = 98, 2          # 98 requests up to 86 us, 2 up to 215 us
+    assert bucket_percentile(counts, 0.5) == 86.0
+    assert bucket_percentile(counts, 0.99) == 215.0   # ceil(100 * 0.99) = 99 is reached in the slow bucket
+    counts[20], counts[25] = 99, 1           # now the 99th of 100 is a fast one
+    assert bucket_percentile(counts, 0.99) == 86.0
+    assert bucket_percentile([0, 0], 0.99) is None
+
+
+def test_a_windows_percentiles_come_from_its_own_requests_not_the_nodes_decaying_reading():
+    from nosqltune.online.window import Snapshot, bucket_bounds
+
+    slow, fast = bucket_bounds(40).index(2759), bucket_bounds(40).index(124)
+    start = [0] * 40
+    start[slow] = 500                        # the first seconds after a restart: 500 slow reads
+    end = list(start)
+    end[fast] += 1000                        # the window: 1000 fast reads
+    # the node still reports a p99 of 2759 us (its decaying histogram holds the slow start)
+    a = node_counters(_with_buckets(answer(read=(500, 2000.0, 2759.0)), start))
+    b = node_counters(_with_buckets(answer(read=(1500, 124.0, 2759.0), write=(900, 120.0, 900.0),
+                                           uptime_ms=630_000), end))
+    window = window_between(Snapshot(0.0, {"n1": a}), Snapshot(30.0, {"n1": b}))
+    assert window.requests.read == 1000 and window.p99("read") == 124.0
+    assert window.p99("write") == 900.0      # no buckets for writes: the reported p99 stands in
+
+
+def test_a_node_restarted_in_the_window_is_judged_on_its_buckets_since_the_restart():
+    from nosqltune.online.window import Snapshot, bucket_bounds
+
+    i = bucket_bounds(40).index(372)
+    before = [0] * 40
+    before[5] = 10_000                       # what it served before the restart: gone with it
+    after = [0] * 40
+    after[i] = 200
+    a = node_counters(_with_buckets(answer(read=(10_000, 5.0, 6.0)), before))
+    b = node_counters(_with_buckets(answer(read=(200, 372.0, 999.0), uptime_ms=10_000), after))
+    window = window_between(Snapshot(0.0, {"n1": a}), Snapshot(30.0, {"n1": b}))
+    assert window.restarted == ("n1",) and window.p99("read") == 372.0
+
+
+def test_buckets_missing_at_one_end_or_in_another_unit_leave_the_reported_percentile():
+    from nosqltune.online.window import Snapshot
+
+    counts = [0] * 30
+    counts[25] = 100
+    with_buckets = node_counters(_with_buckets(answer(read=(3000, 100.0, 300.0), uptime_ms=630_000), counts))
+    without = node_counters(answer(read=(2000, 100.0, 310.5)))
+    assert window_between(Snapshot(0.0, {"n1": without}), Snapshot(30.0, {"n1": with_buckets})).p99("read") == 300.0
+    assert node_counters(_with_buckets(answer(), counts, unit="milliseconds")).buckets == {}
+    with pytest.raises(ValueError):
+        node_counters(_with_buckets(answer(), [1, -2]))
+
+
+def test_a_stored_snapshot_keeps_its_buckets():
+    from nosqltune.online.rollout import snapshot_dict, snapshot_from
+    from nosqltune.online.window import Snapshot
+
+    counts = [0, 3, 7]
+    snap = Snapshot(5.0, {"n1": node_counters(_with_buckets(answer(), counts))}, asked=("n1",))
+    again = snapshot_from(json.loads(json.dumps(snapshot_dict(snap))))
+    assert again == snap and again.nodes["n1"].buckets == {"read": (0, 3, 7)}

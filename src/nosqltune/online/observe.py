@@ -74,6 +74,17 @@ def _percentile(scope: Mapping[str, Any], key: str, requests: float) -> float | 
     return float(value) * factor
 
 
+def _buckets(scope: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The scope's cumulative counts per latency bucket, when given in microseconds (the unit Cassandra's request
+    timers keep them in); None otherwise, and the reported percentiles stand in."""
+    counts = scope.get("buckets")
+    if counts is None or str(scope.get("unit") or "microseconds").lower() != "microseconds":
+        return None
+    if not isinstance(counts, list) or any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in counts):
+        raise ValueError("buckets must be a list of counts >= 0")
+    return tuple(counts)
+
+
 def node_counters(answer: Mapping[str, Any]) -> NodeCounters:
     """One node's `requests` answer (internals.client_requests) as NodeCounters. A scope that is absent counts
     0 requests (Cassandra registers RangeSlice's metrics at the first range scan). ValueError when the answer is
@@ -85,7 +96,7 @@ def node_counters(answer: Mapping[str, Any]) -> NodeCounters:
         scopes = {}
     if not isinstance(scopes, Mapping):
         raise ValueError("scopes must be an object")
-    requests, failures, timeouts, p50, p99 = {}, {}, {}, {}, {}
+    requests, failures, timeouts, p50, p99, buckets = {}, {}, {}, {}, {}, {}
     for kind in KINDS:
         scope = scopes.get(SCOPES[kind]) or {}
         if not isinstance(scope, Mapping):
@@ -95,13 +106,16 @@ def node_counters(answer: Mapping[str, Any]) -> NodeCounters:
         timeouts[kind] = _count(scope, "timeouts")
         p50[kind] = _percentile(scope, "p50", requests[kind])
         p99[kind] = _percentile(scope, "p99", requests[kind])
+        counts = _buckets(scope)
+        if counts is not None:
+            buckets[kind] = counts
     uptime_ms = answer.get("uptime_ms")
     if uptime_ms is not None and (isinstance(uptime_ms, bool) or not isinstance(uptime_ms, (int, float))
                                   or not math.isfinite(uptime_ms) or uptime_ms < 0):
         raise ValueError(f"uptime_ms must be >= 0, got {uptime_ms!r}")
     return NodeCounters(requests=PerKind(**requests), failures=PerKind(**failures), timeouts=PerKind(**timeouts),
                         p50=PerKind(**p50), p99=PerKind(**p99),
-                        uptime_seconds=None if uptime_ms is None else uptime_ms / 1000.0)
+                        uptime_seconds=None if uptime_ms is None else uptime_ms / 1000.0, buckets=buckets)
 
 
 def snapshot_of(at: float, answers: Mapping[str, Any], say: Callable[[str], None] = lambda _: None) -> Snapshot:

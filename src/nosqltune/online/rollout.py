@@ -741,7 +741,9 @@ def snapshot_from(data: Mapping[str, Any]) -> Snapshot:
 
     nodes = {}
     for name, c in (data.get("nodes") or {}).items():
-        nodes[name] = NodeCounters(**{k: (PerKind(**v) if isinstance(v, Mapping) else v) for k, v in c.items()})
+        fields = {k: (PerKind(**v) if isinstance(v, Mapping) and k != "buckets" else v) for k, v in c.items()}
+        fields["buckets"] = {kind: tuple(counts) for kind, counts in (c.get("buckets") or {}).items()}
+        nodes[name] = NodeCounters(**fields)
     return Snapshot(at=float(data["at"]), nodes=nodes, asked=tuple(data.get("asked") or ()))
 
 

@@ -5,9 +5,13 @@ Cassandra counts the requests each node coordinates in cumulative counters, read
 with `name=Failures`, `name=Unavailables` and `name=Timeouts` beside them. Those counters only grow while the node
 runs and start again from zero when it restarts. The same Latency timers give percentiles (`50thPercentile`,
 `99thPercentile`, in microseconds) from a forward-decaying histogram: recent minutes weigh more, and the landmark
-is reset every 30 minutes. Such a percentile describes the last few minutes as a whole rather than one window
-exactly. With windows of a minute or more it tracks the window closely enough to compare a window with the ones
-before it, and it is what nodetool and the operators' dashboards show.
+is reset every 30 minutes. Such a percentile describes the last few minutes as a whole, not one window: a node
+just restarted keeps the slow requests of its first seconds in it for minutes. The timers also give their plain
+cumulative count per latency bucket (the `values` operation; EstimatedHistogram's buckets, each bound about 1.2
+times the one below, in microseconds). Where both readings of a window have them, a node's window percentiles
+are read from their difference: exactly the window's requests, to the bucket, as Cassandra reads its own
+percentiles from the buckets. Where they are missing (an older node, a reading without them), the node's reported
+percentiles stand in.
 
 A window is the difference of two successive `Snapshot`s (`window_between`). Each `NodeWindow` keeps its node's
 deltas. A node whose counters went backwards, or whose uptime is shorter than the window, was restarted during the
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ..errors import UsageError
 
@@ -79,6 +83,7 @@ class NodeCounters:
     p50: PerKind = PerKind(None, None, None)
     p99: PerKind = PerKind(None, None, None)
     uptime_seconds: float | None = None
+    buckets: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)   # kind -> counts per bucket
 
     def check(self, node: str) -> None:
         _check_counts(self.requests, "requests", node)
@@ -89,6 +94,59 @@ class NodeCounters:
                 value = getattr(self, name).get(kind)
                 if value is not None and (not math.isfinite(value) or value < 0):
                     raise UsageError(f"node {node}: {name} of {kind}s must be >= 0 microseconds, got {value!r}")
+        for kind, counts in self.buckets.items():
+            if kind not in KINDS or any(not isinstance(c, int) or c < 0 for c in counts):
+                raise UsageError(f"node {node}: latency buckets of {kind!r} must be counts >= 0")
+
+
+def bucket_bounds(count: int) -> tuple[int, ...]:
+    """The upper bounds of Cassandra's EstimatedHistogram buckets (its newOffsets without a zero bucket): 1, then
+    each the one before times 1.2, rounded half up, at least one more."""
+    bounds = [1]
+    while len(bounds) < count:
+        nxt = math.floor(bounds[-1] * 1.2 + 0.5)
+        bounds.append(nxt if nxt > bounds[-1] else bounds[-1] + 1)
+    return tuple(bounds[:count])
+
+
+def bucket_percentile(counts: Sequence[int], quantile: float) -> float | None:
+    """The `quantile` of the latencies counted per bucket, as Cassandra reads it: the upper bound of the first
+    bucket at which the running count reaches ceil(total * quantile). None without any count."""
+    total = sum(counts)
+    if total <= 0:
+        return None
+    wanted, running = max(1, math.ceil(total * quantile)), 0
+    bounds = bucket_bounds(len(counts))
+    for i, c in enumerate(counts):
+        running += c
+        if running >= wanted:
+            return float(bounds[i])
+    return float(bounds[-1])
+
+
+def _bucket_delta(now: Sequence[int], before: Sequence[int] | None) -> list[int] | None:
+    """The counts per bucket between two readings (trailing empty buckets may be left out of either); None when
+    one went backwards (not the same timer)."""
+    if before is None:
+        return list(now)
+    size = max(len(now), len(before))
+    delta = [(now[i] if i < len(now) else 0) - (before[i] if i < len(before) else 0) for i in range(size)]
+    return None if any(d < 0 for d in delta) else delta
+
+
+def _window_percentiles(now: NodeCounters, old: NodeCounters | None) -> tuple[PerKind, PerKind]:
+    """A node's p50 and p99 over a window: from its buckets' difference where both readings have them (`old` None:
+    every count since its start), else what the node reported at the window's end."""
+    p50, p99 = now.p50.as_dict(), now.p99.as_dict()
+    for kind in KINDS:
+        counts = now.buckets.get(kind)
+        before = None if old is None else old.buckets.get(kind)
+        if counts is None or (old is not None and before is None):
+            continue
+        delta = _bucket_delta(counts, before)
+        if delta is not None:
+            p50[kind], p99[kind] = bucket_percentile(delta, 0.50), bucket_percentile(delta, 0.99)
+    return PerKind(**p50), PerKind(**p99)
 
 
 @dataclass(frozen=True)
@@ -115,8 +173,8 @@ class WindowSettings:
 
 @dataclass(frozen=True)
 class NodeWindow:
-    """What one node served in the window: request, failure and timeout deltas, and its percentiles at the
-    window's end. `restarted`: its counters went backwards (or its uptime is shorter than the window), so the
+    """What one node served in the window: request, failure and timeout deltas, and its percentiles over the
+    window (from its latency buckets; where it has none, the ones it reported at the window's end). `restarted`: its counters went backwards (or its uptime is shorter than the window), so the
     deltas cover only the time since it restarted."""
 
     node: str
@@ -223,7 +281,7 @@ def _delta(now: PerKind, before: PerKind) -> tuple[PerKind, bool]:
 
 def window_between(before: Snapshot, after: Snapshot, settings: WindowSettings = WindowSettings()) -> Window:
     """The window from `before` to `after`: each node's deltas of requests, failures and timeouts, and its
-    percentiles at `after`.
+    percentiles over the window (`_window_percentiles`).
 
     A node restarted within the window shows counters smaller than before, or an uptime that grew by clearly less
     than the window (UPTIME_SLACK_S less; when only `after` has one: shorter than the window).
@@ -252,14 +310,16 @@ def window_between(before: Snapshot, after: Snapshot, settings: WindowSettings =
             continue
         if old is None or fresh:
             deltas, back = (now.requests, now.failures, now.timeouts), True
+            p50, p99 = _window_percentiles(now, None)
         else:
             old.check(name)
             pairs = [_delta(now.requests, old.requests), _delta(now.failures, old.failures),
                      _delta(now.timeouts, old.timeouts)]
             back = any(b for _, b in pairs)
             deltas = (now.requests, now.failures, now.timeouts) if back else tuple(d for d, _ in pairs)
+            p50, p99 = _window_percentiles(now, None if back else old)
         if back:
             restarted.append(name)
-        nodes.append(NodeWindow(name, *deltas, p50=now.p50, p99=now.p99, restarted=back))
+        nodes.append(NodeWindow(name, *deltas, p50=p50, p99=p99, restarted=back))
     missing = tuple(sorted((set(before.nodes) | set(after.asked)) - set(after.nodes)))
     return Window(before.at, after.at, tuple(nodes), tuple(restarted), missing, tuple(unmatched), settings)

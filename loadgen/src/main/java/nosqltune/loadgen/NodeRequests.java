@@ -84,12 +84,44 @@ final class NodeRequests {
     s.put("count", count(NodeInternals.attr(mbs, latency, "Count")));
     s.put("p50", number(NodeInternals.attr(mbs, latency, "50thPercentile")));
     s.put("p99", number(NodeInternals.attr(mbs, latency, "99thPercentile")));
+    s.put("buckets", buckets(mbs, latency));
     Object unit = NodeInternals.attr(mbs, latency, "DurationUnit");
     s.put("unit", unit == null ? null : unit.toString());
     s.put("failures", count(NodeInternals.attr(mbs, prefix + "Failures", "Count")));
     s.put("timeouts", count(NodeInternals.attr(mbs, prefix + "Timeouts", "Count")));
     s.put("unavailables", count(NodeInternals.attr(mbs, prefix + "Unavailables", "Count")));
     return s;
+  }
+
+  /**
+   * The timer's cumulative count per latency bucket since the node started, from its {@code values} operation:
+   * on Cassandra 5.0 that is the snapshot's {@code getValues()}, which DecayingEstimatedHistogramReservoir fills
+   * from its plain buckets, not the decaying ones the percentiles are read from. Bucket i holds the latencies (in
+   * nanoseconds) up to EstimatedHistogram's i-th offset (1, 2, 3, ... each about 1.2 times the one before). The
+   * trailing empty buckets are left out; null when the node has no such timer or operation.
+   */
+  private static List<Long> buckets(MBeanServerConnection mbs, String name) throws IOException {
+    Object values;
+    try {
+      values = mbs.invoke(new ObjectName(name), "values", null, null);
+    } catch (IOException e) {
+      throw e; // connection lost: a real failure
+    } catch (Exception e) {
+      return null;
+    }
+    if (!(values instanceof long[])) {
+      return null;
+    }
+    long[] counts = (long[]) values;
+    int end = counts.length;
+    while (end > 0 && counts[end - 1] == 0) {
+      end--;
+    }
+    List<Long> out = new ArrayList<>(end);
+    for (int i = 0; i < end; i++) {
+      out.add(counts[i]);
+    }
+    return out;
   }
 
   private static long count(Object v) {
