@@ -10,6 +10,9 @@ Two plans, each exported by `export-config`:
   canary must stop it on its first node and put that node back. Once, on the last run's cluster.
 - **slower-reads** (with `--plans`): every read decompresses a 64 KiB Zstd chunk, with the chunk cache and the
   key cache off: slower by the CPU each read costs. Once, on the last run's cluster.
+- **pile-up** (with `--plans`): the slower plan, with size-tiered compaction waiting for 32 SSTables of a size
+  and throttled to 1 MiB/s: SSTables pile up and a read merges more of them each window. Once, on the last run's
+  cluster.
 - **restart-only** (with `--plans`): a restart into the heap the nodes already run, nothing else: what a restart
   alone does to the canary's verdict. Every run on one cluster.
 
@@ -49,7 +52,11 @@ SLOWER = {"memtable_heap_space": 1, "memtable_flush_writers": 1}
 # its key in the index (the key cache off); the issue's "chunk cache off, tiny key cache on a read-heavy table"
 SLOWER_READS = {"compression": "ZstdCompressor", "compression_chunk_length": 64, "file_cache_enabled": False,
                 "key_cache_size": 0}
-CONFIGS = {"slower": SLOWER, "slower-reads": SLOWER_READS, "restart-only": {"heap_size": 768}}
+# SSTables that pile up: 1 MiB memtables flushed every few seconds under twice the writes, compacted only once 32
+# of a size are there (stcs_min_threshold, a table option), and then at 1 MiB/s: a zipfian read of a hot key
+# merges more SSTables each window, so its p99 keeps rising instead of coming down as a restarted node's does
+PILE_UP = {**SLOWER, "stcs_min_threshold": 32, "compaction_throughput": 1}
+CONFIGS = {"slower": SLOWER, "slower-reads": SLOWER_READS, "restart-only": {"heap_size": 768}, "pile-up": PILE_UP}
 RECORDS, THREADS = 20_000, 8
 JUDGE = "windows until decided (rule 7, recovering: a p99 bucket lower), p99 from the window's bucket counts; reads to every replica"   # how this revision's runs judge the canary
 QUORUM = {"cassandra.readconsistencylevel": "QUORUM", "cassandra.writeconsistencylevel": "QUORUM",
@@ -250,8 +257,8 @@ def run(repeat: int, window: int, settle: int, plans: list[str]) -> None:
             for name, number in todo:
                 # the traffic outlasts the rollout: the canary's windows before (3) and after (up to 6), its
                 # settling, and the other nodes' restarts and rewrites (about 30 s each here)
-                seconds = 10 * window + settle + (60 if name.startswith("slower") else 240)
-                rate = 600 if name == "slower" else 300
+                seconds = 10 * window + settle + (60 if name.startswith("slower") or name == "pile-up" else 240)
+                rate = 600 if name in ("slower", "pile-up") else 300
                 runs.append(one(name, plan_of(name), up, seconds, rate, window, settle, number))
                 RUNS.write_text(json.dumps(runs, indent=1, default=str) + "\n")
                 log(f"{name} run {number}: {runs[-1]['state']} in {runs[-1]['seconds']:.0f} s")
@@ -323,7 +330,8 @@ def main() -> int:
     p.add_argument("--window", type=int, default=20, help="the canary's window, seconds (default 20)")
     p.add_argument("--settle", type=int, default=60, help="the canary's settling after its change (default 60)")
     p.add_argument("--plans", default="tuned,slower",
-                   help="comma-separated: tuned, slower, slower-reads, restart-only (default tuned,slower)")
+                   help="comma-separated: tuned, slower, slower-reads, pile-up, restart-only (default "
+                        "tuned,slower)")
     p.add_argument("--write-only", action="store_true")
     a = p.parse_args()
     plans = [x.strip() for x in a.plans.split(",") if x.strip()]
