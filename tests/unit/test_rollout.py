@@ -379,3 +379,44 @@ def test_a_replicas_falling_share_of_the_reads_is_not_the_plans_doing():
     assert kept.keep and "replica" in kept.judged_on and kept.check("throughput").worse
     slower = window_between(snap(180, 180500, 4000.0), snap(240, 210500, 4000.0))
     assert judge_change(canary_before, slower.only({"n1"}), latency_only=True).rollback
+
+
+def test_a_baseline_still_falling_is_read_on_until_it_is_steady(tmp_path):
+    """Rule 8: a cluster just loaded warms for minutes (its p99 a bucket lower each window); the rollout reads more
+    windows before the change until the fall stops, and judges against the steady ones."""
+    clock = Clock()
+    warming = {1060.0: 6000.0, 1120.0: 3600.0}   # the reported p99 at each reading, by the clock
+    cluster = Scripted(clock, p99=lambda t: warming.get(t, 2000.0))
+    r, said = rollout(tmp_path, cluster, clock)
+    result = r.run()
+    assert result.state == "done" and result.verdict.keep, said
+    assert sum("still warming, one more window" in line for line in said) == 1, said
+    check = result.verdict.check("p99_read")
+    assert check.baseline == pytest.approx((3600.0 + 2000.0 + 2000.0) / 3), "the oldest, warmest window dropped"
+
+
+def test_a_baseline_is_settling_only_when_its_p99_falls_a_bucket_in_each_window():
+    from nosqltune.online.guard import settling
+    from nosqltune.online.window import window_between
+
+    def windows(values):
+        snaps = [Snapshot(at=60.0 * i, nodes={"n1": NodeCounters(requests=PerKind(read=1000.0 * i, write=0.0),
+                                                                 p99=PerKind(read=v, write=None, scan=None),
+                                                                 uptime_seconds=100.0 + 60.0 * i)})
+                 for i, v in enumerate([values[0], *values])]
+        return [window_between(a, b) for a, b in zip(snaps, snaps[1:])]
+
+    assert settling(windows([770.0, 310.0, 179.0]), "n1") == "read p99 770 -> 310 -> 179 us"
+    assert settling(windows([215.0, 179.0, 149.0]), "n1") is not None    # a bucket a window is enough
+    assert settling(windows([2000.0, 2400.0, 2000.0]), "n1") is None     # noise, not a fall
+    assert settling(windows([2000.0, 1900.0, 1800.0]), "n1") is None     # less than a bucket a window
+    assert settling(windows([770.0, 310.0, 310.0]), "n1") is None        # steady at the end
+
+
+def test_a_canary_whose_baseline_keeps_falling_is_judged_after_windows_more_and_it_is_said(tmp_path):
+    clock = Clock()
+    cluster = Scripted(clock, p99=lambda t: 20000.0 * 0.7 ** ((t - 1000.0) / 60.0))
+    r, said = rollout(tmp_path, cluster, clock)
+    r.run()
+    assert sum("still warming, one more window" in line for line in said) == 3, said
+    assert any("still falling after 3 more windows" in line for line in said), said

@@ -40,11 +40,17 @@ The rule of `judge_change`:
    coordinators' dynamic snitch routes reads around serves none: its reads cannot be judged until the snitch
    resets its scores, every 10 minutes by default); a change is rolled back when two windows in a row are worse and
    the second is not recovering; it is recovering when each figure worse in it was worse in the window before too
-   and is coming back: a p99 one histogram bucket lower or more (measured: a node restarted into its own
-   configuration read 2759, 1916, 1597 us in successive 20 s windows after a 60 s settle, against 770 before; the
-   p99 a node reports comes from a reservoir of recent minutes, which forgets the restart's slow seconds
-   gradually), another figure half its excess over the tolerance shed. A worse plan's p99 stops falling above
+   and is coming back: a p99 one histogram bucket lower or more (a node's reported p99 comes from a decaying
+   reservoir of recent minutes, which forgets the restart's slow seconds gradually: a node restarted into its own
+   configuration read 2759, 1916, 1597 us in successive 20 s windows after a 60 s settle, against 770 before;
+   windows read from the latency buckets' difference, window.py, leave those seconds out, and the same restart
+   was kept in its first window three times out of three), another figure half its excess over the tolerance
+   shed. A worse plan's p99 stops falling above
    the tolerance; at the last window allowed, a worse window rolls back whatever its trend.
+8. The windows before a change must be steady: when a node's p99 of some kind fell by a histogram bucket or more
+   in each window after the first (`settling`), the cluster is still warming, and a mean over those windows is no
+   baseline: a rollout reads one more window and drops the oldest, up to `--windows` more, then judges on what it
+   has and says so.
 """
 
 from __future__ import annotations
@@ -284,6 +290,25 @@ def after_restart(verdicts: Sequence[GuardVerdict], limit: int,
     if n >= 2 and judged[-2].rollback and not recovering(judged[-2], last, settings):
         return replace(last, reason=f"worse in windows {n - 1} and {n} after the settle, not recovering: "
                                     f"{last.reason}")
+    return None
+
+
+def settling(before: Sequence[Window], node: str, settings: GuardSettings = GuardSettings()) -> str | None:
+    """Rule 8: the baseline is not steady yet when, on `node`, some kind's p99 fell by at least one histogram bucket
+    in each window after the first (a cluster just started or just loaded warms for minutes: 770, 310, 179 us
+    on 3 fresh local nodes), which a mean over those windows with their spread as noise would hide behind a wide
+    tolerance. What fell, in one phrase (for instance "read p99 770 -> 310 -> 179 us"), or None when steady."""
+    if len(before) < 2:
+        return None
+    windows = [w.only(frozenset({node})) for w in before]
+    for kind in KINDS:
+        if any((w.requests.get(kind) or 0.0) < settings.min_operations_for_p99 for w in windows):
+            continue
+        values = [w.p99(kind) for w in windows]
+        if any(v is None for v in values):
+            continue
+        if all(b * settings.p99_bucket_ratio <= a * (1.0 + BUCKET_SLACK) for a, b in zip(values, values[1:])):
+            return f"{kind} p99 " + " -> ".join(f"{v:.0f}" for v in values) + " us"
     return None
 
 

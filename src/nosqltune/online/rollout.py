@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from ..errors import UsageError
-from .guard import GuardSettings, GuardVerdict, after_restart, judge_on_nodes
+from .guard import GuardSettings, GuardVerdict, after_restart, judge_on_nodes, settling
 from .observe import _one_line as _line
 from .window import Snapshot, Window, window_between
 
@@ -534,7 +534,15 @@ class Rollout:
 
     def _observe_before(self, step: Step) -> dict[str, Any]:
         self._before = self._observe(self.settings.windows + 1)
-        return {"windows": [w.summary() for w in _windows(self._before)],
+        more, why = 0, settling(_windows(self._before), step.node, self.settings.guard)
+        while why and more < self.settings.windows:   # rule 8: a baseline that is still falling is no baseline
+            self.say(f"  {step.node}: {why} in the windows before: still warming, one more window")
+            self._before = [*self._before[1:], self._observe_one()]
+            more += 1
+            why = settling(_windows(self._before), step.node, self.settings.guard)
+        if why:
+            self.say(f"  {step.node}: {why}: still falling after {more} more windows; judged against them as they are")
+        return {"windows": [w.summary() for w in _windows(self._before)], "more_windows": more, "settling": why,
                 "snapshots": [snapshot_dict(x) for x in self._before]}
 
     def _observe_after(self, step: Step) -> dict[str, Any]:
