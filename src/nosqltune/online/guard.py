@@ -47,8 +47,8 @@ The rule of `judge_change`:
    was kept in its first window three times out of three), another figure half its excess over the tolerance
    shed. A worse plan's p99 stops falling above
    the tolerance; at the last window allowed, a worse window rolls back whatever its trend.
-8. The windows before a change must be steady: when a node's p99 of some kind fell by a histogram bucket or more
-   in each window after the first (`settling`), the cluster is still warming, and a mean over those windows is no
+8. The windows before a change must be steady: when a node's p99 of some kind is in its first window two histogram
+   buckets or more above its last, and lowest in the last (`settling`), the cluster is still warming, and a mean over those windows is no
    baseline: a rollout reads one more window and drops the oldest, up to `--windows` more, then judges on what it
    has and says so.
 """
@@ -294,20 +294,22 @@ def after_restart(verdicts: Sequence[GuardVerdict], limit: int,
 
 
 def settling(before: Sequence[Window], node: str, settings: GuardSettings = GuardSettings()) -> str | None:
-    """Rule 8: the baseline is not steady yet when, on `node`, some kind's p99 fell by at least one histogram bucket
-    in each window after the first (a cluster just started or just loaded warms for minutes: 770, 310, 179 us
-    on 3 fresh local nodes), which a mean over those windows with their spread as noise would hide behind a wide
-    tolerance. What fell, in one phrase (for instance "read p99 770 -> 310 -> 179 us"), or None when steady."""
+    """Rule 8: the baseline is not steady yet when, on `node`, some kind's p99 in the first window is two histogram
+    buckets or more above the last, and the last is the lowest: a cluster just started or just loaded warms for
+    minutes (770, 310, 179 us on 3 fresh local nodes), and a mean over those windows, with their spread as noise,
+    would hide a worse change behind a wide tolerance. What fell, in one phrase (for instance "read p99 770 -> 310
+    -> 179 us"), or None when steady."""
     if len(before) < 2:
         return None
     windows = [w.only(frozenset({node})) for w in before]
+    fall = (settings.p99_bucket_ratio * (1.0 - BUCKET_SLACK)) ** 2
     for kind in KINDS:
         if any((w.requests.get(kind) or 0.0) < settings.min_operations_for_p99 for w in windows):
             continue
         values = [w.p99(kind) for w in windows]
         if any(v is None for v in values):
             continue
-        if all(b * settings.p99_bucket_ratio <= a * (1.0 + BUCKET_SLACK) for a, b in zip(values, values[1:])):
+        if values[0] >= fall * values[-1] and values[-1] <= min(values) * (1.0 + BUCKET_SLACK):
             return f"{kind} p99 " + " -> ".join(f"{v:.0f}" for v in values) + " us"
     return None
 
