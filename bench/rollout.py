@@ -58,7 +58,8 @@ SLOWER_READS = {"compression": "ZstdCompressor", "compression_chunk_length": 64,
 PILE_UP = {**SLOWER, "stcs_min_threshold": 32, "compaction_throughput": 1}
 CONFIGS = {"slower": SLOWER, "slower-reads": SLOWER_READS, "restart-only": {"heap_size": 768}, "pile-up": PILE_UP}
 RECORDS, THREADS = 20_000, 8
-JUDGE = "windows until decided (rule 7, recovering: a p99 bucket lower), p99 from the window's bucket counts; reads to every replica"   # how this revision's runs judge the canary
+JUDGE = ("windows until decided (rule 7, recovering: a p99 bucket lower), p99 from the window's bucket counts, "
+         "a baseline still falling read on (rule 8); reads to every replica")   # how this revision's runs judge the canary
 QUORUM = {"cassandra.readconsistencylevel": "QUORUM", "cassandra.writeconsistencylevel": "QUORUM",
           "cassandra.idempotent": "true"}   # a request whose connection a drain closed goes to another node
 

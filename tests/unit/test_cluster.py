@@ -259,3 +259,22 @@ def test_a_restored_nodes_stale_peer_rows_do_not_count_as_seeing_the_peer(monkey
     assert cluster.peers_of("127.0.0.1", 9142) == {"127.0.0.2"}         # what `cluster status` used to count
     rows.append(SimpleNamespace(peer="127.0.0.2", peer_port=7100, native_port=9142))   # its gossip arrived
     assert cluster.peers_of("127.0.0.1", 9142, 7100) == {"127.0.0.2"}
+
+
+@pytest.mark.parametrize("action", ["up", "down"])
+def test_a_cluster_another_process_is_starting_or_stopping_is_refused(tmp_path, monkeypatch, capsys, action):
+    """Two `cluster up` of one name at once would each take the folder (the second deleting the first's nodes'
+    folders and leaving them running, untracked): the second is refused in one line while the first holds it."""
+    from nosqltune.cli import main
+    from nosqltune.runtime.volume import lock_image
+    from nosqltune.systems.cassandra.cluster import cluster_home
+
+    monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path))
+    held = lock_image(cluster_home(tmp_path, "local"), wait=False)   # as a running `cluster up` holds it
+    try:
+        assert main(["cluster", action]) == 2
+        err = capsys.readouterr().err
+        assert "being started or stopped by another nosqltune process" in err and len(err.strip().splitlines()) == 1
+    finally:
+        held.close()
+    assert not cluster_home(tmp_path, "local").exists(), "nothing made in the folder"

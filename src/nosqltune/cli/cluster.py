@@ -11,10 +11,29 @@ from .harness import heap_mb, cassandra_version
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from ..runtime.paths import check_writable, work_dir
+    from ..runtime.paths import work_dir
     from ..systems.cassandra import cluster
 
     home = cluster.cluster_home(work_dir(), args.name)
+    if args.action in ("up", "down"):
+        from ..runtime.volume import lock_image
+
+        try:   # one process at a time starts or stops a cluster: two would each take the folder for their own
+            held = lock_image(home, wait=False)
+        except BlockingIOError:
+            raise UsageError(f"cluster '{args.name}' is being started or stopped by another nosqltune process: "
+                             "wait for it") from None
+        try:
+            return _cluster_action(args, home)
+        finally:
+            held.close()
+    return _cluster_action(args, home)
+
+
+def _cluster_action(args: argparse.Namespace, home) -> int:
+    from ..runtime.paths import check_writable
+    from ..systems.cassandra import cluster
+
     if args.action == "up":
         from ..knobs import load_space, parse_assignments
         from ..systems.cassandra.config import place

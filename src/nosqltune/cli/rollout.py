@@ -125,8 +125,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--window", type=float, default=60.0, metavar="S",
                    help="seconds per window the canary is judged over (default 60)")
     p.add_argument("--windows", type=int, default=3, metavar="N",
-                   help="windows before the change, for the baseline and its noise (default 3); the canary's windows "
-                        "after it are judged one at a time, up to twice as many")
+                   help="windows before the change, for the baseline and its noise (default 3; up to as many more "
+                        "while the canary's p99 is still falling, a cluster warming); the canary's windows after it "
+                        "are judged one at a time, up to twice as many, or past the dynamic snitch's 10-minute reset")
     p.add_argument("--settle", type=float, default=120.0, metavar="S",
                    help="seconds between the canary's last step and its windows after (default 120): a restarted "
                         "node is slow until its JIT has compiled its code and its caches are warm, which is the "
