@@ -265,16 +265,25 @@ def test_a_restored_nodes_stale_peer_rows_do_not_count_as_seeing_the_peer(monkey
 def test_a_cluster_another_process_is_starting_or_stopping_is_refused(tmp_path, monkeypatch, capsys, action):
     """Two `cluster up` of one name at once would each take the folder (the second deleting the first's nodes'
     folders and leaving them running, untracked): the second is refused in one line while the first holds it."""
+    import json
+
     from nosqltune.cli import main
     from nosqltune.runtime.volume import lock_image
-    from nosqltune.systems.cassandra.cluster import cluster_home
+    from nosqltune.systems.cassandra.cluster import STATE_FILE, cluster_home
 
     monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path))
-    held = lock_image(cluster_home(tmp_path, "local"), wait=False)   # as a running `cluster up` holds it
+    home = cluster_home(tmp_path, "local")
+    if action == "down":   # a cluster to stop
+        home.mkdir(parents=True)
+        (home / STATE_FILE).write_text(json.dumps({"nodes": 1, "members": []}))
+    held = lock_image(home, wait=False)   # as a running `cluster up` holds it
     try:
-        assert main(["cluster", action]) == 2
+        assert main(["cluster", action, "--heap", "512M"] if action == "up" else ["cluster", action]) == 2
         err = capsys.readouterr().err
         assert "being started or stopped by another nosqltune process" in err and len(err.strip().splitlines()) == 1
     finally:
         held.close()
-    assert not cluster_home(tmp_path, "local").exists(), "nothing made in the folder"
+    if action == "up":
+        assert not home.exists(), "nothing made in the folder"
+    else:
+        assert (home / STATE_FILE).exists(), "the cluster's state kept"

@@ -5,43 +5,39 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import contextmanager
 
 from ..errors import UsageError
 from .harness import heap_mb, cassandra_version
 
 
+@contextmanager
+def _held(home, name: str):
+    """The cluster folder's lock, for a start or a stop: two at once would each take the folder for their own (the
+    second deleting the first's node folders and leaving its nodes running, untracked). Refused in one line."""
+    from ..runtime.volume import lock_image
+
+    try:
+        held = lock_image(home, wait=False)
+    except BlockingIOError:
+        raise UsageError(f"cluster '{name}' is being started or stopped by another nosqltune process: wait for "
+                         "it") from None
+    try:
+        yield
+    finally:
+        held.close()
+
+
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from ..runtime.paths import work_dir
+    from ..runtime.paths import check_writable, work_dir
     from ..systems.cassandra import cluster
 
     home = cluster.cluster_home(work_dir(), args.name)
-    if args.action in ("up", "down"):
-        from ..runtime.volume import lock_image
-
-        try:   # one process at a time starts or stops a cluster: two would each take the folder for their own
-            held = lock_image(home, wait=False)
-        except BlockingIOError:
-            raise UsageError(f"cluster '{args.name}' is being started or stopped by another nosqltune process: "
-                             "wait for it") from None
-        try:
-            return _cluster_action(args, home)
-        finally:
-            held.close()
-    return _cluster_action(args, home)
-
-
-def _cluster_action(args: argparse.Namespace, home) -> int:
-    from ..runtime.paths import check_writable
-    from ..systems.cassandra import cluster
-
     if args.action == "up":
         from ..knobs import load_space, parse_assignments
         from ..systems.cassandra.config import place
         from ..systems.cassandra.provision import DEFAULT_VERSION
 
-        existing = cluster.read_state(home)
-        if existing and any(cluster.pid_alive(m["pid"], m["home"]) for m in existing["members"]):
-            raise UsageError(f"cluster '{args.name}' is already running (nosqltune cluster down --name {args.name})")
         space = load_space("cassandra")
         overrides = space.validate(parse_assignments(args.assignments))
         placed = place(space, overrides)
@@ -56,18 +52,26 @@ def _cluster_action(args: argparse.Namespace, home) -> int:
         local = cluster.LocalCluster(home=home, nodes=args.nodes, heap_mb=heap, detached=True,
                                      version=cassandra_version(args.cassandra_version) or DEFAULT_VERSION,
                                      yaml_overrides=placed.yaml)
-        if home.exists():
-            import shutil
+        with _held(home, args.name):
+            existing = cluster.read_state(home)   # under the lock: no other process starts it meanwhile
+            if existing and any(cluster.pid_alive(m["pid"], m["home"]) for m in existing["members"]):
+                raise UsageError(f"cluster '{args.name}' is already running (nosqltune cluster down --name "
+                                 f"{args.name})")
+            if home.exists():
+                import shutil
 
-            shutil.rmtree(home)
-        print(f"  starting {args.nodes} node(s) in {home}", file=sys.stderr, flush=True)
-        seconds = local.start()
-        (home / cluster.STATE_FILE).write_text(json.dumps(local.state(), indent=1))
+                shutil.rmtree(home)
+            print(f"  starting {args.nodes} node(s) in {home}", file=sys.stderr, flush=True)
+            seconds = local.start()
+            (home / cluster.STATE_FILE).write_text(json.dumps(local.state(), indent=1))
         result = {**cluster.status(home), "start_seconds": seconds}
     elif args.action == "status":
         result = cluster.status(home)
     else:
-        result = {"stopped": cluster.down(home), "home": str(home)}
+        if cluster.read_state(home) is None:
+            raise UsageError(f"no cluster at {home}")
+        with _held(home, args.name):
+            result = {"stopped": cluster.down(home), "home": str(home)}
     if args.json:
         print(json.dumps(result, default=str))
     elif args.action == "down":
