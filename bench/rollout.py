@@ -56,10 +56,14 @@ SLOWER_READS = {"compression": "ZstdCompressor", "compression_chunk_length": 64,
 # of a size are there (stcs_min_threshold, a table option), and then at 1 MiB/s: a zipfian read of a hot key
 # merges more SSTables each window, so its p99 keeps rising instead of coming down as a restarted node's does
 PILE_UP = {**SLOWER, "stcs_min_threshold": 32, "compaction_throughput": 1}
-CONFIGS = {"slower": SLOWER, "slower-reads": SLOWER_READS, "restart-only": {"heap_size": 768}, "pile-up": PILE_UP}
+# pile-up on the canary alone: no table option, so the other nodes are a control (rule 9)
+PILE_UP_NODE = {**SLOWER, "compaction_throughput": 1, "concurrent_compactors": 1}
+CONFIGS = {"slower": SLOWER, "slower-reads": SLOWER_READS, "restart-only": {"heap_size": 768}, "pile-up": PILE_UP,
+           "pile-up-node": PILE_UP_NODE}
 RECORDS, THREADS = 20_000, 8
 JUDGE = ("windows until decided (rule 7, recovering: a p99 bucket lower), p99 from the window's bucket counts, "
-         "a baseline still falling read on (rule 8); reads to every replica")   # how this revision's runs judge the canary
+         "a baseline still falling read on (rule 8), p99 baselines moved with the other nodes' (rule 9); reads to "
+         "every replica")   # how this revision's runs judge the canary
 QUORUM = {"cassandra.readconsistencylevel": "QUORUM", "cassandra.writeconsistencylevel": "QUORUM",
           "cassandra.idempotent": "true"}   # a request whose connection a drain closed goes to another node
 
@@ -258,8 +262,8 @@ def run(repeat: int, window: int, settle: int, plans: list[str]) -> None:
             for name, number in todo:
                 # the traffic outlasts the rollout: the canary's windows before (3) and after (up to 6), its
                 # settling, and the other nodes' restarts and rewrites (about 30 s each here)
-                seconds = 10 * window + settle + (60 if name.startswith("slower") or name == "pile-up" else 240)
-                rate = 600 if name in ("slower", "pile-up") else 300
+                seconds = 10 * window + settle + (60 if name.startswith("slower") or name.startswith("pile-up") else 240)
+                rate = 600 if name in ("slower", "pile-up", "pile-up-node") else 300
                 runs.append(one(name, plan_of(name), up, seconds, rate, window, settle, number))
                 RUNS.write_text(json.dumps(runs, indent=1, default=str) + "\n")
                 log(f"{name} run {number}: {runs[-1]['state']} in {runs[-1]['seconds']:.0f} s")

@@ -9,7 +9,7 @@ from nosqltune.errors import UsageError
 from nosqltune.online.guard import judge_on_nodes, judge_change
 from nosqltune.online.rollout import Rollout, RolloutPlan, RolloutRecorder, RolloutSettings, snapshot_dict, \
     snapshot_from
-from nosqltune.online.window import NodeCounters, PerKind, Snapshot
+from nosqltune.online.window import NodeCounters, PerKind, Snapshot, window_between
 
 NODES = ["n1", "n2", "n3"]
 
@@ -423,3 +423,25 @@ def test_a_canary_whose_baseline_keeps_falling_is_judged_after_windows_more_and_
     r.run()
     assert sum("still warming, one more window" in line for line in said) == 3, said
     assert any("still falling after 3 more windows" in line for line in said), said
+
+
+def _drift(canary_after, others_after):
+    """Three windows before at 200 us on every node, then one where the canary reads `canary_after` and the other
+    two `others_after`."""
+    snaps = []
+    for i, (c, o) in enumerate([(200.0, 200.0)] * 4 + [(canary_after, others_after)]):
+        snaps.append(Snapshot(at=60.0 * i, nodes={
+            n: NodeCounters(requests=PerKind(read=1000.0 * i, write=1000.0 * i), uptime_seconds=100.0 + 60.0 * i,
+                            p99=PerKind(read=c if n == "n1" else o, write=100.0, scan=None)) for n in NODES}))
+    windows = [window_between(a, b) for a, b in zip(snaps, snaps[1:])]
+    return judge_on_nodes(windows[:-1], windows[-1], {"n1"})[0]
+
+
+def test_a_slowdown_every_node_feels_is_not_the_canarys_and_one_it_alone_feels_is():
+    """Rule 9: the canary's p99 baseline moves with the unchanged replicas' p99 over the same span."""
+    drift = _drift(500.0, 500.0)          # every node 2.5x: the cluster, not the change
+    assert drift.keep and "the p99 elsewhere moved read +150%" in drift.reason, drift.reason
+    alone = _drift(500.0, 200.0)          # the canary alone 2.5x
+    assert alone.rollback and "p99_read" in alone.worse, alone.reason
+    better_elsewhere = _drift(200.0, 100.0)   # the others got faster and the canary did not: worse against them
+    assert better_elsewhere.rollback, better_elsewhere.reason

@@ -51,13 +51,18 @@ The rule of `judge_change`:
    buckets or more above its last, and lowest in the last (`settling`), the cluster is still warming, and a mean over those windows is no
    baseline: a rollout reads one more window and drops the oldest, up to `--windows` more, then judges on what it
    has and says so.
+9. A change made on some nodes of a replicated table is judged against the nodes left unchanged over the same
+   span, as canary analysis does: each p99's baseline moves by the factor the other replicas' p99 moved (their
+   p99 after over their mean before). So a slowdown every node feels meanwhile (a cluster whose latency drifts,
+   measured at +62% and +134% on 3 local nodes) is not read as the change's, and a change every node gets at
+   once (a table option) is judged only by what the changed nodes feel more.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Collection, Sequence
+from typing import Collection, Mapping, Sequence
 
 from ..errors import UsageError
 from .window import KINDS, Window
@@ -166,14 +171,15 @@ def _failure_share(window: Window) -> float:
 
 def judge_change(before: Sequence[Window], after: Window, settings: GuardSettings = GuardSettings(), *,
                  offered_rate: float | None = None, demand_change: float | None = None,
-                 latency_only: bool = False) -> GuardVerdict:
+                 latency_only: bool = False, p99_moved: Mapping[str, float] | None = None) -> GuardVerdict:
     """Keep or roll back a live change, given the windows before it (oldest first; the last few are used as
     they come) and the first full window after it. `offered_rate`: the clients' fixed rate in operations per
     second, when known. None means closed loop or unknown. `demand_change`: how much the load offered to the
     judged nodes moved between the baseline and the window after, as a relative change measured elsewhere (a
     canary's: the nodes left unchanged, rule 5); the throughput's baseline moves with it, so that a drop in
     demand is not read as the change's doing. `latency_only`: the throughput is reported but does not decide
-    (rule 6)."""
+    (rule 6). `p99_moved`: per kind, how the p99 of the nodes left unchanged moved over the same span (after over
+    before); each p99's baseline moves with it (rule 9)."""
     if offered_rate is not None and not (math.isfinite(offered_rate) and offered_rate > 0):
         raise UsageError(f"offered_rate must be > 0 operations per second, got {offered_rate!r}")
     if demand_change is not None and not (math.isfinite(demand_change) and demand_change > -1):
@@ -211,7 +217,8 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
         # a p99 read from the node is a bucket's bound: it moves by whole buckets, so one bucket up is within
         # the tolerance (rule 2) and two are not
         floor = max(settings.p99_tolerance, settings.p99_bucket_ratio * (1.0 + BUCKET_SLACK) - 1.0)
-        checks.append(_compare(f"p99_{kind}", [w.p99(kind) for w in full], after.p99(kind), floor, settings,
+        moved = (p99_moved or {}).get(kind, 1.0)
+        checks.append(_compare(f"p99_{kind}", [w.p99(kind) * moved for w in full], after.p99(kind), floor, settings,
                                higher_is_worse=True))
     shares = [_failure_share(w) for w in full]
     base_failures = sum(shares) / len(shares)
@@ -230,6 +237,10 @@ def judge_change(before: Sequence[Window], after: Window, settings: GuardSetting
     if demand_change is not None:
         rate_note = "; ".join(x for x in (f"the demand moved {demand_change:+.1%} elsewhere: the throughput's "
                                           "baseline with it", rate_note) if x)
+    if p99_moved:
+        rate_note = "; ".join(x for x in (rate_note, "the p99 elsewhere moved " + ", ".join(
+            f"{kind} {moved - 1.0:+.0%}" for kind, moved in sorted(p99_moved.items())) + ": each baseline with it")
+            if x)
     head = (f"{rate_note}; " if rate_note else "")
     if unjudged:
         named = ", ".join(f"{kind} ({count:.0f} after)" for kind, count in unjudged)
@@ -256,13 +267,20 @@ def judge_on_nodes(before: Sequence[Window], after: Window, changed: Collection[
     when they served nothing before)."""
     changed = frozenset(changed)
     others = frozenset(n.node for n in after.nodes) - changed
-    demand = None
+    demand, moved = None, {}
     base = [w.only(others) for w in before if not w.only(others).partial]
     if others and base:
         mean = sum(w.ops_per_second for w in base) / len(base)
         demand = after.only(others).ops_per_second / mean - 1.0 if mean > 0 else None
+        if replicated:   # rule 9: the unchanged replicas serve the same reads and writes over the same span
+            now = after.only(others)
+            for kind in KINDS:
+                windows = [*base, now]
+                if all((w.requests.get(kind) or 0.0) >= settings.min_operations_for_p99 and w.p99(kind)
+                       for w in windows):
+                    moved[kind] = now.p99(kind) / (sum(w.p99(kind) for w in base) / len(base))
     verdict = judge_change([w.only(changed) for w in before], after.only(changed), settings,
-                           demand_change=demand, latency_only=replicated and bool(others))
+                           demand_change=demand, latency_only=replicated and bool(others), p99_moved=moved or None)
     return verdict, demand
 
 
