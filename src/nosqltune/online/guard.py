@@ -45,11 +45,11 @@ The rule of `judge_change`:
    configuration read 2759, 1916, 1597 us in successive 20 s windows after a 60 s settle, against 770 before;
    windows read from the latency buckets' difference, window.py, leave those seconds out, and the same restart
    was kept in its first window three times out of three), another figure half its excess over the tolerance
-   shed. A worse plan's p99 stops falling above
-   the tolerance; at the last window allowed, a worse window rolls back whatever its trend.
+   shed. A worse plan's p99 stops falling above the tolerance; at the last window allowed, a worse window rolls
+   back whatever its trend.
 8. The windows before a change must be steady: when a node's p99 of some kind is in its first window two histogram
-   buckets or more above its last, and lowest in the last (`settling`), the cluster is still warming, and a mean over those windows is no
-   baseline: a rollout reads one more window and drops the oldest, up to `--windows` more, then judges on what it
+   buckets or more above its last, and lowest in the last (`settling`), the cluster is still warming, and a mean
+   over those windows is no baseline: a rollout reads one more window and drops the oldest, up to `--windows` more, then judges on what it
    has and says so.
 9. A change made on some nodes of a replicated table is judged against the nodes left unchanged over the same
    span, as canary analysis does: each p99's baseline moves by the factor the other replicas' p99 moved (their
