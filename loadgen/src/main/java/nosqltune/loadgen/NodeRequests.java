@@ -97,7 +97,8 @@ final class NodeRequests {
    * The timer's cumulative count per latency bucket since the node started, from its {@code values} operation:
    * on Cassandra 5.0 that is the snapshot's {@code getValues()}, which DecayingEstimatedHistogramReservoir fills
    * from its plain buckets, not the decaying ones the percentiles are read from. Bucket i holds the latencies (in
-   * the timer's DurationUnit, microseconds) up to EstimatedHistogram's i-th offset (1, 2, 3, ... each about 1.2 times the one before). The
+   * the timer's DurationUnit, microseconds) up to EstimatedHistogram's i-th offset (1, 2, 3, ... each about 1.2
+   * times the one before). The
    * trailing empty buckets are left out; null when the node has no such timer or operation.
    */
   private static List<Long> buckets(MBeanServerConnection mbs, String name) throws IOException {
