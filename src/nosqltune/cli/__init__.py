@@ -12,7 +12,7 @@ import sys
 from .. import __version__
 from ..errors import NosqltuneError
 
-COMMANDS = ("bench", "tune", "collect", "importance", "model", "recommend", "compare", "report", "dashboard", "export", "export_config", "online", "rollout", "node", "cluster", "knobs", "scenarios", "volumes", "datasets", "calibrate", "setup")
+COMMANDS = ("bench", "tune", "collect", "importance", "model", "recommend", "compare", "report", "dashboard", "export", "export_config", "online", "rollout", "node", "cluster", "knobs", "scenarios", "volumes", "datasets", "capture", "calibrate", "setup")
 
 
 class Parser(argparse.ArgumentParser):

@@ -71,8 +71,11 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                              "its sizes here)")
     w = parser.add_argument_group("workload")
     w.add_argument("--workload", metavar="NAME", default=None,
-                   help="ycsb-a .. ycsb-f, readNN (e.g. read95: NN%% reads, rest updates), or a YCSB properties "
-                        "file (default: ycsb-a)")
+                   help="ycsb-a .. ycsb-f, readNN (e.g. read95: NN%% reads, rest updates), a YCSB properties "
+                        "file, profile:FILE (a cassandra-stress user profile), or replay:FILE[:PACE] (a capture "
+                        "made by `nosqltune capture`, at its recorded pace, xF times it, or max) (default: ycsb-a)")
+    w.add_argument("--data", metavar="SOURCE", default=None,
+                   help="what a replay runs on: profile:NAME (that profile's generated data and table)")
     w.add_argument("--read-ratio", type=float, metavar="R", help="custom mix: share of reads 0..1, rest updates")
     w.add_argument("--distribution", choices=DISTRIBUTIONS,
                    help="request distribution of the keys, any a YCSB properties file's requestdistribution takes "
@@ -177,7 +180,7 @@ def workload_names(text: str) -> list[str]:
     from ..workloads.profile import PREFIX, split_workloads
 
     names = split_workloads(text)
-    profiles = [n for n in names if n.startswith(PREFIX)]
+    profiles = [n for n in names if n.startswith((PREFIX, "replay:"))]
     if profiles and len(profiles) != len(names):
         raise UsageError(f"--workload mixes a profile ({profiles[0]}) with YCSB workloads: give profiles or YCSB "
                          "workloads, not both")
@@ -240,7 +243,7 @@ def _build_workload(args: argparse.Namespace, *, name: Any = ..., read_ratio: An
         distribution = distribution or scenario.distribution   # uniform keys, which its memory cap is sized for)
     # flags win over the scenario, over sizes in a properties file, over Workload's (calibrated) defaults
     return make_workload(name, read_ratio=read_ratio, distribution=distribution, defaults=defaults,
-                         **{k: v for k, v in sizes.items() if v is not None})
+                         data=getattr(args, "data", None), **{k: v for k, v in sizes.items() if v is not None})
 
 
 def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):

@@ -73,6 +73,7 @@ class Workload:
     max_seconds: int | None = None      # cap of the measured phase
     extra: dict[str, Any] = field(default_factory=dict)
     profile: dict[str, Any] | None = None   # a cassandra-stress user profile, as workloads/profile.py read it
+    replay: dict[str, Any] | None = None    # a captured workload replayed on the profile's data (workloads/replay.py)
 
     @property
     def keyspace(self) -> str:
@@ -101,6 +102,11 @@ class Workload:
 
             props.update(loadgen_properties(self.profile, self.records))
             props["workload"] = PROFILE_WORKLOAD
+        if self.replay and phase == "run":   # the capture's statements instead of the profile's mix
+            from .replay import REPLAY_WORKLOAD, plan_file
+
+            props.update({"workload": REPLAY_WORKLOAD, "replay.plan": str(plan_file(self.replay)),
+                          "replay.start": self.replay.get("start", 0), "replay.pace": self.replay["pace"]})
         props.update(self.extra)
         props.update({"recordcount": self.records, "fieldcount": self.fieldcount,
                       "fieldlength": self.fieldlength, "threadcount": self.threads})
@@ -123,8 +129,9 @@ class Workload:
         """As stored with every trial; a YCSB workload without the `profile` field, so that its stored form (and the
         keys made from it, e.g. a scenario's measured rate) stay what they were before profiles."""
         data = asdict(self)
-        if data["profile"] is None:
-            del data["profile"]
+        for optional in ("profile", "replay"):
+            if data[optional] is None:
+                del data[optional]
         return data
 
     @classmethod
@@ -190,14 +197,19 @@ def read_ratio_mix(read_ratio: float, distribution: str) -> dict[str, Any]:
 
 
 def make_workload(name: str | None = None, *, read_ratio: float | None = None, distribution: str | None = None,
-                  defaults: dict[str, Any] | None = None, **sizes: Any) -> Workload:
+                  defaults: dict[str, Any] | None = None, data: str | None = None, **sizes: Any) -> Workload:
     """A workload from a name (or properties file), or from --read-ratio/--distribution; `sizes` override the
-    file's sizes, which override `defaults` (a scenario's), which override Workload's calibrated ones."""
+    file's sizes, which override `defaults` (a scenario's), which override Workload's calibrated ones. `data`: what
+    a replay (replay:FILE) runs on, profile:NAME."""
     if read_ratio is not None:
         if name and name not in ("custom",):
             raise WorkloadError("give either --workload or --read-ratio, not both")
         label = f"read{round(read_ratio * 100):g}-{distribution or 'zipfian'}"
         resolved, mix = label, read_ratio_mix(read_ratio, distribution or "zipfian")
+    elif name and name.startswith("replay:"):
+        return _replay_workload(name, data, distribution, defaults, sizes)
+    elif data:
+        raise WorkloadError("--data goes with --workload replay:FILE (the data a capture is replayed on)")
     elif name and name.startswith("profile:"):
         return _profile_workload(name, distribution, defaults, sizes)
     else:
@@ -288,3 +300,22 @@ def _profile_workload(name: str, distribution: str | None, defaults: dict[str, A
     sizes = {k: v for k, v in sizes.items() if k not in ("fieldcount", "fieldlength")}
     return Workload(name=label, mix={}, profile=profile.to_dict(), **sizes)
 
+
+
+def _replay_workload(name: str, data: str | None, distribution: str | None, defaults: dict[str, Any] | None,
+                     sizes: dict[str, Any]) -> Workload:
+    """`replay:FILE[:PACE]` on `data` (profile:NAME: that profile's generated data) -> the profile's Workload with
+    the replay: the data, schema and baseline are the profile's, the run phase the capture's statements."""
+    from .replay import replay_of, split_spec
+
+    path, pace = split_spec(name)
+    if not data:
+        raise WorkloadError("--workload replay:FILE needs the data it runs on: --data profile:NAME (the profile's "
+                            "generated data)")
+    if not data.startswith("profile:"):
+        raise WorkloadError(f"--data {data!r}: give profile:NAME or profile:FILE")
+    base = _profile_workload(data, distribution, defaults, sizes)
+    profile = base.profile or {}
+    replay = replay_of(path, pace, {f"{profile['keyspace']}.{profile['table']['name']}"})
+    label = f"replay-{path.stem}" + ("" if pace == "recorded" else f"-{pace}")
+    return Workload.from_dict({**base.to_dict(), "name": label, "replay": replay})

@@ -107,6 +107,13 @@ def rewrite_table(jmx_port: int, keyspace: str, table: str, throughput_mib_s: in
     return json.loads(_run(jmx_port, args, timeout + 30))
 
 
+def query_log(jmx_port: int, directory: str | None, timeout: float = 60.0) -> None:
+    """Turn the node's full query log on into `directory` (`nodetool enablefullquerylog --path`, its defaults), or
+    off (None: `nodetool disablefullquerylog`, which writes out what the log still queues)."""
+    args = ["querylog-on", "--directory", directory] if directory else ["querylog-off"]
+    _run(jmx_port, [*args, "--timeout-seconds", str(int(timeout))], timeout + 15)
+
+
 def flush(jmx_port: int, keyspace: str = "ycsb", timeout: float = 120.0) -> None:
     """Write the keyspace's memtables to SSTables (nodetool flush)."""
     _run(jmx_port, ["flush", "--keyspace", keyspace, "--timeout-seconds", str(int(timeout))], timeout + 15)

@@ -127,6 +127,9 @@ public final class NodeInternals {
     err.println("  status                                         version, mode, live/unreachable nodes, schema, hints");
     err.println("  rewrite --keyspace K --table T [--throughput MIB_S] [--timeout-seconds 60]");
     err.println("                                                 nodetool upgradesstables -a, one SSTable at a time");
+    err.println("  querylog-on --directory D                     nodetool enablefullquerylog --path D (hourly files,");
+    err.println("                                                 blocking, 256 MiB queue, 16 GiB kept)");
+    err.println("  querylog-off                                   nodetool disablefullquerylog (the log's queue drained)");
     err.println("  --connect-timeout-seconds S (default 5)");
     err.println("  --credentials-file F  JMX user and password ('USER PASSWORD', the file's first line)");
     err.println("  --truststore F [--truststore-password-file F]  JMX over TLS");
@@ -195,6 +198,8 @@ public final class NodeInternals {
         case "set":
         case "status":
         case "rewrite":
+        case "querylog-on":
+        case "querylog-off":
           if (a.command != null) {
             throw new Failure(EXIT_USAGE, "more than one command: " + a.command + ", " + s);
           }
@@ -208,7 +213,8 @@ public final class NodeInternals {
       throw new Failure(EXIT_USAGE, "--jmx-port is required");
     }
     if (a.command == null) {
-      throw new Failure(EXIT_USAGE, "a command (stats, drain, flush, import, requests, set, status, rewrite) is required");
+      throw new Failure(EXIT_USAGE, "a command (stats, drain, flush, import, requests, set, status, rewrite, querylog-on, "
+          + "querylog-off) is required");
     }
     if (a.command.equals("set")) {
       if (a.knobName == null || a.knobValue == null) {
@@ -221,6 +227,9 @@ public final class NodeInternals {
     }
     if (a.command.equals("rewrite") && (a.keyspace == null || a.tables.size() != 1)) {
       throw new Failure(EXIT_USAGE, "rewrite needs --keyspace and one --table");
+    }
+    if (a.command.equals("querylog-on") && a.directories.size() != 1) {
+      throw new Failure(EXIT_USAGE, "querylog-on needs one --directory");
     }
     if (a.command.equals("flush") && a.keyspace == null) {
       throw new Failure(EXIT_USAGE, "flush needs --keyspace");
@@ -315,6 +324,20 @@ public final class NodeInternals {
         case "rewrite":
           out.println(Json.write(rewrite(ex, mbs, a)));
           out.flush();
+          break;
+        case "querylog-on":
+          // nodetool enablefullquerylog's defaults (BinLogOptions): hourly files, blocking, a 256 MiB queue, 16 GiB
+          call(ex, a.timeoutSeconds, "enablefullquerylog", () -> mbs.invoke(new ObjectName(STORAGE_SERVICE),
+              "enableFullQueryLogger", new Object[] {a.directories.get(0), "HOURLY", Boolean.TRUE, 268435456,
+                  17179869184L, null, 10},
+              new String[] {String.class.getName(), String.class.getName(), Boolean.class.getName(), "int", "long",
+                  String.class.getName(), "int"}));
+          System.err.println("full query log on, in " + a.directories.get(0));
+          break;
+        case "querylog-off":
+          call(ex, a.timeoutSeconds, "disablefullquerylog", () -> mbs.invoke(new ObjectName(STORAGE_SERVICE),
+              "stopFullQueryLogger", new Object[0], new String[0]));
+          System.err.println("full query log off");
           break;
         default:
           throw new Failure(EXIT_USAGE, "unknown command " + a.command);

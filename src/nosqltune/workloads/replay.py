@@ -1,0 +1,127 @@
+"""Replaying a captured workload in trials (`--workload replay:FILE[:PACE]`).
+
+The capture (workloads/capture.py) holds the query kinds, a sample of each kind's values and the sequence of
+statements with their start times. A trial replays a window of that sequence with loadgen's ReplayWorkload: each
+statement as its kind's prepared statement, bound to the kind's sampled values in turn, at the recorded pace, a
+multiple of it (`x2`), or as fast as the node answers (`max`).
+
+What is stored with a trial (`Workload.replay`) names the capture (its path and digest), the pace, the window and
+the kinds without their values: the values stay in the capture file and in the plan file written beside it, in the
+dataset folder, never in a study's store.
+
+Kinds on tables the data lacks are left out of the replay, with their share said; a capture nothing of which is on
+the data's tables is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from .capture import CaptureError, read_capture
+
+PREFIX = "replay:"
+REPLAY_WORKLOAD = "nosqltune.loadgen.ReplayWorkload"
+PACE = re.compile(r"recorded|max|x(\d+(?:\.\d+)?)")
+
+
+def split_spec(spec: str) -> tuple[Path, str]:
+    """`replay:FILE[:PACE]` -> (FILE, PACE); PACE is recorded (the default), xF (F times the recorded pace) or max."""
+    body = spec[len(PREFIX):]
+    path, pace = body, "recorded"
+    head, sep, tail = body.rpartition(":")
+    if sep and PACE.fullmatch(tail.lower()):
+        path, pace = head, tail.lower()
+    elif sep and re.fullmatch(r"x.*|rec.*|max.*", tail.lower()):
+        raise CaptureError(f"replay pace {tail!r}: recorded, max, or xF with F > 0 (x2: twice the recorded pace)")
+    match = PACE.fullmatch(pace)
+    if match.group(1) is not None and float(match.group(1)) <= 0:
+        raise CaptureError(f"replay pace {pace!r}: xF needs F > 0")
+    if not path:
+        raise CaptureError("--workload replay: needs the capture file (replay:FILE, made by `nosqltune capture`)")
+    return Path(path), pace
+
+
+def digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def pace_speed(pace: str) -> float | None:
+    """How many times the recorded pace: 1 for recorded, F for xF, None for max."""
+    if pace == "max":
+        return None
+    return 1.0 if pace == "recorded" else float(pace[1:])
+
+
+def replay_of(path: Path, pace: str, tables: set[str]) -> dict[str, Any]:
+    """What a trial stores of the replay of the capture at `path` on data holding `tables` (keyspace.table): no
+    values. CaptureError when none of its kinds is on those tables."""
+    capture = read_capture(path)
+    kept = [k for k in capture["kinds"] if f"{k['keyspace']}.{k['table']}" in tables]
+    if not kept:
+        raise CaptureError(f"the capture's tables ({', '.join(capture['tables'])}) are not in the data "
+                           f"({', '.join(sorted(tables)) or 'none'}): give the data the capture was made on")
+    left = [k for k in capture["kinds"] if k not in kept]
+    statements = sum(k["count"] for k in kept)
+    return {
+        "capture": str(Path(path).resolve()), "digest": digest(path), "pace": pace,
+        "statements": statements,
+        "kinds": [{"name": k["name"], "cql": k["cql"], "operation": k["operation"], "share": k["count"] / statements}
+                  for k in kept],
+        "left_out": {k["name"]: k["share"] for k in left},
+        "seconds": capture["seconds"],
+        "redacted": capture.get("redacted", False),
+    }
+
+
+def plan_file(replay: dict[str, Any]) -> Path:
+    """The plan loadgen's ReplayWorkload reads, written once beside the capture (it holds the values too): the
+    kinds kept, their values, and the sequence of their statements. CaptureError when the capture changed since the
+    study recorded it."""
+    capture_path = Path(replay["capture"])
+    plan = capture_path.with_name(f"{capture_path.name}.{replay['digest'][:12]}.plan")
+    if plan.exists():
+        return plan
+    if not capture_path.exists() or digest(capture_path) != replay["digest"]:
+        raise CaptureError(f"the capture {capture_path} is gone or changed since this replay was set up "
+                           f"(digest {replay['digest'][:12]})")
+    capture = read_capture(capture_path)
+    names = [k["name"] for k in replay["kinds"]]
+    number = {name: i for i, name in enumerate(names)}
+    by_name = {k["name"]: k for k in capture["kinds"]}
+    old_index = {k["name"]: i for i, k in enumerate(capture["kinds"])}
+    lines = []
+    for i, name in enumerate(names):
+        kind = by_name[name]
+        lines.append(f"K\t{i}\t{kind['consistency']}\t{int(kind['literals'])}\t{name}\t{kind['cql']}")
+        for values in kind["values"]:
+            lines.append(f"V\t{i}\t" + ",".join(_plan_value(v, kind["literals"]) for v in values))
+    keep = {old_index[name]: number[name] for name in names}
+    for t, k in zip(capture["events"]["t_ms"], capture["events"]["kind"]):
+        if k in keep:
+            lines.append(f"E\t{t}\t{keep[k]}")
+    tmp = plan.with_name(plan.name + f".tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write("\n".join(lines) + "\n")
+    os.replace(tmp, plan)
+    return plan
+
+
+def _plan_value(value: Any, literal: bool) -> str:
+    if value is None:
+        return "-"
+    return value.encode().hex() if literal else value
+
+
+def window_of(replay: dict[str, Any], start: int, count: int) -> str:
+    """Which part of the log a trial replays, in words."""
+    return (f"statements {start + 1}-{start + count} of the capture's {replay['statements']} "
+            f"({replay['pace']} pace)")

@@ -1,0 +1,205 @@
+"""A capture made from a full query log's entries (as loadgen's QueryLogReader prints them): query kinds with their
+shares and tables, literals made markers, what is left out and its share, the pace, logs merged by start time, the
+value sample, the redaction (same sizes, same repeat pattern, no value of the log's left), and the bad inputs of
+`nosqltune capture` refused in one line before anything is read or written. The reader on a real node's log is in
+tests/integration/test_capture.py."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from nosqltune.cli import main
+from nosqltune.workloads.capture import (CaptureBuilder, CaptureError, Redactor, fill_template, literal_template,
+                                         read_capture, redact, statement_table, write_capture)
+
+T0 = 1_764_400_000_000
+
+
+def single(t, query, values=(), ks="shop", cl="LOCAL_ONE"):
+    return {"t": t, "type": "single", "ks": ks, "cl": cl, "query": query, "values": list(values)}
+
+
+def end(**skipped):
+    return {"end": True, "entries": 0, "skipped": skipped}
+
+
+def test_literals_become_markers_and_come_back():
+    cql = ("SELECT * FROM shop.carts WHERE user = 'o''brien' AND id = 123e4567-e89b-12d3-a456-426614174000 "
+           "AND n > -5 AND x = 1.5e3 AND b = 0xCAFE AND field0 = \"Col 7\" LIMIT 10")
+    template, literals = literal_template(cql)
+    assert literals == ["'o''brien'", "123e4567-e89b-12d3-a456-426614174000", "-5", "1.5e3", "0xCAFE", "10"]
+    assert template == ("SELECT * FROM shop.carts WHERE user = ? AND id = ? AND n > ? AND x = ? AND b = ? "
+                        "AND field0 = \"Col 7\" LIMIT ?")
+    assert fill_template(template, literals) == cql
+    # names with digits, quoted names and keywords are not literals
+    assert literal_template('UPDATE ks.t2 SET "a?b" = true WHERE k1 = ?') == ('UPDATE ks.t2 SET "a?b" = true WHERE k1 = ?', [])
+
+
+def test_the_table_a_statement_names_or_the_sessions_keyspace():
+    assert statement_table("SELECT a FROM Shop.Carts WHERE k = ?", None) == ("shop", "carts")
+    assert statement_table('select a from "MyKs"."T" where k = ?', None) == ("MyKs", "T")
+    assert statement_table("INSERT INTO carts (k) VALUES (?)", "shop") == ("shop", "carts")
+    assert statement_table("UPDATE carts SET a = ? WHERE k = ?", "shop") == ("shop", "carts")
+    assert statement_table("DELETE a FROM shop . carts WHERE k = ?", None) == ("shop", "carts")
+    assert statement_table("SELECT * FROM carts", None) is None   # no keyspace anywhere
+
+
+def _log():
+    return [
+        single(T0 + 5, "SELECT * FROM shop.carts WHERE user = ?", ["7531"]),
+        single(T0 + 1, "SELECT * FROM shop.carts WHERE user = ?", ["7532"]),   # completion order, not start order
+        single(T0 + 1200, "UPDATE carts SET n = ? WHERE user = ?", ["00000001", "7531"], cl="QUORUM"),
+        single(T0 + 2100, "SELECT * FROM shop.carts WHERE user = 'u3'"),
+        single(T0 + 2200, "SELECT * FROM   shop.carts WHERE user = 'u4'"),
+        single(T0 + 2300, "SELECT * FROM system.local WHERE key = 'local'", ks=None),
+        single(T0 + 2400, "CREATE TABLE shop.x (k int PRIMARY KEY)"),
+        single(T0 + 2500, "USE shop"),
+        {"t": T0 + 2600, "type": "batch", "ks": "shop", "cl": "ONE", "batch_type": "LOGGED",
+         "queries": ["INSERT INTO shop.carts (user) VALUES (?)"], "values": [["7533"]]},
+        end(audit=2),
+    ]
+
+
+def test_kinds_shares_left_out_and_pace():
+    builder = CaptureBuilder()
+    source = builder.add_log("n1", _log())
+    assert source == {"path": "n1", "entries": 9, "first_ms": T0 + 1, "last_ms": T0 + 2600}
+    capture = builder.capture()
+    kinds = {k["name"]: k for k in capture["kinds"]}
+    assert list(kinds) == ["select-carts", "select-carts-2", "update-carts"]   # most run first
+    assert kinds["select-carts"]["count"] == 2 and kinds["select-carts"]["literals"] is False
+    assert kinds["select-carts"]["values"] == [["7531"], ["7532"]]
+    assert kinds["select-carts-2"]["cql"] == "SELECT * FROM shop.carts WHERE user = ?"
+    assert kinds["select-carts-2"]["literals"] is True and kinds["select-carts-2"]["values"] == [["'u3'"], ["'u4'"]]
+    assert kinds["update-carts"]["keyspace"] == "shop" and kinds["update-carts"]["consistency"] == "QUORUM"
+    assert kinds["update-carts"]["operation"] == "write" and kinds["select-carts"]["operation"] == "read"
+    assert sum(k["share"] for k in capture["kinds"]) == pytest.approx(1)
+    assert capture["statements"] == 5 and capture["tables"] == ["shop.carts"]
+    assert {r: v["count"] for r, v in capture["left_out"].items()} == {"batch": 1, "schema": 1, "other": 1,
+                                                                       "system": 1}
+    assert capture["left_out"]["batch"]["share"] == pytest.approx(1 / 9)
+    assert capture["skipped_types"] == {"audit": 2}
+    # the pace: statements started in each second from the first start; the replay sequence sorted by start
+    assert capture["start_ms"] == T0 + 1
+    assert capture["pace"]["statements"] == [2, 1, 2]
+    assert capture["events"]["t_ms"] == [0, 4, 1199, 2099, 2199]
+    assert [capture["kinds"][k]["name"] for k in capture["events"]["kind"]] == [
+        "select-carts", "select-carts", "update-carts", "select-carts-2", "select-carts-2"]
+    assert "one node's log" in capture["view"]
+
+
+def test_logs_of_two_nodes_merge_by_start_time():
+    builder = CaptureBuilder()
+    builder.add_log("n1", [single(T0 + 10, "SELECT * FROM shop.carts WHERE user = ?", ["01"]), end()])
+    builder.add_log("n2", [single(T0 + 3, "UPDATE shop.carts SET n = ? WHERE user = ?", ["02", "03"]),
+                           single(T0 + 20, "SELECT * FROM shop.carts WHERE user = ?", ["04"]), end()])
+    capture = builder.capture()
+    assert capture["start_ms"] == T0 + 3 and capture["events"]["t_ms"] == [0, 7, 17]
+    assert "2 logs merged" in capture["view"] and [s["path"] for s in capture["sources"]] == ["n1", "n2"]
+
+
+def test_the_sample_is_a_uniform_reservoir_of_each_kinds_runs():
+    builder = CaptureBuilder(sample=100)
+    rows = [single(T0 + i, "SELECT * FROM shop.carts WHERE user = ?", [f"{i % 10:02x}"]) for i in range(10_000)]
+    builder.add_log("n1", [*rows, end()])
+    kind = builder.capture()["kinds"][0]
+    assert kind["count"] == 10_000 and len(kind["values"]) == 100
+    # each of the 10 values is a tenth of the runs: a uniform sample of 100 holds each about 10 times
+    counts = [sum(v == [f"{i:02x}"] for v in kind["values"]) for i in range(10)]
+    assert all(2 <= c <= 22 for c in counts), counts
+
+
+def test_a_log_nothing_of_which_can_be_replayed_is_refused_saying_what_it_held():
+    builder = CaptureBuilder()
+    builder.add_log("n1", [single(T0, "CREATE KEYSPACE k WITH replication = {}"), end()])
+    with pytest.raises(CaptureError, match="nothing in the log can be replayed: 1 schema changes"):
+        builder.capture()
+    audit = CaptureBuilder()
+    audit.add_log("n1", [end(audit=5)])
+    with pytest.raises(CaptureError, match="audit log"):
+        audit.capture()
+    cut = CaptureBuilder()
+    with pytest.raises(CaptureError, match="not read to its end"):
+        cut.add_log("n1", [single(T0, "SELECT * FROM shop.carts WHERE user = ?", ["01"])])
+
+
+def test_redaction_keeps_sizes_and_the_repeat_pattern_and_no_value():
+    rng = random.Random(3)
+    users = [f"user-{rng.randrange(10**6):06d}".encode().hex() for _ in range(20)]
+    uuid = "123e4567e89b12d3a456426614174000"   # a version-1 UUID (a timeuuid)
+    rows = [single(T0 + i, "UPDATE shop.carts SET n = ?, id = ? WHERE user = ?",
+                   [f"{i:08x}", uuid, users[i % 20]]) for i in range(200)]
+    rows += [single(T0 + 300, "SELECT * FROM shop.carts WHERE user = 'o''brien' AND n = 1234 AND b = 0xcafe")]
+    builder = CaptureBuilder()
+    builder.add_log("n1", [*rows, end()])
+    capture = builder.capture()
+    hidden = redact(capture, Redactor(key=b"k" * 32))
+    assert hidden["redacted"] and not capture["redacted"]
+    originals = {v for k in capture["kinds"] for vs in k["values"] for v in vs}
+    replaced = {v for k in hidden["kinds"] for vs in k["values"] for v in vs}
+    assert not originals & replaced
+    text = json.dumps(hidden)
+    for value in originals:   # no value of the log is anywhere in the file
+        assert json.dumps(value) not in text
+    assert "brien" not in text and "user-".encode().hex() not in text
+    for kind, was in zip(hidden["kinds"], capture["kinds"]):
+        for new_values, old_values in zip(kind["values"], was["values"]):
+            assert [len(v) for v in new_values] == [len(v) for v in old_values]
+    # the same value, the same replacement: the keys' repeat pattern is kept
+    update = next(k for k in hidden["kinds"] if k["name"] == "update-carts")
+    old_update = next(k for k in capture["kinds"] if k["name"] == "update-carts")
+    pairs = {(o[2], n[2]) for o, n in zip(old_update["values"], update["values"])}
+    assert len(pairs) == 20 == len({n for _, n in pairs})
+    # a text value stays text; a UUID keeps its version and variant (a timeuuid stays one)
+    assert all(re.fullmatch(r"[a-z0-9]+", bytes.fromhex(n).decode()) for _, n in pairs)
+    new_uuid = update["values"][0][1]
+    assert new_uuid[12] == uuid[12] and int(new_uuid[16], 16) & 0xC == 0x8
+    literal = next(k for k in hidden["kinds"] if k["literals"])["values"][0]
+    assert literal[0].startswith("'") and len(literal[0]) == len("'o''brien'") and re.fullmatch(r"[1-9]\d{3}", literal[1])
+    assert re.fullmatch(r"0x[0-9a-f]{4}", literal[2]) and literal[2] != "0xcafe"
+    # a second key gives other replacements; redacting twice changes nothing more
+    assert redact(capture, Redactor(key=b"j" * 32))["kinds"] != hidden["kinds"]
+    assert redact(hidden) is hidden
+
+
+def test_a_capture_file_round_trips_and_anything_else_is_refused(tmp_path):
+    builder = CaptureBuilder()
+    builder.add_log("n1", _log())
+    capture = builder.capture()
+    path = tmp_path / "c" / "shop.json"
+    write_capture(capture, path)
+    assert read_capture(path) == capture and path.stat().st_mode & 0o077 == 0   # owner only: it holds data
+    (tmp_path / "bad.json").write_text('{"rows": []}')
+    with pytest.raises(CaptureError, match="not a capture file of format"):
+        read_capture(tmp_path / "bad.json")
+    (tmp_path / "junk.json").write_text("{not json")
+    with pytest.raises(CaptureError, match="not a capture file"):
+        read_capture(tmp_path / "junk.json")
+    with pytest.raises(CaptureError, match="nosqltune capture LOG_DIR"):
+        read_capture(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("setup, args, said", [
+    (None, ["{d}/missing"], "is not a directory"),
+    ("empty", ["{d}/log"], "holds no Chronicle queue"),
+    ("queue", ["{d}/log", "{d}/other"], "other is not a directory"),
+    ("queue", ["{d}/log", "--sample", "0"], "--sample must be at least 1"),
+    ("queue", ["{d}/log", "--name", "../x"], "--name '../x'"),
+    ("queue", ["{d}/log", "--out", "{d}"], "is a directory"),
+])
+def test_capture_refuses_bad_input_in_one_line_before_reading(tmp_path, capsys, monkeypatch, setup, args, said):
+    monkeypatch.setenv("NOSQLTUNE_DATASETS", str(tmp_path / "datasets"))
+    if setup:
+        (tmp_path / "log").mkdir()
+    if setup == "queue":
+        (tmp_path / "log" / "metadata.cq4t").write_bytes(b"")
+    read = []
+    monkeypatch.setattr("nosqltune.systems.cassandra.querylog.read_log", lambda *a, **k: read.append(a) or iter(()))
+    code = main(["capture", *(a.replace("{d}", str(tmp_path)) for a in args)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and said in err and len(err.splitlines()) == 1, err
+    assert read == [] and not (tmp_path / "datasets").exists()
