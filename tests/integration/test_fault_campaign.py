@@ -186,6 +186,19 @@ def test_fault_during_a_cassandra_study(fault, phase, kinds, nosqltune_home, dat
 
 
 @pytest.mark.slow
+def test_the_datastore_killed_during_a_replay(nosqltune_home, dataset_cache, tmp_path):
+    """Cassandra killed while trial 2 replays the shipped capture as fast as answered: the trial fails as crashed,
+    the study goes on."""
+    outcome = run_with_fault(fault="datastore-kill", phase="measure", home=tmp_path / "home",
+                             study=tmp_path / "study.db", system="cassandra, replay",
+                             trial_args=["--workload", "replay:keyvalue:max", "--data", "profile:keyvalue",
+                                         "--threads", "4", "--heap", "1G", "--knobs", "rafiki5"])
+    check(outcome)
+    assert outcome.exit_code == 0 and outcome.state == "FAIL" and outcome.failure_kind == "crashed", outcome.error
+    record("fault", **outcome.row())
+
+
+@pytest.mark.slow
 def test_a_damaged_jar_in_the_maven_cache_is_fetched_again(nosqltune_home, dataset_cache, tmp_path, capsys):
     """A jar of Cassandra's cut short in the Maven cache (a download cut off): the jar is found damaged before any
     node starts, removed and fetched again, and the trial runs; offline, the command would stop with exit 3 and

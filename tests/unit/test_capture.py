@@ -203,3 +203,43 @@ def test_capture_refuses_bad_input_in_one_line_before_reading(tmp_path, capsys, 
     err = capsys.readouterr().err.strip()
     assert code == 2 and said in err and len(err.splitlines()) == 1, err
     assert read == [] and not (tmp_path / "datasets").exists()
+
+
+def test_a_replay_spec_names_its_pace():
+    from nosqltune.workloads.replay import split_spec
+
+    assert split_spec("replay:/a/b.json") == (__import__("pathlib").Path("/a/b.json"), "recorded")
+    assert split_spec("replay:b.json:x2.5")[1] == "x2.5" and split_spec("replay:b.json:MAX")[1] == "max"
+    for bad, said in (("replay:b.json:x0", "F > 0"), ("replay:b.json:xfast", "recorded, max, or xF"),
+                      ("replay:", "needs the capture file")):
+        with pytest.raises(CaptureError, match=said):
+            split_spec(bad)
+
+
+def test_a_replay_keeps_the_kinds_on_the_datas_tables_and_its_plan_holds_their_statements(tmp_path, monkeypatch):
+    from nosqltune.workloads.replay import plan_file, replay_of
+
+    monkeypatch.setenv("NOSQLTUNE_DATASETS", str(tmp_path / "datasets"))
+    builder = CaptureBuilder()
+    builder.add_log("n1", [single(T0, "SELECT * FROM shop.carts WHERE user = ?", ["7531"]),
+                           single(T0 + 10, "SELECT * FROM shop.other WHERE k = ?", ["01"]),
+                           single(T0 + 20, "SELECT * FROM shop.carts WHERE user = 'u1'"),
+                           single(T0 + 30, "UPDATE shop.carts SET n = ? WHERE user = ?", [None, "7532"]), end()])
+    path = tmp_path / "c.json"
+    write_capture(builder.capture(), path)
+    replay = replay_of(path, "x2", {"shop.carts"})
+    assert [k["name"] for k in replay["kinds"]] == ["select-carts", "select-carts-2", "update-carts"]
+    assert replay["left_out"] == {"select-other": 0.25} and replay["statements"] == 3
+    assert "values" not in json.dumps(replay)   # what a study stores: no value
+    made = plan_file(replay)
+    assert made.parent == tmp_path / "datasets" / "captures" and made.stat().st_mode & 0o077 == 0
+    plan = made.read_text().splitlines()
+    assert plan[:2] == ["K\t0\tLOCAL_ONE\t0\tselect-carts\tSELECT * FROM shop.carts WHERE user = ?", "V\t0\t7531"]
+    assert "V\t1\t" + "'u1'".encode().hex() in plan and "V\t2\t-,7532" in plan   # a literal as its text, a null
+    assert [line for line in plan if line.startswith("E")] == ["E\t0\t0", "E\t20\t1", "E\t30\t2"]
+    with pytest.raises(CaptureError, match="are not in the data"):
+        replay_of(path, "max", {"ycsb.usertable"})
+    path.write_text(path.read_text().replace("7531", "7533"))   # the capture changed since the study recorded it
+    plan_file(replay).unlink()
+    with pytest.raises(CaptureError, match="gone or changed"):
+        plan_file(replay)

@@ -262,10 +262,15 @@ def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):
 
         workload = replace(workload, target=fixed_rate(settings, workload, fraction,
                                                        progress=progress or _progress(args)))
-    if workload.target is None:
-        return workload, None
     from ..evaluation.rates import SUSTAINED
 
+    if workload.replay and workload.replay.get("rate_ops_s"):   # a replay at a pace: the pace is its rate
+        from ..evaluation.rates import check_replay_pace
+
+        rate = check_replay_pace(settings, workload, progress=progress or _progress(args))
+        return workload, f"throughput>={SUSTAINED * rate:g}"
+    if workload.target is None:
+        return workload, None
     return workload, f"throughput>={SUSTAINED * workload.target:g}"
 
 

@@ -88,6 +88,29 @@ def max_throughput(settings: TrialSettings, workload: "Workload", overrides: dic
     return entry
 
 
+def check_replay_pace(settings: TrialSettings, workload: "Workload", overrides: dict[str, Any] | None = None, *,
+                      progress: Progress = quiet) -> float:
+    """The statements per second a paced replay asks (its window at its pace), once checked against what the default
+    configuration serves of the same statements as fast as it can here (one trial, then kept, as a fixed rate's
+    maximum is): a pace above that is refused as infeasible (UsageError) before any trial is ranked on it."""
+    from ..errors import UsageError
+    from ..workloads.replay import pace_speed
+
+    rate = workload.replay["rate_ops_s"]
+    fastest = replace(workload, replay={**workload.replay, "pace": "max", "rate_ops_s": None},
+                      name=f"{workload.name}-max")
+    # one run: a check that the pace can be served at all, with SUSTAINED's margin, not a rate derived from it
+    entry = max_throughput(settings, fastest, overrides, runs=1, progress=progress)
+    if rate > SUSTAINED * entry["max_ops_s"]:
+        raise UsageError(f"replay pace {workload.replay['pace']} asks {rate:.0f} statements/s of the node; the "
+                         f"default serves at most {entry['max_ops_s']:.0f}/s of them here: infeasible; replay at "
+                         f"x{entry['max_ops_s'] * SUSTAINED / rate * pace_speed(workload.replay['pace']):.2g} or "
+                         "below, or as fast as answered (max)")
+    progress(f"replay pace {workload.replay['pace']}: {rate:.0f} statements/s, the default serves up to "
+             f"{entry['max_ops_s']:.0f}/s here")
+    return rate
+
+
 def fixed_rate(settings: TrialSettings, workload: "Workload", fraction: float,
                overrides: dict[str, Any] | None = None, *, progress: Progress = quiet) -> int:
     """`fraction` of the default's maximum throughput for `workload` here, in whole operations per second."""

@@ -24,6 +24,7 @@ that is not kept.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import hmac
 import json
@@ -35,9 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .spec import WorkloadError
+from ..errors import UsageError
 
 CAPTURE_FORMAT = 1
+SHIPPED_CAPTURES = Path(__file__).parent / "captures"   # `replay:NAME` finds these by name
 SAMPLE_PER_KIND = 10_000      # values kept per kind
 MAX_EVENTS = 2_000_000        # (start, kind) pairs kept for a replay at the recorded pace
 SYSTEM_KEYSPACES = frozenset({"system", "system_schema", "system_auth", "system_distributed", "system_traces",
@@ -66,7 +68,7 @@ _TABLE_OF = {"SELECT": re.compile(r"\bFROM\s+" + _TABLE, re.IGNORECASE),
              "UPDATE": re.compile(r"^\s*UPDATE\s+" + _TABLE, re.IGNORECASE)}
 
 
-class CaptureError(WorkloadError):
+class CaptureError(UsageError):
     """A capture that cannot be made or read as given: one line, exit 2."""
 
 
@@ -362,22 +364,25 @@ def redact(capture: dict[str, Any], redactor: Redactor | None = None) -> dict[st
 # ---- the file ----------------------------------------------------------------------------------------------------
 
 def write_capture(capture: dict[str, Any], path: Path) -> None:
-    """Written whole or not at all (a temporary file renamed), readable by the owner only: it holds data."""
+    """Written whole or not at all (a temporary file renamed), readable by the owner only: it holds data. A path
+    ending in .gz is written compressed (the shipped capture is); read_capture reads either."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        json.dump(capture, out, separators=(",", ":"))
+    text = json.dumps(capture, separators=(",", ":")).encode()
+    with os.fdopen(fd, "wb") as out:
+        out.write(gzip.compress(text, mtime=0) if path.suffix == ".gz" else text)
     os.replace(tmp, path)
 
 
 def read_capture(path: Path) -> dict[str, Any]:
     """A capture file as `nosqltune capture` wrote it; CaptureError (one line) otherwise."""
     try:
-        capture = json.loads(Path(path).read_text())
+        raw = Path(path).read_bytes()
+        capture = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
     except FileNotFoundError:
         raise CaptureError(f"no capture file {path}: make one with `nosqltune capture LOG_DIR`") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError) as exc:
         raise CaptureError(f"{path} is not a capture file ({exc.__class__.__name__})") from None
     if not isinstance(capture, dict) or capture.get("format") != CAPTURE_FORMAT or "kinds" not in capture:
         raise CaptureError(f"{path} is not a capture file of format {CAPTURE_FORMAT} (made by `nosqltune capture`)")

@@ -6,7 +6,7 @@ statement as its kind's prepared statement, bound to the kind's sampled values i
 multiple of it (`x2`), or as fast as the node answers (`max`).
 
 What is stored with a trial (`Workload.replay`) names the capture (its path and digest), the pace, the window and
-the kinds without their values: the values stay in the capture file and in the plan file written beside it, in the
+the kinds without their values: the values stay in the capture file and in the plan file written from it into the
 dataset folder, never in a study's store.
 
 Kinds on tables the data lacks are left out of the replay, with their share said; a capture nothing of which is on
@@ -81,12 +81,31 @@ def replay_of(path: Path, pace: str, tables: set[str]) -> dict[str, Any]:
     }
 
 
+def asked_rate(path: Path, replay: dict[str, Any], warmup: int, operations: int) -> float | None:
+    """The statements per second the measured window asks of the node at the replay's pace (None at max): its
+    statements over the log's span of them, times the pace. Past the log's end the replay goes on from its start;
+    the rate is then the whole log's."""
+    speed = pace_speed(replay["pace"])
+    if speed is None:
+        return None
+    capture = read_capture(path)
+    kept = {i for i, k in enumerate(capture["kinds"]) if k["name"] in {kind["name"] for kind in replay["kinds"]}}
+    times = [t for t, k in zip(capture["events"]["t_ms"], capture["events"]["kind"]) if k in kept]
+    first = replay.get("start", 0) + warmup
+    window = times[first:first + operations] if first + operations <= len(times) else times
+    span_s = max(window[-1] - window[0], 1) / 1000 if len(window) > 1 else 1.0
+    return len(window) / span_s * speed
+
+
 def plan_file(replay: dict[str, Any]) -> Path:
-    """The plan loadgen's ReplayWorkload reads, written once beside the capture (it holds the values too): the
-    kinds kept, their values, and the sequence of their statements. CaptureError when the capture changed since the
-    study recorded it."""
+    """The plan loadgen's ReplayWorkload reads, written once into the dataset folder (<datasets>/captures: it holds
+    the values too, readable by the owner only): the kinds kept, their values, and the sequence of their
+    statements. CaptureError when the capture changed since the study recorded it."""
+    from ..runtime.paths import datasets_dir
+
     capture_path = Path(replay["capture"])
-    plan = capture_path.with_name(f"{capture_path.name}.{replay['digest'][:12]}.plan")
+    kinds = hashlib.sha256(" ".join(k["name"] for k in replay["kinds"]).encode()).hexdigest()[:6]
+    plan = datasets_dir() / "captures" / f"{capture_path.name.split('.')[0]}-{replay['digest'][:12]}-{kinds}.plan"
     if plan.exists():
         return plan
     if not capture_path.exists() or digest(capture_path) != replay["digest"]:
@@ -107,6 +126,7 @@ def plan_file(replay: dict[str, Any]) -> Path:
     for t, k in zip(capture["events"]["t_ms"], capture["events"]["kind"]):
         if k in keep:
             lines.append(f"E\t{t}\t{keep[k]}")
+    plan.parent.mkdir(parents=True, exist_ok=True)
     tmp = plan.with_name(plan.name + f".tmp{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
@@ -121,7 +141,19 @@ def _plan_value(value: Any, literal: bool) -> str:
     return value.encode().hex() if literal else value
 
 
-def window_of(replay: dict[str, Any], start: int, count: int) -> str:
-    """Which part of the log a trial replays, in words."""
-    return (f"statements {start + 1}-{start + count} of the capture's {replay['statements']} "
-            f"({replay['pace']} pace)")
+def replay_lines(workload) -> list[str]:
+    """What a trial of `workload` replays, in lines for people: the window of the log, the pace, what is left out."""
+    replay = workload.replay
+    start = replay.get("start", 0)
+    warm, measured = workload.warmup_operations, workload.operations
+    total = replay["statements"]
+    speed = pace_speed(replay["pace"])
+    seconds = replay["seconds"] * min(1.0, (warm + measured) / total) if total else 0.0
+    lines = [f"replaying {replay['capture']}: statements {start + 1}-{start + warm} warm up, "
+             f"{start + warm + 1}-{start + warm + measured} measured, of its {total}"
+             + (" (past its end the replay starts again from its start)" if start + warm + measured > total else "")
+             + (f"; {replay['pace']} pace, about {seconds / speed:.0f} s of the log's time" if speed else
+                "; as fast as the node answers")]
+    for name, share in replay.get("left_out", {}).items():
+        lines.append(f"  left out: {name} ({share:.1%} of the capture's statements), its table is not in the data")
+    return lines

@@ -304,18 +304,38 @@ def _profile_workload(name: str, distribution: str | None, defaults: dict[str, A
 
 def _replay_workload(name: str, data: str | None, distribution: str | None, defaults: dict[str, Any] | None,
                      sizes: dict[str, Any]) -> Workload:
-    """`replay:FILE[:PACE]` on `data` (profile:NAME: that profile's generated data) -> the profile's Workload with
-    the replay: the data, schema and baseline are the profile's, the run phase the capture's statements."""
-    from .replay import replay_of, split_spec
+    """`replay:FILE[:PACE]` (or a shipped capture's name) on `data` (profile:NAME: that profile's generated data)
+    -> the profile's Workload with the replay: the data, schema and baseline are the profile's, the run phase the
+    capture's statements. Without --records, a capture made on the same profile gets the records it was made on
+    (its statements' keys); without --operations, the capture's statements after the warm-up (a tenth of them
+    unless --warmup-ops says), so that one trial replays the capture once."""
+    from .capture import SHIPPED_CAPTURES, read_capture
+    from .replay import asked_rate, replay_of, split_spec
 
     path, pace = split_spec(name)
+    if not path.exists() and (SHIPPED_CAPTURES / f"{path}.json.gz").exists():
+        path = SHIPPED_CAPTURES / f"{path}.json.gz"
     if not data:
         raise WorkloadError("--workload replay:FILE needs the data it runs on: --data profile:NAME (the profile's "
                             "generated data)")
     if not data.startswith("profile:"):
         raise WorkloadError(f"--data {data!r}: give profile:NAME or profile:FILE")
+    made_on = read_capture(path).get("data") or {}
+    if sizes.get("records") is None and made_on.get("profile") == data[len("profile:"):].split(":")[0]:
+        sizes["records"] = made_on["records"]
+    # the capture's length is the run's, not a scenario's operations
+    defaults = {k: v for k, v in (defaults or {}).items() if k not in ("operations", "warmup_operations")}
     base = _profile_workload(data, distribution, defaults, sizes)
     profile = base.profile or {}
     replay = replay_of(path, pace, {f"{profile['keyspace']}.{profile['table']['name']}"})
-    label = f"replay-{path.stem}" + ("" if pace == "recorded" else f"-{pace}")
+    if sizes.get("operations") is None:
+        warmup = sizes.get("warmup_operations")
+        warmup = replay["statements"] // 10 if warmup is None else warmup
+        if warmup >= replay["statements"]:
+            raise WorkloadError(f"--warmup-ops {warmup}: the capture holds {replay['statements']} statements to "
+                                "replay; warm up on fewer")
+        base = Workload.from_dict({**base.to_dict(), "warmup_operations": warmup,
+                                   "operations": replay["statements"] - warmup})
+    replay["rate_ops_s"] = asked_rate(path, replay, base.warmup_operations, base.operations)
+    label = f"replay-{path.name.split('.')[0]}" + ("" if pace == "recorded" else f"-{pace}")
     return Workload.from_dict({**base.to_dict(), "name": label, "replay": replay})

@@ -308,6 +308,8 @@ own, readable by this user only, removed when the client ends.
         metrics["error_samples"] = error_samples(err_path)
     if phase == "run" and workload.target:
         metrics["target_ops_s"] = workload.target
+    elif phase == "run" and workload.replay and workload.replay.get("rate_ops_s"):   # a replay at a pace
+        metrics["target_ops_s"] = workload.replay["rate_ops_s"]
     return metrics
 
 

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from ...runtime.java import require_java
 from ...workloads.capture import CaptureBuilder, CaptureError
+from ...workloads.spec import Workload
 from .bulk import _JDK_ACCESS, writer_classpath
 from .provision import DEFAULT_VERSION
 
@@ -67,3 +68,35 @@ def capture_logs(paths: list[Path], *, sample: int, version: str = DEFAULT_VERSI
     for path in paths:
         builder.add_log(str(path), read_log(path, version))
     return builder.capture()
+
+
+def record_profile(workload: Workload, home: Path, *, sample: int, timeout: float = 600.0) -> dict[str, Any]:
+    """The capture of a node running a profile's operations (`workload`, a profile:... Workload, its rate and
+    length as given): a node started in `home`, the profile's schema, the full query log on, loadgen's
+    ProfileWorkload run against it, the log off and read. The statements need no data to be logged: the node's
+    table stays empty, and a replay runs them on the profile's generated data of the same records, whose keys
+    they are. How the shipped capture is made (scripts/record_capture.py) and what the tests record."""
+    from ...workloads.ycsb import run_client
+    from .internals import query_log
+    from .node import CassandraNode
+    from .trial import _create_schema
+
+    if not workload.profile:
+        raise CaptureError("recording a capture runs a profile's operations: give a profile:... workload")
+    log_dir = home / "querylog"
+    node = CassandraNode(home=home / "node", heap_mb=1024)
+    try:
+        node.start(timeout=180)
+        _create_schema(node.address, node.ports.native, workload)
+        query_log(node.ports.jmx, str(log_dir))
+        try:
+            run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=home / "client",
+                       timeout=timeout)
+        finally:
+            query_log(node.ports.jmx, None)
+    finally:
+        node.stop(drain=False)
+    capture = capture_logs([log_dir], sample=sample)
+    # the data the statements' keys are of: a replay on the same profile defaults to these records
+    capture["data"] = {"profile": workload.profile["name"], "records": workload.records}
+    return capture
