@@ -1,6 +1,5 @@
 """Record the shipped capture (src/nosqltune/workloads/captures/keyvalue.json.gz): a node running the shipped
-keyvalue
-profile's operations at a fixed rate under the full query log, read back by `nosqltune capture`'s reader.
+keyvalue profile's operations at a fixed rate under the full query log, read back by `nosqltune capture`'s reader.
 
     .venv/bin/python scripts/record_capture.py [--seconds 60] [--rate 200]
 
