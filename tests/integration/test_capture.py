@@ -137,3 +137,34 @@ def test_a_profiles_run_recorded_and_replayed_as_fast_as_answered_and_at_four_ti
         else:
             fastest = summary["throughput_ops_s"]
     assert fastest > 4 * 100 * 1.2, "as fast as answered outruns four times the recorded 100 a second"
+
+
+def test_a_capture_replays_on_the_snapshot_of_its_nodes_table(node, logged, nosqltune_home, tmp_path, capsys):
+    """The logged run's table snapshotted on its node (`nodetool snapshot`), and the capture replayed in a trial on
+    that snapshot's data: the dataset built from the snapshot's schema.cql and SSTables, every read finding its
+    row, each kind measured apart; the user's snapshot left as it was (the import moved copies)."""
+    from nosqltune.store import open_store
+    from nosqltune.systems.cassandra.internals import snapshot
+    from nosqltune.workloads.capture import write_capture
+
+    log_dir, _ = logged
+    snapshot(node.ports.jmx, "shop", "carts", "replay")
+    (folder,) = [p for p in node.home.rglob("snapshots/replay") if "carts-" in str(p)]
+    held = sorted(p.name for p in folder.iterdir())
+    assert "schema.cql" in held and any(n.endswith("-Data.db") for n in held)
+    capture = capture_logs([log_dir], sample=100)
+    path = tmp_path / "shop.json"
+    write_capture(capture, path)
+    study = tmp_path / "s.db"
+    code = main(["bench", "--workload", f"replay:{path}:max", "--data", f"snapshot:{folder}", "--threads", "2",
+                 "--warmup-ops", "0", "--operations", "200", "--heap", "1G", "--study", str(study)])
+    printed = capsys.readouterr()
+    (row,) = open_store(str(study)).trials()
+    assert code == 0 and row["state"] == "COMPLETE", (row["error"], printed.err[-2000:])
+    assert row["metrics"]["errors"] == 0
+    ops = row["metrics"]["operations"]
+    assert not [op for op in ops if op.endswith("-MISS")], ops.keys()   # the snapshot holds every key read
+    assert sum(s["count"] for op, s in ops.items() if op != "CLEANUP") == 200
+    assert {"SELECT-CARTS", "INSERT-CARTS"} <= set(ops)
+    assert row["workload"]["snapshot"]["table"] == "carts" and row["workload"]["records"] == 0
+    assert sorted(p.name for p in folder.iterdir()) == held

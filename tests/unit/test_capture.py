@@ -243,3 +243,71 @@ def test_a_replay_keeps_the_kinds_on_the_datas_tables_and_its_plan_holds_their_s
     plan_file(replay).unlink()
     with pytest.raises(CaptureError, match="gone or changed"):
         plan_file(replay)
+
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS shop.carts (
+    user text,
+    n int,
+    PRIMARY KEY (user)
+) WITH ID = 5a1c395e-b41f-11e5-9f22-ba0be0483c18
+    AND compaction = {'class': 'org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy'}
+    AND gc_grace_seconds = 864000;
+"""
+
+
+def _snapshot(folder, schema=SCHEMA, data=True):
+    folder.mkdir(parents=True)
+    (folder / "schema.cql").write_text(schema)
+    (folder / "manifest.json").write_text("{}")
+    if data:
+        for part in ("Data.db", "Index.db", "TOC.txt"):
+            (folder / f"nb-1-big-{part}").write_bytes(b"x" * 100)
+    return folder
+
+
+def test_a_snapshot_gives_its_table_without_its_id_and_its_size(tmp_path):
+    from nosqltune.workloads.snapshot import SnapshotError, read_snapshot, sstable_files
+
+    snap = read_snapshot(_snapshot(tmp_path / "s"))
+    assert (snap["keyspace"], snap["table"], snap["sstables"], snap["bytes"]) == ("shop", "carts", 1, 302 + len(SCHEMA))
+    assert snap["schema"].startswith("CREATE TABLE IF NOT EXISTS shop.carts (") and "ID =" not in snap["schema"]
+    assert "WITH compaction = {" in snap["schema"] and snap["schema"].rstrip().endswith("864000")
+    assert [p.name for p in sstable_files(snap)] == ["nb-1-big-Data.db", "nb-1-big-Index.db", "nb-1-big-TOC.txt"]
+    (tmp_path / "s" / "nb-1-big-Data.db").write_bytes(b"y" * 101)   # a snapshot that changed since it was read
+    with pytest.raises(SnapshotError, match="changed since the study recorded it"):
+        sstable_files(snap)
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda d: d, "not a directory"),
+    (lambda d: _snapshot(d).joinpath("schema.cql").unlink() or d, "no schema.cql"),
+    (lambda d: _snapshot(d, data=False), "no SSTable"),
+    (lambda d: _snapshot(d, schema="CREATE TYPE shop.addr (street text);\n" + SCHEMA), "user types"),
+    (lambda d: _snapshot(d, schema=SCHEMA + SCHEMA.replace("carts", "other")), "2 CREATE TABLE statements"),
+])
+def test_a_folder_that_is_not_one_tables_snapshot_is_refused(tmp_path, make, said):
+    from nosqltune.workloads.snapshot import SnapshotError, read_snapshot
+
+    with pytest.raises(SnapshotError, match=said):
+        read_snapshot(make(tmp_path / "s"))
+
+
+def test_a_snapshot_larger_than_the_disk_and_a_capture_of_other_tables_are_refused(tmp_path, monkeypatch):
+    from nosqltune.workloads.snapshot import SnapshotError, read_snapshot
+    from nosqltune.workloads.spec import WorkloadError, make_workload
+
+    folder = _snapshot(tmp_path / "s")
+    with pytest.raises(SnapshotError, match="need about"):
+        read_snapshot(folder, free_bytes=500)
+    monkeypatch.setenv("NOSQLTUNE_DATASETS", str(tmp_path / "datasets"))
+    builder = CaptureBuilder()
+    builder.add_log("n1", [single(T0, "SELECT * FROM shop.other WHERE k = ?", ["01"]), end()])
+    write_capture(builder.capture(), tmp_path / "c.json")
+    with pytest.raises(CaptureError, match=r"capture's tables \(shop.other\) are not in the data \(shop.carts\)"):
+        make_workload(f"replay:{tmp_path / 'c.json'}", data=f"snapshot:{folder}")
+    with pytest.raises(WorkloadError, match="--records sizes generated data"):
+        make_workload(f"replay:{tmp_path / 'c.json'}", data=f"snapshot:{folder}", records=10)
+    with pytest.raises(WorkloadError, match="give profile:NAME or snapshot:DIR"):
+        make_workload(f"replay:{tmp_path / 'c.json'}", data=f"table:{folder}")
+    with pytest.raises(WorkloadError, match="--data goes with --workload replay"):
+        make_workload("ycsb-a", data=f"snapshot:{folder}")

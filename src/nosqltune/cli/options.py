@@ -75,7 +75,9 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                         "file, profile:FILE (a cassandra-stress user profile), or replay:FILE[:PACE] (a capture "
                         "made by `nosqltune capture`, at its recorded pace, xF times it, or max) (default: ycsb-a)")
     w.add_argument("--data", metavar="SOURCE", default=None,
-                   help="what a replay runs on: profile:NAME (that profile's generated data and table)")
+                   help="what a replay runs on: profile:NAME (that profile's generated data and table) or "
+                        "snapshot:DIR (a table's `nodetool snapshot` folder: its schema.cql and SSTables, imported "
+                        "once into the dataset cache)")
     w.add_argument("--read-ratio", type=float, metavar="R", help="custom mix: share of reads 0..1, rest updates")
     w.add_argument("--distribution", choices=DISTRIBUTIONS,
                    help="request distribution of the keys, any a YCSB properties file's requestdistribution takes "

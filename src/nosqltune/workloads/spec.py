@@ -73,18 +73,25 @@ class Workload:
     max_seconds: int | None = None      # cap of the measured phase
     extra: dict[str, Any] = field(default_factory=dict)
     profile: dict[str, Any] | None = None   # a cassandra-stress user profile, as workloads/profile.py read it
-    replay: dict[str, Any] | None = None    # a captured workload replayed on the profile's data (workloads/replay.py)
+    replay: dict[str, Any] | None = None    # a captured workload replayed on the data (workloads/replay.py)
+    snapshot: dict[str, Any] | None = None  # a table's `nodetool snapshot` as the data (workloads/snapshot.py)
 
     @property
     def keyspace(self) -> str:
+        if self.snapshot:
+            return self.snapshot["keyspace"]
         return self.profile["keyspace"] if self.profile else "ycsb"
 
     @property
     def table(self) -> str:
+        if self.snapshot:
+            return self.snapshot["table"]
         return self.profile["table"]["name"] if self.profile else "usertable"
 
     def dataset_properties(self) -> dict[str, Any]:
         """What determines the loaded data (the snapshot key)."""
+        if self.snapshot:   # its files and schema, as they were when the study read them
+            return {"snapshot": self.snapshot["digest"]}
         if self.profile:
             from .profile import data_digest
 
@@ -102,6 +109,9 @@ class Workload:
 
             props.update(loadgen_properties(self.profile, self.records))
             props["workload"] = PROFILE_WORKLOAD
+        if self.snapshot:   # the client's session and the node's internals on the snapshot's table
+            props.update({"cassandra.keyspace": self.keyspace, "internals.keyspace": self.keyspace,
+                          "internals.table": self.table})
         if self.replay and phase == "run":   # the capture's statements instead of the profile's mix
             from .replay import REPLAY_WORKLOAD, plan_file
 
@@ -129,7 +139,7 @@ class Workload:
         """As stored with every trial; a YCSB workload without the `profile` field, so that its stored form (and the
         keys made from it, e.g. a scenario's measured rate) stay what they were before profiles."""
         data = asdict(self)
-        for optional in ("profile", "replay"):
+        for optional in ("profile", "replay", "snapshot"):
             if data[optional] is None:
                 del data[optional]
         return data
@@ -304,9 +314,9 @@ def _profile_workload(name: str, distribution: str | None, defaults: dict[str, A
 
 def _replay_workload(name: str, data: str | None, distribution: str | None, defaults: dict[str, Any] | None,
                      sizes: dict[str, Any]) -> Workload:
-    """`replay:FILE[:PACE]` (or a shipped capture's name) on `data` (profile:NAME: that profile's generated data)
-    -> the profile's Workload with the replay: the data, schema and baseline are the profile's, the run phase the
-    capture's statements. Without --records, a capture made on the same profile gets the records it was made on
+    """`replay:FILE[:PACE]` (or a shipped capture's name) on `data` (profile:NAME: that profile's generated data;
+    snapshot:DIR: a table's nodetool snapshot) -> a Workload with the replay: the data, schema and baseline are the
+    profile's or the snapshot's, the run phase the capture's statements. Without --records, a capture made on the same profile gets the records it was made on
     (its statements' keys); without --operations, the capture's statements after the warm-up (a tenth of them
     unless --warmup-ops says), so that one trial replays the capture once."""
     from .capture import SHIPPED_CAPTURES, read_capture
@@ -317,17 +327,19 @@ def _replay_workload(name: str, data: str | None, distribution: str | None, defa
         path = SHIPPED_CAPTURES / f"{path}.json.gz"
     if not data:
         raise WorkloadError("--workload replay:FILE needs the data it runs on: --data profile:NAME (the profile's "
-                            "generated data)")
-    if not data.startswith("profile:"):
-        raise WorkloadError(f"--data {data!r}: give profile:NAME or profile:FILE")
-    made_on = read_capture(path).get("data") or {}
-    if sizes.get("records") is None and made_on.get("profile") == data[len("profile:"):].split(":")[0]:
-        sizes["records"] = made_on["records"]
-    # the capture's length is the run's, not a scenario's operations
-    defaults = {k: v for k, v in (defaults or {}).items() if k not in ("operations", "warmup_operations")}
-    base = _profile_workload(data, distribution, defaults, sizes)
-    profile = base.profile or {}
-    replay = replay_of(path, pace, {f"{profile['keyspace']}.{profile['table']['name']}"})
+                            "generated data) or --data snapshot:DIR (a table's nodetool snapshot)")
+    if data.startswith("snapshot:"):
+        base = _snapshot_workload(data[len("snapshot:"):], sizes)
+    elif data.startswith("profile:"):
+        made_on = read_capture(path).get("data") or {}
+        if sizes.get("records") is None and made_on.get("profile") == data[len("profile:"):].split(":")[0]:
+            sizes["records"] = made_on["records"]
+        # the capture's length is the run's, not a scenario's operations
+        defaults = {k: v for k, v in (defaults or {}).items() if k not in ("operations", "warmup_operations")}
+        base = _profile_workload(data, distribution, defaults, sizes)
+    else:
+        raise WorkloadError(f"--data {data!r}: give profile:NAME or snapshot:DIR")
+    replay = replay_of(path, pace, {f"{base.keyspace}.{base.table}"})
     if sizes.get("operations") is None:
         warmup = sizes.get("warmup_operations")
         warmup = replay["statements"] // 10 if warmup is None else warmup
@@ -339,3 +351,20 @@ def _replay_workload(name: str, data: str | None, distribution: str | None, defa
     replay["rate_ops_s"] = asked_rate(path, replay, base.warmup_operations, base.operations)
     label = f"replay-{path.name.split('.')[0]}" + ("" if pace == "recorded" else f"-{pace}")
     return Workload.from_dict({**base.to_dict(), "name": label, "replay": replay})
+
+
+def _snapshot_workload(folder: str, sizes: dict[str, Any]) -> Workload:
+    """The data of a table's `nodetool snapshot` at `folder` (no rows of it are generated: `records` is 0)."""
+    import shutil
+
+    from ..runtime.paths import datasets_dir
+    from .snapshot import read_snapshot
+
+    if sizes.get("records") is not None:
+        raise WorkloadError("--records sizes generated data; a snapshot's data is what it holds: leave it out")
+    where = datasets_dir()
+    while not where.exists():
+        where = where.parent
+    snapshot = read_snapshot(Path(folder), shutil.disk_usage(where).free)
+    given = {k: v for k, v in sizes.items() if k not in ("fieldcount", "fieldlength") and v is not None}
+    return Workload(name=f"snapshot-{snapshot['table']}", mix={}, **{**given, "records": 0}, snapshot=snapshot)

@@ -243,6 +243,22 @@ def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, ve
             "windows": int(said.get("windows", 1))}
 
 
+def copy_snapshot(snapshot: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    """A table's snapshot (workloads/snapshot.py) copied into `out_dir`/0/<keyspace>/<table>/, ready to import
+    (the import moves the files: the user's snapshot is never touched); what import_written takes."""
+    from ...workloads.snapshot import sstable_files
+
+    started = time.monotonic()
+    folder = out_dir / "0" / snapshot["keyspace"] / snapshot["table"]
+    folder.mkdir(parents=True, exist_ok=True)
+    files = sstable_files(snapshot)
+    for path in files:
+        shutil.copy2(path, folder / path.name)
+    return {"write_s": time.monotonic() - started, "throughput_ops_s": None, "rows": 0, "out_dir": str(out_dir),
+            "directories": [str(folder)], "sstables": sum(1 for p in files if p.name.endswith("-Data.db")),
+            "bytes": sum(p.stat().st_size for p in files), "buffer_mb": None, "heap_mb": None}
+
+
 def written_sstables(out_dir: Path, keyspace: str = "ycsb", table: str = "usertable") -> dict[str, Any]:
     """What the writer JVM left in `out_dir`: its flushers' folders of SSTables, the rows they wrote, the SSTables
     (Data files) and bytes. TrialError when a flusher did not finish (no row count beside its SSTables)."""

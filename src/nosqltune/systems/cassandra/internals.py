@@ -114,6 +114,13 @@ def query_log(jmx_port: int, directory: str | None, timeout: float = 60.0) -> No
     _run(jmx_port, [*args, "--timeout-seconds", str(int(timeout))], timeout + 15)
 
 
+def snapshot(jmx_port: int, keyspace: str, table: str, tag: str, timeout: float = 120.0) -> None:
+    """`nodetool snapshot -t TAG KEYSPACE.TABLE`: the table flushed, its SSTables hard-linked with its schema.cql
+    into <data>/<keyspace>/<table>-<id>/snapshots/<tag>/."""
+    _run(jmx_port, ["snapshot", "--keyspace", keyspace, "--table", table, "--name", tag,
+                    "--timeout-seconds", str(int(timeout))], timeout + 15)
+
+
 def flush(jmx_port: int, keyspace: str = "ycsb", timeout: float = 120.0) -> None:
     """Write the keyspace's memtables to SSTables (nodetool flush)."""
     _run(jmx_port, ["flush", "--keyspace", keyspace, "--timeout-seconds", str(int(timeout))], timeout + 15)

@@ -15,6 +15,7 @@ from ...runtime.environment import read_ahead_kb
 from ...runtime.paths import claim_trial_dir, work_dir
 from ..base import (Progress, TrialResult, TrialSettings, end_trial, failures_recorded, judge_errors, no_space,
                     quiet, record_run)
+from ...workloads.snapshot import cql_name
 from ...workloads.spec import Workload
 from ...workloads.ycsb import client_timeout, run_client
 from ..dataset import Dataset, dataset_for, dataset_key
@@ -61,6 +62,9 @@ def preflight(workload: Workload, settings: TrialSettings) -> None:
     if workload.profile and (settings.cassandra.nodes > 1 or load_method(settings) != "bulk"):
         raise UsageError(f"{workload.name}: a profile's data is written as SSTables for one node; clusters load over "
                          "CQL, which profiles do not have yet: run it on one node (--nodes 1)")
+    if workload.snapshot and (settings.cassandra.nodes > 1 or load_method(settings) != "bulk"):
+        raise UsageError(f"{workload.name}: a snapshot's SSTables are imported into one node: run it on one node "
+                         "(--nodes 1)")
     if settings.cassandra.nodes > 1:
         from .cluster import check_fits
 
@@ -77,6 +81,8 @@ DISK_SLACK = 2.2   # a dataset in the cache and the node's copy of it (or its vo
 def dataset_bytes(workload: Workload, replication_factor: int = 1) -> int:
     """About what a workload's data takes on disk over all its nodes: its records' fields and key, once per
     replica (random strings compress little: 4M records of 1 KB took 4.4 GB, bench/results/growth.md)."""
+    if workload.snapshot:   # its SSTables, as they are
+        return int(workload.snapshot["bytes"] * replication_factor)
     if workload.profile:
         from ...workloads.profile import row_bytes
 
@@ -149,7 +155,11 @@ def _create_schema(address: str, port: int, workload: Workload, replication_fact
                    table_statements: list[str] = (), progress: Progress = quiet) -> None:
     """The workload's keyspace and table (YCSB's, or a profile's with its replication rewritten for the rig), with
     the table options that shape the data on disk (`table_statements`)."""
-    if workload.profile:
+    if workload.snapshot:   # the snapshot's own table (its schema.cql), in a keyspace of the rig's replicas
+        statements = [f"CREATE KEYSPACE IF NOT EXISTS {cql_name(workload.keyspace)} WITH replication = "
+                      f"{{'class': 'SimpleStrategy', 'replication_factor': {replication_factor}}}",
+                      workload.snapshot["schema"]]
+    elif workload.profile:
         from .schema import create_keyspace, create_table
 
         keyspace, rewritten = create_keyspace(workload.profile, replication_factor)
@@ -186,7 +196,12 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
         servers = _Servers(home, {**placed.reload_yaml, **BUILD_YAML}, [], settings)
         with servers:
             progress(f"loading {workload.records} records (dataset {dataset.key})")
-            if method == "bulk" and workload.profile:   # the profile's rows, written for its own table
+            if method == "bulk" and workload.snapshot:   # the snapshot's SSTables, copied to be imported
+                from .bulk import copy_snapshot, import_written
+
+                written = copy_snapshot(workload.snapshot, home / "bulk")
+                progress(f"copied the snapshot's {written['sstables']} SSTables ({written['bytes'] / 1e6:,.0f} MB)")
+            elif method == "bulk" and workload.profile:   # the profile's rows, written for its own table
                 from .bulk import BulkSettings, import_written, write_profile_sstables
                 from .schema import create_table
 
@@ -246,6 +261,7 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
                 "boot_s": boot, "load_s": load["wall_seconds"], "load_throughput_ops_s": load["throughput_ops_s"],
                 "load_method": method, **({"bulk": load["bulk"]} if "bulk" in load else {}),
                 **({"profile": workload.profile["name"]} if workload.profile else {}),
+                **({"snapshot": workload.snapshot["dir"]} if workload.snapshot else {}),
                 "drain_s": drain_s, "settle_s": max(x["settle_s"] for x in settled), "table_options": table_options,
                 "pending_compactions_stored": sum(x["pending"] for x in settled), "created_at": time.time()}
 

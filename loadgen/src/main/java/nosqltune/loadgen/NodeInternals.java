@@ -130,6 +130,7 @@ public final class NodeInternals {
     err.println("  querylog-on --directory D                     nodetool enablefullquerylog --path D (hourly files,");
     err.println("                                                 blocking, 256 MiB queue, 16 GiB kept)");
     err.println("  querylog-off                                   nodetool disablefullquerylog (the log's queue drained)");
+    err.println("  snapshot --keyspace K --table T --name TAG     nodetool snapshot -t TAG K.T (flushed first)");
     err.println("  --connect-timeout-seconds S (default 5)");
     err.println("  --credentials-file F  JMX user and password ('USER PASSWORD', the file's first line)");
     err.println("  --truststore F [--truststore-password-file F]  JMX over TLS");
@@ -200,6 +201,7 @@ public final class NodeInternals {
         case "rewrite":
         case "querylog-on":
         case "querylog-off":
+        case "snapshot":
           if (a.command != null) {
             throw new Failure(EXIT_USAGE, "more than one command: " + a.command + ", " + s);
           }
@@ -214,7 +216,7 @@ public final class NodeInternals {
     }
     if (a.command == null) {
       throw new Failure(EXIT_USAGE, "a command (stats, drain, flush, import, requests, set, status, rewrite, querylog-on, "
-          + "querylog-off) is required");
+          + "querylog-off, snapshot) is required");
     }
     if (a.command.equals("set")) {
       if (a.knobName == null || a.knobValue == null) {
@@ -227,6 +229,9 @@ public final class NodeInternals {
     }
     if (a.command.equals("rewrite") && (a.keyspace == null || a.tables.size() != 1)) {
       throw new Failure(EXIT_USAGE, "rewrite needs --keyspace and one --table");
+    }
+    if (a.command.equals("snapshot") && (a.keyspace == null || a.tables.size() != 1 || a.knobName == null)) {
+      throw new Failure(EXIT_USAGE, "snapshot needs --keyspace, one --table and --name (the snapshot's tag)");
     }
     if (a.command.equals("querylog-on") && a.directories.size() != 1) {
       throw new Failure(EXIT_USAGE, "querylog-on needs one --directory");
@@ -333,6 +338,12 @@ public final class NodeInternals {
               new String[] {String.class.getName(), String.class.getName(), Boolean.class.getName(), "int", "long",
                   String.class.getName(), "int"}));
           System.err.println("full query log on, in " + a.directories.get(0));
+          break;
+        case "snapshot":
+          call(ex, a.timeoutSeconds, "snapshot", () -> mbs.invoke(new ObjectName(STORAGE_SERVICE),
+              "takeTableSnapshot", new Object[] {a.keyspace, a.tables.get(0), a.knobName},
+              new String[] {String.class.getName(), String.class.getName(), String.class.getName()}));
+          System.err.println("snapshot " + a.knobName + " of " + a.keyspace + "." + a.tables.get(0) + " taken");
           break;
         case "querylog-off":
           call(ex, a.timeoutSeconds, "disablefullquerylog", () -> mbs.invoke(new ObjectName(STORAGE_SERVICE),
