@@ -10,13 +10,17 @@ VENV ?= .venv
 PY = $(VENV)/bin/python
 REPEAT ?= 3
 
-.PHONY: setup demo test test-all unit faults docs reference
+.PHONY: setup demo test test-all unit faults docs reference capture-example
 
 setup:
 	PYTHON=$(PYTHON) VENV=$(VENV) ./scripts/setup.sh
 
 demo: setup
 	$(PY) -m nosqltune bench --workload ycsb-a --repeat $(REPEAT)
+
+# a full query log and a table's snapshot to try `nosqltune capture` and a replay on (about 2 minutes; build/)
+capture-example: setup
+	$(PY) scripts/record_capture.py --example build/capture-example
 
 MAVEN_REPO ?= $(or $(NOSQLTUNE_CACHE),$(HOME)/.cache/nosqltune)/maven
 # SMAC's suggestions follow Python's string hashing: tests see the same hashing as `nosqltune tune` does

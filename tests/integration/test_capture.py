@@ -168,3 +168,29 @@ def test_a_capture_replays_on_the_snapshot_of_its_nodes_table(node, logged, nosq
     assert {"SELECT-CARTS", "INSERT-CARTS"} <= set(ops)
     assert row["workload"]["snapshot"]["table"] == "carts" and row["workload"]["records"] == 0
     assert sorted(p.name for p in folder.iterdir()) == held
+
+
+@pytest.mark.slow   # about a minute: make test-all
+def test_a_run_on_a_node_with_data_gives_a_log_and_a_snapshot_that_replay_without_a_miss(nosqltune_home, tmp_path,
+                                                                                         capsys, monkeypatch):
+    """What `make capture-example` makes: the keyvalue profile's statements on a node holding its data, the raw log
+    and the table's snapshot kept; `nosqltune capture` on the log, then a replay on the snapshot finds every row."""
+    from nosqltune.store import open_store
+    from nosqltune.systems.cassandra.querylog import record_profile
+    from nosqltune.workloads.spec import make_workload
+
+    monkeypatch.setenv("NOSQLTUNE_DATASETS", str(tmp_path / "datasets"))
+    workload = make_workload("profile:keyvalue", records=2000, operations=600, threads=4, target=200,
+                             warmup_operations=0)
+    record_profile(workload, tmp_path / "example", sample=100, with_data=True)
+    assert main(["capture", str(tmp_path / "example" / "querylog"), "--name", "example"]) == 0
+    assert "written to" in capsys.readouterr().out
+    study = tmp_path / "s.db"
+    code = main(["bench", "--workload", "replay:example:max", "--data", f"snapshot:{tmp_path / 'example' / 'snapshot'}",
+                 "--threads", "4", "--heap", "1G", "--study", str(study)])
+    printed = capsys.readouterr()
+    (row,) = open_store(str(study)).trials()
+    assert code == 0 and row["state"] == "COMPLETE", (row["error"], printed.err[-2000:])
+    ops = row["metrics"]["operations"]
+    assert not [op for op in ops if op.endswith("-MISS")] and row["metrics"]["errors"] == 0, ops.keys()
+    assert row["workload"]["snapshot"]["keyspace"] == "accounts"

@@ -43,7 +43,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         return 0
     for line in summary(capture):
         print(line)
-    print(f"written to {out} (it holds {'redacted' if args.redact else 'the log’s own'} values: keep it with "
+    held = "redacted" if args.redact else "the log's own"
+    print(f"written to {out} (it holds {held} values: keep it with "
           f"the data); replay it with --workload replay:{out}")
     return 0
 

@@ -323,8 +323,13 @@ def _replay_workload(name: str, data: str | None, distribution: str | None, defa
     from .replay import asked_rate, replay_of, split_spec
 
     path, pace = split_spec(name)
-    if not path.exists() and (SHIPPED_CAPTURES / f"{path}.json.gz").exists():
-        path = SHIPPED_CAPTURES / f"{path}.json.gz"
+    if not path.exists():   # a name: the user's captures (nosqltune capture's default place), then the shipped
+        from ..runtime.paths import datasets_dir
+
+        for named in (datasets_dir() / "captures" / f"{path}.json", SHIPPED_CAPTURES / f"{path}.json.gz"):
+            if named.exists():
+                path = named
+                break
     if not data:
         raise WorkloadError("--workload replay:FILE needs the data it runs on: --data profile:NAME (the profile's "
                             "generated data) or --data snapshot:DIR (a table's nodetool snapshot)")

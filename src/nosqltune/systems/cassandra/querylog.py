@@ -70,30 +70,48 @@ def capture_logs(paths: list[Path], *, sample: int, version: str = DEFAULT_VERSI
     return builder.capture()
 
 
-def record_profile(workload: Workload, home: Path, *, sample: int, timeout: float = 600.0) -> dict[str, Any]:
+def record_profile(workload: Workload, home: Path, *, sample: int, timeout: float = 600.0,
+                   with_data: bool = False) -> dict[str, Any]:
     """The capture of a node running a profile's operations (`workload`, a profile:... Workload, its rate and
-    length as given): a node started in `home`, the profile's schema, the full query log on, loadgen's
-    ProfileWorkload run against it, the log off and read. The statements need no data to be logged: the node's
-    table stays empty, and a replay runs them on the profile's generated data of the same records, whose keys
-    they are. How the shipped capture is made (scripts/record_capture.py) and what the tests record."""
+    length as given): a node started in `home`, the profile's schema, the full query log on (into home/querylog,
+    left there), loadgen's ProfileWorkload run against it, the log off and read. The statements need no data to be
+    logged: without `with_data` the node's table stays empty, and a replay runs them on the profile's generated data
+    of the same records, whose keys they are. `with_data`: the profile's data is imported first, and the table is
+    snapshotted after the run (`nodetool snapshot`), the snapshot copied to home/snapshot: what the statements read
+    and wrote, as a user's snapshot of a production table. How the shipped capture is made
+    (scripts/record_capture.py) and what the tests record."""
+    import shutil
+
     from ...workloads.ycsb import run_client
-    from .internals import query_log
+    from .bulk import import_written, write_profile_sstables
+    from .internals import query_log, snapshot
     from .node import CassandraNode
+    from .schema import create_table
     from .trial import _create_schema
 
     if not workload.profile:
         raise CaptureError("recording a capture runs a profile's operations: give a profile:... workload")
+    home = home.resolve()   # the writers and the node run in folders of their own
     log_dir = home / "querylog"
     node = CassandraNode(home=home / "node", heap_mb=1024)
     try:
+        if with_data:   # written before the node boots, as a dataset build does
+            written = write_profile_sstables(workload, home / "bulk", create_table(workload.profile, {}),
+                                             version=node.version)
         node.start(timeout=180)
         _create_schema(node.address, node.ports.native, workload)
+        if with_data:
+            import_written(written, node.ports.jmx, keyspace=workload.keyspace, table=workload.table)
         query_log(node.ports.jmx, str(log_dir))
         try:
             run_client("run", workload, host=node.address, port=node.ports.native, trial_dir=home / "client",
                        timeout=timeout)
         finally:
             query_log(node.ports.jmx, None)
+        if with_data:
+            snapshot(node.ports.jmx, workload.keyspace, workload.table, "capture")
+            (taken,) = [p for p in (home / "node").rglob("snapshots/capture") if p.is_dir()]
+            shutil.copytree(taken, home / "snapshot")
     finally:
         node.stop(drain=False)
     capture = capture_logs([log_dir], sample=sample)
