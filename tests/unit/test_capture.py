@@ -311,3 +311,12 @@ def test_a_snapshot_larger_than_the_disk_and_a_capture_of_other_tables_are_refus
         make_workload(f"replay:{tmp_path / 'c.json'}", data=f"table:{folder}")
     with pytest.raises(WorkloadError, match="--data goes with --workload replay"):
         make_workload("ycsb-a", data=f"snapshot:{folder}")
+
+
+def test_reads_of_keys_the_data_lacks_are_said_with_their_share():
+    from nosqltune.workloads.replay import missed_reads
+
+    assert missed_reads({"operations": {"SELECT-CARTS": {"count": 90}, "UPDATE-CARTS": {"count": 10}}}) is None
+    said = missed_reads({"operations": {"SELECT-CARTS": {"count": 90}, "SELECT-CARTS-MISS": {"count": 10},
+                                        "UPDATE-CARTS": {"count": 40}}})
+    assert said.startswith("10 of 100 reads found no row (10.0%)")

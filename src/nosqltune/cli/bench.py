@@ -116,10 +116,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
               f"{workload.operations} operations, {workload.threads} threads{rate}; config: {overrides or 'default'}; "
               f"study {args.study}")
         if workload.replay:
-            from ..workloads.replay import replay_lines
+            from ..workloads.replay import missed_reads, replay_lines
 
             print("\n".join(replay_lines(workload)))
         print(format_table(rows))
+        for i, row in enumerate(rows, 1):   # reads of keys the data lacks: from another node, or another time?
+            said = missed_reads(row["metrics"]) if workload.replay and row["state"] == "COMPLETE" else None
+            if said:
+                print(f"run {i}: {said}")
     return 0 if all(r["state"] == "COMPLETE" for r in rows) else 1
 
 

@@ -338,12 +338,17 @@ def _new_run(args: argparse.Namespace, full_space, settings, rig=None):
     objective = Objective.parse(args.objective or _scenario(args).objective, constraints, combine)
     for metric in [objective.metric, *(c.metric for c in objective.constraints)]:
         stat, _, op = metric.partition("-")
-        profiled = next((w for w in workloads if w.profile), None)
+        profiled = next((w for w in workloads if w.profile or w.replay), None)
         if profiled and stat in STATS and op != "all":   # a profile's operations are insert and its queries
-            kinds = ", ".join(profiled.profile["ops"])
+            kinds = ", ".join(k["name"] for k in profiled.replay["kinds"]) if profiled.replay else \
+                ", ".join(profiled.profile["ops"])
             raise UsageError(f"{metric} names YCSB's {op}; {profiled.name} runs {kinds}: use throughput, "
                              f"{metric.partition('-')[0]}-all (its slowest operation kind) or the node's cost per "
                              "operation (--objective)")
+    for replayed in (w for w in workloads if w.replay):   # which statements of the capture each trial replays
+        from ..workloads.replay import replay_lines
+
+        print("\n".join(replay_lines(replayed)), file=sys.stderr)
     system = args.system or "cassandra"
     target = trial_target(settings, system, seed=args.seed)
     profiled = any(w.profile for w in workloads)

@@ -157,3 +157,16 @@ def replay_lines(workload) -> list[str]:
     for name, share in replay.get("left_out", {}).items():
         lines.append(f"  left out: {name} ({share:.1%} of the capture's statements), its table is not in the data")
     return lines
+
+
+def missed_reads(metrics: dict[str, Any]) -> str | None:
+    """How many of a replay trial's reads found no row, in words (None when all found theirs): a key the data lacks,
+    the sign of a capture and a snapshot from different nodes or times (or a redacted capture)."""
+    ops = metrics.get("operations") or {}
+    missed = {op[:-len("-MISS")]: s.get("count", 0) for op, s in ops.items() if op.endswith("-MISS")}
+    if not any(missed.values()):
+        return None
+    reads = sum(n + (ops.get(op) or {}).get("count", 0) for op, n in missed.items())
+    total = sum(missed.values())
+    return (f"{total} of {reads} reads found no row ({total / reads:.1%}): keys the data lacks (a capture and a "
+            "snapshot of other nodes or times, or a redacted capture, read keys the data does not hold)")
