@@ -102,6 +102,21 @@ def best_as_yaml(db: Path, study_name: str, path: Path) -> Path:
     return path
 
 
+def operation_kinds(row: dict) -> list[str]:
+    """A trial's operation kinds as its summary names them (lower case), YCSB's CLEANUP left out."""
+    return [op.lower() for op in row["metrics"].get("operations", {}) if op != "CLEANUP"]
+
+
+def latency_table(row: dict, header: str) -> list[str]:
+    """A trial's latencies per operation kind as a markdown table: count, p50, p95, p99 and p99.9 in ms."""
+    summary = row["metrics"]["summary"]
+    lines = [f"| {header} | count | p50 ms | p95 ms | p99 ms | p99.9 ms |", "|---|---|---|---|---|---|"]
+    for name in operation_kinds(row):
+        lines.append(f"| {name} | {summary.get(f'{name}_count', 0):,} | " + " | ".join(
+            f"{summary.get(f'{name}_{s}_ms') or float('nan'):.2f}" for s in ("p50", "p95", "p99", "p999")) + " |")
+    return lines
+
+
 def kept_notes(path: Path, script: str) -> list[str]:
     """The hand-written notes of a generated results file (status, readings), between the markers written by
     `script` (the bench/ file that generates it), markers included; empty markers when the file has none yet."""

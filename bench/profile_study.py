@@ -21,7 +21,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from common import RESULTS, kept_notes, log, machines, nosqltune, study_rows, study_settings  # bench/common.py
+from common import RESULTS, kept_notes, latency_table, log, machines, nosqltune, study_rows, study_settings  # bench/common.py
 
 DB = RESULTS / "profiles" / "timeseries-cloud-disk.db"
 WORKLOAD = "profile:timeseries"
@@ -62,13 +62,8 @@ def write() -> None:
         path.write_text("\n".join(lines + ["Not run yet."]) + "\n")
         return
     lines += [f"**Machines**: {machines({'bench': (DB, 'bench'), 'gp': (DB, 'gp')}).line()}.", "",
-              "## The default, per query kind", "", "| operation | count | p50 ms | p95 ms | p99 ms | p99.9 ms |",
-              "|---|---|---|---|---|---|"]
+              "## The default, per query kind", "", *latency_table(bench[0], "operation")]
     summary = bench[0]["metrics"]["summary"]
-    for op in bench[0]["metrics"].get("operations", {}):
-        name = op.lower()
-        lines.append(f"| {name} | {summary.get(f'{name}_count', 0):,} | " + " | ".join(
-            f"{summary.get(f'{name}_{s}_ms') or float('nan'):.2f}" for s in ("p50", "p95", "p99", "p999")) + " |")
     bottleneck = (bench[0]["internals"] or {}).get("bottleneck") or {}
     lines += ["", f"Throughput {summary['throughput_ops_s']:,.0f} ops/s; limited by: {bottleneck.get('limit', '-')} "
               f"({bottleneck.get('line', '')})", ""]

@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from common import RESULTS, kept_notes, machines, nosqltune, study_rows  # bench/common.py
+from common import (RESULTS, kept_notes, latency_table, machines, nosqltune, operation_kinds,  # bench/common.py
+                    study_rows)
 
 DB = RESULTS / "replay" / "keyvalue-recorded.db"
 WORKLOAD = ["--workload", "replay:keyvalue", "--data", "profile:keyvalue"]
@@ -30,10 +31,6 @@ def run(budget: int) -> None:
     resume = ["--resume"] if study_rows(DB, "smac") else []
     nosqltune("tune", *WORKLOAD, *SEARCH, "--budget", str(budget), "--study", str(DB), "--study-name", "smac",
               *resume, capture=False, ok=(0, 1))
-
-
-def _kinds(row: dict) -> list[str]:
-    return [op.lower() for op in row["metrics"].get("operations", {}) if op != "CLEANUP"]
 
 
 def write() -> None:
@@ -50,12 +47,8 @@ def write() -> None:
         path.write_text("\n".join(lines + ["Not run yet."]) + "\n")
         return
     lines += [f"**Machines**: {machines({'bench': (DB, 'bench'), 'smac': (DB, 'smac')}).line()}.", "",
-              "## The default, per query kind", "", "| kind | count | p50 ms | p95 ms | p99 ms | p99.9 ms |",
-              "|---|---|---|---|---|---|"]
+              "## The default, per query kind", "", *latency_table(bench[0], "kind")]
     summary = bench[0]["metrics"]["summary"]
-    for name in _kinds(bench[0]):
-        lines.append(f"| {name} | {summary.get(f'{name}_count', 0):,} | " + " | ".join(
-            f"{summary.get(f'{name}_{s}_ms') or float('nan'):.2f}" for s in ("p50", "p95", "p99", "p999")) + " |")
     bottleneck = (bench[0]["internals"] or {}).get("bottleneck") or {}
     lines += ["", f"{summary['throughput_ops_s']:,.0f} statements/s (the recorded pace): "
               f"{bottleneck.get('line', '-')}. Node CPU {summary.get('node_cpu_us_per_op') or float('nan'):,.0f} us "
@@ -69,14 +62,15 @@ def write() -> None:
         default = trials[0].get("config") or {}   # a search's first trial is the default
         for number, r in enumerate(trials, 1):
             s = (r.get("metrics") or {}).get("summary") or {}
-            worst = max((s.get(f"{k}_p99_ms") or 0 for k in _kinds(r)), default=float("nan")) if s else float("nan")
+            worst = (max((s.get(f"{k}_p99_ms") or 0 for k in operation_kinds(r)), default=float("nan")) if s
+                     else float("nan"))
             changed = ", ".join(f"{k} {v}" for k, v in sorted((r.get("config") or {}).items())
                                 if default.get(k) != v) or "default"
             lines.append(f"| {number} | {r['state']} | {worst:.2f} | "
                          f"{s.get('node_cpu_us_per_op') or float('nan'):,.0f} | "
                          f"{s.get('throughput_ops_s') or float('nan'):,.0f} | {changed} |")
         done = [r for r in trials if r["state"] == "COMPLETE"]
-        worst = [max(r["metrics"]["summary"].get(f"{k}_p99_ms") or 0 for k in _kinds(r)) for r in done]
+        worst = [max(r["metrics"]["summary"].get(f"{k}_p99_ms") or 0 for k in operation_kinds(r)) for r in done]
         if len(worst) > 1:
             lines += ["", f"The worst kind's p99 over the {len(done)} complete trials: median "
                       f"{statistics.median(worst):.2f} ms, from {min(worst):.2f} to {max(worst):.2f}. One run each and "

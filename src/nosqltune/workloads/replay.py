@@ -60,10 +60,10 @@ def pace_speed(pace: str) -> float | None:
     return 1.0 if pace == "recorded" else float(pace[1:])
 
 
-def replay_of(path: Path, pace: str, tables: set[str]) -> dict[str, Any]:
-    """What a trial stores of the replay of the capture at `path` on data holding `tables` (keyspace.table): no
-    values. CaptureError when none of its kinds is on those tables."""
-    capture = read_capture(path)
+def replay_of(path: Path, pace: str, tables: set[str], capture: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a trial stores of the replay of the capture at `path` (`capture`: its content, when read already) on
+    data holding `tables` (keyspace.table): no values. CaptureError when none of its kinds is on those tables."""
+    capture = capture if capture is not None else read_capture(path)
     kept = [k for k in capture["kinds"] if f"{k['keyspace']}.{k['table']}" in tables]
     if not kept:
         raise CaptureError(f"the capture's tables ({', '.join(capture['tables'])}) are not in the data "
@@ -81,14 +81,13 @@ def replay_of(path: Path, pace: str, tables: set[str]) -> dict[str, Any]:
     }
 
 
-def asked_rate(path: Path, replay: dict[str, Any], warmup: int, operations: int) -> float | None:
-    """The statements per second the measured window asks of the node at the replay's pace (None at max): its
-    statements over the log's span of them, times the pace. Past the log's end the replay goes on from its start;
-    the rate is then the whole log's."""
+def asked_rate(capture: dict[str, Any], replay: dict[str, Any], warmup: int, operations: int) -> float | None:
+    """The statements per second the measured window of `replay` (of `capture`) asks of the node at its pace (None
+    at max): its statements over the log's span of them, times the pace. Past the log's end the replay goes on from
+    its start; the rate is then the whole log's."""
     speed = pace_speed(replay["pace"])
     if speed is None:
         return None
-    capture = read_capture(path)
     kept = {i for i, k in enumerate(capture["kinds"]) if k["name"] in {kind["name"] for kind in replay["kinds"]}}
     times = [t for t, k in zip(capture["events"]["t_ms"], capture["events"]["kind"]) if k in kept]
     first = replay.get("start", 0) + warmup

@@ -333,10 +333,11 @@ def _replay_workload(name: str, data: str | None, distribution: str | None, defa
     if not data:
         raise WorkloadError("--workload replay:FILE needs the data it runs on: --data profile:NAME (the profile's "
                             "generated data) or --data snapshot:DIR (a table's nodetool snapshot)")
+    capture = read_capture(path)
     if data.startswith("snapshot:"):
         base = _snapshot_workload(data[len("snapshot:"):], sizes)
     elif data.startswith("profile:"):
-        made_on = read_capture(path).get("data") or {}
+        made_on = capture.get("data") or {}
         if sizes.get("records") is None and made_on.get("profile") == data[len("profile:"):].split(":")[0]:
             sizes["records"] = made_on["records"]
         # the capture's length is the run's, not a scenario's operations
@@ -344,7 +345,7 @@ def _replay_workload(name: str, data: str | None, distribution: str | None, defa
         base = _profile_workload(data, distribution, defaults, sizes)
     else:
         raise WorkloadError(f"--data {data!r}: give profile:NAME or snapshot:DIR")
-    replay = replay_of(path, pace, {f"{base.keyspace}.{base.table}"})
+    replay = replay_of(path, pace, {f"{base.keyspace}.{base.table}"}, capture)
     if sizes.get("operations") is None:
         warmup = sizes.get("warmup_operations")
         warmup = replay["statements"] // 10 if warmup is None else warmup
@@ -353,7 +354,7 @@ def _replay_workload(name: str, data: str | None, distribution: str | None, defa
                                 "replay; warm up on fewer")
         base = Workload.from_dict({**base.to_dict(), "warmup_operations": warmup,
                                    "operations": replay["statements"] - warmup})
-    replay["rate_ops_s"] = asked_rate(path, replay, base.warmup_operations, base.operations)
+    replay["rate_ops_s"] = asked_rate(capture, replay, base.warmup_operations, base.operations)
     label = f"replay-{path.name.split('.')[0]}" + ("" if pace == "recorded" else f"-{pace}")
     return Workload.from_dict({**base.to_dict(), "name": label, "replay": replay})
 

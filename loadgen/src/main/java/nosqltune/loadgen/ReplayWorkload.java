@@ -3,7 +3,6 @@ package nosqltune.loadgen;
 import com.datastax.oss.driver.api.core.ConsistencyLevel;
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.DefaultConsistencyLevel;
-import com.datastax.oss.driver.api.core.cql.BoundStatement;
 import com.datastax.oss.driver.api.core.cql.BoundStatementBuilder;
 import com.datastax.oss.driver.api.core.cql.PreparedStatement;
 import com.datastax.oss.driver.api.core.cql.ResultSet;
@@ -240,8 +239,7 @@ public class ReplayWorkload extends Workload {
         b.setBytesUnsafe(i, values[i].duplicate());
       }
     }
-    BoundStatement bound = b.setConsistencyLevel(kind.consistency).build();
-    return bound;
+    return b.setConsistencyLevel(kind.consistency).build();
   }
 
   /** The text's {@code ?} markers (outside quotes) given their literals back, in order. */
