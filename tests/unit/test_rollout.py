@@ -425,11 +425,11 @@ def test_a_canary_whose_baseline_keeps_falling_is_judged_after_windows_more_and_
     assert any("still falling after 3 more windows" in line for line in said), said
 
 
-def _drift(canary_after, others_after):
-    """Three windows before at 200 us on every node, then one where the canary reads `canary_after` and the other
-    two `others_after`."""
+def _drift(canary_after, others_after, before=200.0):
+    """Three windows before at `before` us on every node, then one where the canary reads `canary_after` and the
+    other two `others_after`."""
     snaps = []
-    for i, (c, o) in enumerate([(200.0, 200.0)] * 4 + [(canary_after, others_after)]):
+    for i, (c, o) in enumerate([(before, before)] * 4 + [(canary_after, others_after)]):
         snaps.append(Snapshot(at=60.0 * i, nodes={
             n: NodeCounters(requests=PerKind(read=1000.0 * i, write=1000.0 * i), uptime_seconds=100.0 + 60.0 * i,
                             p99=PerKind(read=c if n == "n1" else o, write=100.0, scan=None)) for n in NODES}))
@@ -445,3 +445,7 @@ def test_a_slowdown_every_node_feels_is_not_the_canarys_and_one_it_alone_feels_i
     assert alone.rollback and "p99_read" in alone.worse, alone.reason
     better_elsewhere = _drift(200.0, 100.0)   # the others got faster and the canary did not: worse against them
     assert better_elsewhere.rollback, better_elsewhere.reason
+    # the canary's ratio and the others' are each read from bucket bounds (179, 215, 258, 310, 372 us): two
+    # buckets against the others are within the tolerance, three are not
+    assert _drift(310.0, 215.0, before=215.0).keep and _drift(372.0, 215.0, before=215.0).rollback
+    assert _drift(310.0, 215.0, before=215.0).check("p99_read").tolerance == pytest.approx(1.212 ** 2 - 1.0, abs=1e-3)
