@@ -139,10 +139,14 @@ def test_a_profiles_run_recorded_and_replayed_as_fast_as_answered_and_at_four_ti
     assert fastest > 4 * 100 * 1.2, "as fast as answered outruns four times the recorded 100 a second"
 
 
-def test_a_capture_replays_on_the_snapshot_of_its_nodes_table(node, logged, nosqltune_home, tmp_path, capsys):
-    """The logged run's table snapshotted on its node (`nodetool snapshot`), and the capture replayed in a trial on
-    that snapshot's data: the dataset built from the snapshot's schema.cql and SSTables, every read finding its
-    row, each kind measured apart; the user's snapshot left as it was (the import moved copies)."""
+def test_a_capture_replays_on_the_snapshots_of_its_tables_nodes(node, logged, nosqltune_home, tmp_path, capsys):
+    """The logged run's table snapshotted on its node (`nodetool snapshot`), gathered as two nodes' snapshots (the
+    same SSTables twice, as two replicas at RF 2 hold them, their files of the same names), and the capture
+    replayed in a trial on that data: the dataset built from the schema.cql and every node's SSTables, every read
+    finding its row, each kind measured apart; the user's snapshots left as they were (the import moved copies).
+    One node's snapshot alone is the slow test's below."""
+    import os
+
     from nosqltune.store import open_store
     from nosqltune.systems.cassandra.internals import snapshot
     from nosqltune.workloads.capture import write_capture
@@ -152,11 +156,16 @@ def test_a_capture_replays_on_the_snapshot_of_its_nodes_table(node, logged, nosq
     (folder,) = [p for p in node.home.rglob("snapshots/replay") if "carts-" in str(p)]
     held = sorted(p.name for p in folder.iterdir())
     assert "schema.cql" in held and any(n.endswith("-Data.db") for n in held)
+    gathered = tmp_path / "snapshots"
+    for name in ("node1", "node2"):
+        (gathered / name).mkdir(parents=True)
+        for p in folder.iterdir():
+            os.link(p, gathered / name / p.name)
     capture = capture_logs([log_dir], sample=100)
     path = tmp_path / "shop.json"
     write_capture(capture, path)
     study = tmp_path / "s.db"
-    code = main(["bench", "--workload", f"replay:{path}:max", "--data", f"snapshot:{folder}", "--threads", "2",
+    code = main(["bench", "--workload", f"replay:{path}:max", "--data", f"snapshot:{gathered}", "--threads", "2",
                  "--warmup-ops", "0", "--operations", "200", "--heap", "1G", "--study", str(study)])
     printed = capsys.readouterr()
     (row,) = open_store(str(study)).trials()
@@ -166,8 +175,14 @@ def test_a_capture_replays_on_the_snapshot_of_its_nodes_table(node, logged, nosq
     assert not [op for op in ops if op.endswith("-MISS")], ops.keys()   # the snapshot holds every key read
     assert sum(s["count"] for op, s in ops.items() if op != "CLEANUP") == 200
     assert {"SELECT-CARTS", "INSERT-CARTS"} <= set(ops)
-    assert row["workload"]["snapshot"]["table"] == "carts" and row["workload"]["records"] == 0
+    stored = row["workload"]["snapshot"]
+    assert stored["table"] == "carts" and row["workload"]["records"] == 0 and stored["nodes"] == ["node1", "node2"]
+    data_files = sum(1 for n in held if n.endswith("-Data.db"))
+    assert stored["sstables"] == 2 * data_files
+    assert f"copied the snapshot's {2 * data_files} SSTables" in printed.err   # both nodes' files, same names
+    assert "the capture merges 1 node(s)' logs and the data 2 node(s)' snapshots" in printed.out + printed.err
     assert sorted(p.name for p in folder.iterdir()) == held
+    assert all(sorted(p.name for p in (gathered / n).iterdir()) == held for n in ("node1", "node2"))
 
 
 @pytest.mark.slow   # about a minute: make test-all

@@ -10,6 +10,8 @@ import json
 import random
 import re
 
+from pathlib import Path
+
 import pytest
 
 from nosqltune.cli import main
@@ -272,7 +274,8 @@ def test_a_snapshot_gives_its_table_without_its_id_and_its_size(tmp_path):
     assert (snap["keyspace"], snap["table"], snap["sstables"], snap["bytes"]) == ("shop", "carts", 1, 302 + len(SCHEMA))
     assert snap["schema"].startswith("CREATE TABLE IF NOT EXISTS shop.carts (") and "ID =" not in snap["schema"]
     assert "WITH compaction = {" in snap["schema"] and snap["schema"].rstrip().endswith("864000")
-    assert [p.name for p in sstable_files(snap)] == ["nb-1-big-Data.db", "nb-1-big-Index.db", "nb-1-big-TOC.txt"]
+    assert [[p.name for p in node] for node in sstable_files(snap)] == [["nb-1-big-Data.db", "nb-1-big-Index.db",
+                                                                         "nb-1-big-TOC.txt"]]
     (tmp_path / "s" / "nb-1-big-Data.db").write_bytes(b"y" * 101)   # a snapshot that changed since it was read
     with pytest.raises(SnapshotError, match="changed since the study recorded it"):
         sstable_files(snap)
@@ -311,6 +314,101 @@ def test_a_snapshot_larger_than_the_disk_and_a_capture_of_other_tables_are_refus
         make_workload(f"replay:{tmp_path / 'c.json'}", data=f"table:{folder}")
     with pytest.raises(WorkloadError, match="--data goes with --workload replay"):
         make_workload("ycsb-a", data=f"snapshot:{folder}")
+
+
+def test_every_nodes_snapshot_gathered_in_one_folder_is_one_dataset_imported_node_by_node(tmp_path):
+    """A folder of node folders, each a snapshot of the table: their SSTables (the same names on every node) are
+    copied into a folder each, all imported; the digest of one node's snapshot is what it was before sets existed."""
+    from nosqltune.systems.cassandra.bulk import copy_snapshot
+    from nosqltune.workloads.snapshot import SnapshotError, read_snapshot
+
+    one = read_snapshot(_snapshot(tmp_path / "set" / "node1"))
+    _snapshot(tmp_path / "set" / "node2")
+    (tmp_path / "set" / "notes").mkdir()   # a folder without schema.cql is not a node's
+    both = read_snapshot(tmp_path / "set")
+    assert both["nodes"] == ["node1", "node2"] and "nodes" not in one
+    assert (both["sstables"], both["bytes"]) == (2, 2 * one["bytes"]) and both["digest"] != one["digest"]
+    assert (both["keyspace"], both["table"], both["schema"]) == (one["keyspace"], one["table"], one["schema"])
+    copied = copy_snapshot(both, tmp_path / "bulk")
+    assert copied["directories"] == [str(tmp_path / "bulk" / n / "shop" / "carts") for n in ("0", "1")]
+    assert all(sorted(p.name for p in Path(d).iterdir()) == ["nb-1-big-Data.db", "nb-1-big-Index.db",
+                                                              "nb-1-big-TOC.txt"] for d in copied["directories"])
+    (tmp_path / "set" / "node2" / "schema.cql").write_text(SCHEMA.replace("864000", "3600"))
+    with pytest.raises(SnapshotError, match="the schema.cql of node2 differs from node1's"):
+        read_snapshot(tmp_path / "set")
+    (tmp_path / "set" / "node2" / "schema.cql").write_text(SCHEMA.replace("carts", "orders"))
+    with pytest.raises(SnapshotError, match="node2 holds shop.orders and node1 shop.carts"):
+        read_snapshot(tmp_path / "set")
+    with pytest.raises(SnapshotError, match="a folder of several nodes' snapshots holds one in each"):
+        read_snapshot(tmp_path / "set" / "notes")
+
+
+def test_a_capture_of_more_nodes_than_its_snapshot_says_so(tmp_path, monkeypatch):
+    from nosqltune.workloads.replay import replay_lines
+    from nosqltune.workloads.spec import make_workload
+
+    monkeypatch.setenv("NOSQLTUNE_DATASETS", str(tmp_path / "datasets"))
+    builder = CaptureBuilder()
+    for node in ("n1", "n2"):
+        builder.add_log(node, [single(T0, "SELECT * FROM shop.carts WHERE user = ?", ["01"]), end()])
+    write_capture(builder.capture(), tmp_path / "c.json")
+    _snapshot(tmp_path / "set" / "node1")
+    said = "the capture merges 2 node(s)' logs and the data 1 node(s)' snapshots"
+    assert any(said in line for line in replay_lines(make_workload(f"replay:{tmp_path / 'c.json'}",
+                                                                   data=f"snapshot:{tmp_path / 'set'}")))
+    _snapshot(tmp_path / "set" / "node2")
+    lines = replay_lines(make_workload(f"replay:{tmp_path / 'c.json'}", data=f"snapshot:{tmp_path / 'set'}"))
+    assert not any("node(s)' logs" in line for line in lines), lines
+
+
+def test_a_snapshot_of_another_schema_leaves_out_what_names_its_missing_columns_and_refuses_when_nothing_is_left(
+        tmp_path, monkeypatch):
+    from nosqltune.workloads.replay import replay_lines
+    from nosqltune.workloads.spec import make_workload
+
+    monkeypatch.setenv("NOSQLTUNE_DATASETS", str(tmp_path / "datasets"))
+    _snapshot(tmp_path / "s")   # shop.carts (user, n)
+    builder = CaptureBuilder()
+    builder.add_log("n1", [single(T0, "SELECT n FROM shop.carts WHERE user = ?", ["01"]),
+                           single(T0 + 1, "SELECT n FROM shop.carts WHERE user = ?", ["02"]),
+                           single(T0 + 2, "UPDATE shop.carts SET note = ? WHERE user = ?", ["03", "01"]),
+                           single(T0 + 3, "SELECT total FROM shop.carts WHERE user = ?", ["01"]), end()])
+    write_capture(builder.capture(), tmp_path / "c.json")
+    workload = make_workload(f"replay:{tmp_path / 'c.json'}", data=f"snapshot:{tmp_path / 's'}")
+    assert [k["cql"] for k in workload.replay["kinds"]] == ["SELECT n FROM shop.carts WHERE user = ?"]
+    lines = replay_lines(workload)
+    assert any("(25.0% of the capture's statements), it names note, which the data's table lacks" in line
+               for line in lines), lines
+    assert any("it names total, which" in line for line in lines), lines
+    builder = CaptureBuilder()
+    builder.add_log("n1", [single(T0, "SELECT total FROM shop.carts WHERE user = ?", ["01"]), end()])
+    write_capture(builder.capture(), tmp_path / "c.json")
+    with pytest.raises(CaptureError, match=r"lacks the column\(s\) total the capture's statements name: its "
+                                           "schema does not match"):
+        make_workload(f"replay:{tmp_path / 'c.json'}", data=f"snapshot:{tmp_path / 's'}")
+
+
+def test_a_snapshots_table_options_are_the_studys_defaults_for_its_table_knobs(tmp_path, monkeypatch):
+    """As a profile's: a study on a snapshot starts from the user's table as it is (its compaction, chunks, gc
+    grace), and a knob that moves one replaces the table's value."""
+    from nosqltune.systems.settings import TrialSettings
+    from nosqltune.tuning.workers import search_space
+    from nosqltune.workloads.spec import make_workload
+
+    monkeypatch.setenv("NOSQLTUNE_DATASETS", str(tmp_path / "datasets"))
+    schema = SCHEMA.replace("n int,\n    PRIMARY KEY (user)", "n int,\n    PRIMARY KEY (user, n)").replace(
+        "SizeTieredCompactionStrategy'}", "LeveledCompactionStrategy', 'sstable_size_in_mb': '160'}\n"
+        "    AND CLUSTERING ORDER BY (n DESC)\n    AND compression = {'chunk_length_in_kb': '4', 'class': "
+        "'org.apache.cassandra.io.compress.LZ4Compressor'}\n    AND extensions = {}").replace("864000", "3600")
+    _snapshot(tmp_path / "s", schema=schema)
+    builder = CaptureBuilder()
+    builder.add_log("n1", [single(T0, "SELECT * FROM shop.carts WHERE user = ?", ["01"]), end()])
+    write_capture(builder.capture(), tmp_path / "c.json")
+    workload = make_workload(f"replay:{tmp_path / 'c.json'}", data=f"snapshot:{tmp_path / 's'}")
+    space = search_space(TrialSettings(), "cassandra", [workload.to_dict()])
+    assert space["compaction_method"].default == "Leveled" and space["gc_grace_seconds"].default == 3600
+    assert space["compression_chunk_length"].default == 4
+    assert search_space(TrialSettings(), "cassandra")["gc_grace_seconds"].default == 864000
 
 
 def test_reads_of_keys_the_data_lacks_are_said_with_their_share():

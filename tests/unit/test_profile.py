@@ -344,3 +344,15 @@ def test_a_profiles_table_options_are_its_studys_knob_defaults():
     assert default.table["gc_grace_seconds"] == 10800
     moved = place(space, {**subset.defaults(), "compaction_method": "Leveled"})
     assert moved.table["compaction"]["class"] == "LeveledCompactionStrategy"
+
+
+def test_a_table_definition_ending_in_its_clustering_order_is_read():
+    """The column list ends at the parenthesis that closes its own, not at the last one of the statement: a WITH
+    CLUSTERING ORDER BY (c DESC) at the end was read as part of the columns."""
+    from nosqltune.workloads.profile import parse_table, table_columns
+
+    cql = "CREATE TABLE t (a int, b int, PRIMARY KEY (a, b)) WITH CLUSTERING ORDER BY (b DESC)"
+    table = parse_table(cql, "ks", "x")
+    assert (table.partition_key, table.clustering, table.order) == (("a",), ("b",), {"b": "DESC"})
+    assert table_columns(cql) == ["a", "b"]
+    assert table_columns('CREATE TABLE ks.t ("Odd ""x""" int PRIMARY KEY, v text)') == ['Odd "x"', "v"]

@@ -77,7 +77,7 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
     w.add_argument("--data", metavar="SOURCE", default=None,
                    help="what a replay runs on: profile:NAME (that profile's generated data and table) or "
                         "snapshot:DIR (a table's `nodetool snapshot` folder: its schema.cql and SSTables, imported "
-                        "once into the dataset cache)")
+                        "once into the dataset cache; or a folder of such folders, one per node)")
     w.add_argument("--read-ratio", type=float, metavar="R", help="custom mix: share of reads 0..1, rest updates")
     w.add_argument("--distribution", choices=DISTRIBUTIONS,
                    help="request distribution of the keys, any a YCSB properties file's requestdistribution takes "

@@ -33,17 +33,27 @@ def trial_target(settings, system: str | None = None, *, seed: int = 0, metrics:
 
 def search_space(settings, system: str | None = None, workloads=()):
     """The knob space a study searches and stores its knobs against: the datastore's, and for a recorded
-    surrogate its knobs as its dataset recorded them (KnobSpace.with_recorded). On a cassandra-stress profile
-    (`workloads`: Workloads or their dicts) the table knobs' defaults are the profile's own table options."""
+    surrogate its knobs as its dataset recorded them (KnobSpace.with_recorded). On a cassandra-stress profile or a
+    snapshot (`workloads`: Workloads or their dicts) the table knobs' defaults are that table's own options."""
     from ..errors import UsageError
 
     space = trial_target(settings).knob_space(settings)
-    profile = next((w.get("profile") if isinstance(w, dict) else w.profile for w in workloads
-                    if (w.get("profile") if isinstance(w, dict) else w.profile)), None)
-    if profile and (system or "cassandra") == "cassandra":
-        from ..systems.cassandra.schema import profile_knob_defaults
+    table = None   # the table options a study's table knobs start from: a profile's, or a snapshot's schema's
+    for w in workloads:
+        profile = w.get("profile") if isinstance(w, dict) else w.profile
+        snapshot = w.get("snapshot") if isinstance(w, dict) else w.snapshot
+        if profile:
+            table = profile["table"]["options"]
+        elif snapshot:
+            from ..workloads.snapshot import table_options
 
-        space = space.with_knob_defaults(profile_knob_defaults(space, profile))
+            table = table_options(snapshot)
+        if table is not None:
+            break
+    if table and (system or "cassandra") == "cassandra":
+        from ..systems.cassandra.schema import table_knob_defaults
+
+        space = space.with_knob_defaults(table_knob_defaults(space, table))
     if is_surrogate(system):
         try:
             space = space.with_recorded(trial_target(settings, system).knob_space(settings).knobs)

@@ -245,16 +245,41 @@ class Table:
     options: dict[str, Any]                   # table options as CQL literals' values
 
 
-_CREATE_TABLE = re.compile(r"^\s*create\s+table\s+(?:if\s+not\s+exists\s+)?([\w.\"]+)\s*\((.*)\)\s*(?:with\s+(.*))?$",
-                           re.IGNORECASE | re.DOTALL)
+_CREATE_TABLE = re.compile(r"^\s*create\s+table\s+(?:if\s+not\s+exists\s+)?([\w.\"]+)\s*\(", re.IGNORECASE)
 
 
-def parse_table(cql: str, keyspace: str, where: str) -> Table:
+def split_definition(cql: str) -> tuple[str, str, str] | None:
+    """A CREATE TABLE statement's (name, column list, WITH clause without its WITH) or None when it is not one:
+    the column list ends at the parenthesis that closes its own (a WITH clause has parentheses too: CLUSTERING
+    ORDER BY (c DESC))."""
     text = cql.strip().rstrip(";").strip()
     match = _CREATE_TABLE.match(text)
     if not match:
+        return None
+    depth, quote = 1, None
+    for i in range(match.end(), len(text)):
+        ch = text[i]
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                rest = text[i + 1:].strip()
+                if rest and not re.match(r"with\s", rest, re.IGNORECASE):
+                    return None
+                return match.group(1), text[match.end():i], rest[4:].strip() if rest else ""
+    return None
+
+
+def parse_table(cql: str, keyspace: str, where: str) -> Table:
+    parts = split_definition(cql)
+    if parts is None:
         raise ProfileError(f"{where}: table_definition must be one CREATE TABLE name (columns ...) [WITH ...]")
-    name, body, options = match.group(1), match.group(2), match.group(3) or ""
+    name, body, options = parts
     if "." in name:
         keyspace, name = name.split(".", 1)
     name = identifier(name)
@@ -289,7 +314,7 @@ def parse_table(cql: str, keyspace: str, where: str) -> Table:
             raise ProfileError(f"{where}: the primary key names {column!r}, which the table lacks")
     order: dict[str, str] = {}
     parsed_options: dict[str, Any] = {}
-    for clause in _split_and(options):
+    for clause in split_and(options):
         lower = clause.lower()
         if lower.startswith("compact storage"):
             raise ProfileError(f"{where}: COMPACT STORAGE is not supported (Cassandra 5.0 dropped it)")
@@ -302,14 +327,14 @@ def parse_table(cql: str, keyspace: str, where: str) -> Table:
         key = key.strip().lower()
         if not eq or key not in TABLE_OPTIONS:
             raise ProfileError(f"{where}: unknown table option {clause.split('=')[0].strip()!r}")
-        parsed_options[key] = _cql_literal(value.strip(), where)
+        parsed_options[key] = cql_literal(value.strip(), where)
     for col in order:
         if col not in clustering:
             raise ProfileError(f"{where}: CLUSTERING ORDER BY names {col!r}, not a clustering column")
     return Table(keyspace, name, columns, tuple(partition), tuple(clustering), tuple(static), order, parsed_options)
 
 
-def _split_and(text: str) -> list[str]:
+def split_and(text: str) -> list[str]:
     """A WITH clause's options, split at AND outside maps, strings and parentheses."""
     if not text.strip():
         return []
@@ -327,7 +352,7 @@ def _split_and(text: str) -> list[str]:
     return out
 
 
-def _cql_literal(text: str, where: str) -> Any:
+def cql_literal(text: str, where: str) -> Any:
     """A table option's value: a map {'k': 'v', ...}, a string '...', a number or true/false."""
     text = text.strip()
     if text.startswith("{"):
@@ -335,7 +360,7 @@ def _cql_literal(text: str, where: str) -> Any:
         out = {}
         for entry in _split_top(body):
             key, _, value = entry.partition(":")
-            out[key.strip().strip("'\"")] = _cql_literal(value, where)
+            out[key.strip().strip("'\"")] = cql_literal(value, where)
         return out
     if text.startswith("'"):
         return text[1:text.rindex("'")].replace("''", "'")
@@ -378,9 +403,9 @@ def parse_keyspace(cql: str, where: str) -> tuple[str, dict[str, Any], dict[str,
     if not match:
         raise ProfileError(f"{where}: keyspace_definition must be one CREATE KEYSPACE name WITH replication = {{...}}")
     options = {}
-    for clause in _split_and(match.group(2)):
+    for clause in split_and(match.group(2)):
         key, _, value = clause.partition("=")
-        options[key.strip().lower()] = _cql_literal(value, where)
+        options[key.strip().lower()] = cql_literal(value, where)
     replication = options.pop("replication", None)
     if not isinstance(replication, dict) or "class" not in replication:
         raise ProfileError(f"{where}: the keyspace has no replication map with a class")
@@ -457,16 +482,33 @@ def parse_query(name: str, spec: Any, table: Table, where: str) -> Query:
     target = re.search(r"\b(?:from|update|into)\s+([\w.\"]+)", cql, re.IGNORECASE)
     if not target or identifier(target.group(1).split(".")[-1]) != table.name:
         raise ProfileError(f"{where}: query {name!r} must read or write the profile's table {table.name!r}")
-    bound = [identifier(b) for b, _ in _BOUND.findall(cql)]
-    if kind == "insert":
-        columns = [identifier(c) for c in cql[cql.index("(") + 1:cql.index(")")].split(",")]
-        bound = columns
+    bound, named = query_columns(cql)
     if cql.count("?") != len(bound):
         raise ProfileError(f"{where}: query {name!r} has a ? the tool cannot tie to a column (write column = ?)")
-    for column in bound + _named_columns(cql, kind):
+    for column in bound + named:
         if column not in table.columns:
             raise ProfileError(f"{where}: query {name!r} names column {column!r}, which table {table.name!r} lacks")
     return Query(name, cql, kind, tuple(bound), fields)
+
+
+def query_columns(cql: str) -> tuple[list[str], list[str]]:
+    """(the columns a statement binds with ?, in order: `column = ?` and the like, or an INSERT's column list; the
+    plain columns a SELECT lists)."""
+    kind = cql.split(None, 1)[0].lower() if cql else ""
+    bound = [identifier(b) for b, _ in _BOUND.findall(cql)]
+    if kind == "insert" and "(" in cql and ")" in cql:
+        bound = [identifier(c.strip()) for c in cql[cql.index("(") + 1:cql.index(")")].split(",")]
+    return bound, _named_columns(cql, kind)
+
+
+def table_columns(cql: str) -> list[str]:
+    """The column names a CREATE TABLE statement defines ([] when it is not one)."""
+    parts = split_definition(cql)
+    if parts is None:
+        return []
+    names = [re.match(r'\s*("(?:[^"]|"")+"|\w+)', item) for item in _split_top(parts[1])
+             if not re.match(r"\s*primary\s+key\s*\(", item, re.IGNORECASE)]
+    return [identifier(m.group(1)).replace('""', '"') for m in names if m]
 
 
 def _outside_quotes(text: str) -> str:

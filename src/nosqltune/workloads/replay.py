@@ -9,8 +9,8 @@ What is stored with a trial (`Workload.replay`) names the capture (its path and 
 the kinds without their values: the values stay in the capture file and in the plan file written from it into the
 dataset folder, never in a study's store.
 
-Kinds on tables the data lacks are left out of the replay, with their share said; a capture nothing of which is on
-the data's tables is refused.
+Kinds on tables the data lacks, or naming columns its table lacks (a snapshot of another schema), are left out of
+the replay, with their share said; a capture nothing of which can be replayed on the data is refused.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from .capture import CaptureError, read_capture
 
@@ -60,14 +60,29 @@ def pace_speed(pace: str) -> float | None:
     return 1.0 if pace == "recorded" else float(pace[1:])
 
 
-def replay_of(path: Path, pace: str, tables: set[str], capture: dict[str, Any] | None = None) -> dict[str, Any]:
+def replay_of(path: Path, pace: str, tables: set[str], capture: dict[str, Any] | None = None,
+              columns: Collection[str] | None = None) -> dict[str, Any]:
     """What a trial stores of the replay of the capture at `path` (`capture`: its content, when read already) on
-    data holding `tables` (keyspace.table): no values. CaptureError when none of its kinds is on those tables."""
+    data holding `tables` (keyspace.table) whose table has `columns` (None: not checked): no values. Kinds on
+    other tables, or naming columns the table lacks, are left out; CaptureError when none is left."""
+    from .profile import query_columns
+
     capture = capture if capture is not None else read_capture(path)
-    kept = [k for k in capture["kinds"] if f"{k['keyspace']}.{k['table']}" in tables]
-    if not kept:
+    on_table = [k for k in capture["kinds"] if f"{k['keyspace']}.{k['table']}" in tables]
+    if not on_table:
         raise CaptureError(f"the capture's tables ({', '.join(capture['tables'])}) are not in the data "
                            f"({', '.join(sorted(tables)) or 'none'}): give the data the capture was made on")
+    lacking = {}
+    for k in on_table if columns is not None else ():
+        bound, named = query_columns(k["cql"])
+        missing = sorted({c for c in bound + named if c not in columns})
+        if missing:
+            lacking[k["name"]] = missing
+    if len(lacking) == len(on_table):
+        named = sorted({c for cs in lacking.values() for c in cs})
+        raise CaptureError(f"the data's table {', '.join(sorted(tables))} lacks the column(s) {', '.join(named)} "
+                           "the capture's statements name: its schema does not match the capture")
+    kept = [k for k in on_table if k["name"] not in lacking]
     left = [k for k in capture["kinds"] if k not in kept]
     statements = sum(k["count"] for k in kept)
     return {
@@ -76,6 +91,7 @@ def replay_of(path: Path, pace: str, tables: set[str], capture: dict[str, Any] |
         "kinds": [{"name": k["name"], "cql": k["cql"], "operation": k["operation"], "share": k["count"] / statements}
                   for k in kept],
         "left_out": {k["name"]: k["share"] for k in left},
+        **({"lacking": lacking} if lacking else {}),   # kinds left out for the columns the table lacks
         "seconds": capture["seconds"],
         "redacted": capture.get("redacted", False),
     }
@@ -153,8 +169,15 @@ def replay_lines(workload) -> list[str]:
              + (" (past its end the replay starts again from its start)" if start + warm + measured > total else "")
              + (f"; {replay['pace']} pace, about {seconds / speed:.0f} s of the log's time" if speed else
                 "; as fast as the node answers")]
+    nodes = replay.get("nodes") or {}
+    if nodes and nodes["logs"] != nodes["snapshots"]:
+        lines.append(f"  the capture merges {nodes['logs']} node(s)' logs and the data {nodes['snapshots']} node(s)' "
+                     "snapshots: reads of keys only the other nodes hold find no row (counted apart)")
+    lacking = replay.get("lacking") or {}
     for name, share in replay.get("left_out", {}).items():
-        lines.append(f"  left out: {name} ({share:.1%} of the capture's statements), its table is not in the data")
+        why = (f"it names {', '.join(lacking[name])}, which the data's table lacks" if name in lacking else
+               "its table is not in the data")
+        lines.append(f"  left out: {name} ({share:.1%} of the capture's statements), {why}")
     return lines
 
 

@@ -345,7 +345,13 @@ def _replay_workload(name: str, data: str | None, distribution: str | None, defa
         base = _profile_workload(data, distribution, defaults, sizes)
     else:
         raise WorkloadError(f"--data {data!r}: give profile:NAME or snapshot:DIR")
-    replay = replay_of(path, pace, {f"{base.keyspace}.{base.table}"}, capture)
+    from .profile import table_columns
+
+    columns = (table_columns(base.snapshot["schema"]) if base.snapshot else list(base.profile["table"]["columns"]))
+    replay = replay_of(path, pace, {f"{base.keyspace}.{base.table}"}, capture, columns=columns or None)
+    if base.snapshot:   # one node's log against one node's data, every node's against every node's
+        replay["nodes"] = {"logs": len(capture.get("sources") or []),
+                           "snapshots": len(base.snapshot.get("nodes") or [base.snapshot["dir"]])}
     if sizes.get("operations") is None:
         warmup = sizes.get("warmup_operations")
         warmup = replay["statements"] // 10 if warmup is None else warmup

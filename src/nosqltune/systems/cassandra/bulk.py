@@ -244,19 +244,23 @@ def write_profile_sstables(workload: Workload, out_dir: Path, schema: str, *, ve
 
 
 def copy_snapshot(snapshot: dict[str, Any], out_dir: Path) -> dict[str, Any]:
-    """A table's snapshot (workloads/snapshot.py) copied into `out_dir`/0/<keyspace>/<table>/, ready to import
-    (the import moves the files: the user's snapshot is never touched); what import_written takes."""
+    """A table's snapshot (workloads/snapshot.py) copied into `out_dir`/N/<keyspace>/<table>/, one N per node's
+    snapshot (their SSTables may share names: each folder is imported on its own), ready to import (the import
+    moves the files: the user's snapshot is never touched); what import_written takes."""
     from ...workloads.snapshot import sstable_files
 
     started = time.monotonic()
-    folder = out_dir / "0" / snapshot["keyspace"] / snapshot["table"]
-    folder.mkdir(parents=True, exist_ok=True)
-    files = sstable_files(snapshot)
-    for path in files:
-        shutil.copy2(path, folder / path.name)
+    directories, sstables, size = [], 0, 0
+    for n, files in enumerate(sstable_files(snapshot)):
+        folder = out_dir / str(n) / snapshot["keyspace"] / snapshot["table"]
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in files:
+            shutil.copy2(path, folder / path.name)
+        directories.append(str(folder))
+        sstables += sum(1 for p in files if p.name.endswith("-Data.db"))
+        size += sum(p.stat().st_size for p in files)
     return {"write_s": time.monotonic() - started, "throughput_ops_s": None, "rows": 0, "out_dir": str(out_dir),
-            "directories": [str(folder)], "sstables": sum(1 for p in files if p.name.endswith("-Data.db")),
-            "bytes": sum(p.stat().st_size for p in files), "buffer_mb": None, "heap_mb": None}
+            "directories": directories, "sstables": sstables, "bytes": size, "buffer_mb": None, "heap_mb": None}
 
 
 def written_sstables(out_dir: Path, keyspace: str = "ycsb", table: str = "usertable") -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """A cassandra-stress profile's schema on the rig's node: its keyspace with the replication rewritten for the rig,
-and its table with the profile's options under the knobs' (the profile's options are the study's baseline)."""
+and its table with the profile's options under the knobs' (the profile's options, or a snapshot's table's, are the
+study's baseline)."""
 
 from __future__ import annotations
 
@@ -33,11 +34,11 @@ def create_table(profile: dict[str, Any], knob_options: dict[str, Any]) -> str:
             + (" WITH " + " AND ".join(clauses) if clauses else ""))
 
 
-def profile_knob_defaults(space, profile: dict[str, Any]) -> dict[str, Any]:
-    """The knob values a profile's table options amount to (its compaction strategy, window, compression, gc
-    grace, TTL ...): the defaults of a study on the profile, so that its default configuration is Cassandra's
-    defaults plus the profile's own options, and a knob that moves one replaces the profile's value."""
-    options = profile["table"]["options"]
+def table_knob_defaults(space, options: dict[str, Any]) -> dict[str, Any]:
+    """The knob values a table's options amount to (its compaction strategy, window, compression, gc grace, TTL
+    ...; a profile's or a snapshot's schema.cql's, as CQL literals' values): the defaults of a study on that table,
+    so that its default configuration is Cassandra's defaults plus the table's own options, and a knob that moves
+    one replaces the table's value."""
     out: dict[str, Any] = {}
     for knob in space:
         if knob.applies != "table":
