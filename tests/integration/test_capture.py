@@ -180,7 +180,7 @@ def test_a_capture_replays_on_the_snapshots_of_its_tables_nodes(node, logged, no
     data_files = sum(1 for n in held if n.endswith("-Data.db"))
     assert stored["sstables"] == 2 * data_files
     assert f"copied the snapshot's {2 * data_files} SSTables" in printed.err   # both nodes' files, same names
-    assert "the capture merges 1 node(s)' logs and the data 2 node(s)' snapshots" in printed.out + printed.err
+    assert "the capture holds 1 log(s) and the data 2 nodes' snapshots" in printed.out + printed.err
     assert sorted(p.name for p in folder.iterdir()) == held
     assert all(sorted(p.name for p in (gathered / n).iterdir()) == held for n in ("node1", "node2"))
 

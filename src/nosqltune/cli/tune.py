@@ -352,7 +352,7 @@ def _new_run(args: argparse.Namespace, full_space, settings, rig=None):
     system = args.system or "cassandra"
     target = trial_target(settings, system, seed=args.seed)
     profiled = any(w.profile for w in workloads)
-    if profiled:   # the profile's table options are its table knobs' defaults
+    if profiled or any(w.snapshot for w in workloads):   # the table's own options are its table knobs' defaults
         from ..tuning.workers import search_space
 
         full_space = search_space(settings, args.system, workloads)

@@ -57,7 +57,9 @@ The rule of `judge_change`:
    measured at +62% and +134% on 3 local nodes) is not read as the change's, and a change every node gets at
    once (a table option) is judged only by what the changed nodes feel more. Each of the two ratios so met (the
    changed node's after over before, the others' after over before) is read from bucket bounds and may be one
-   bucket off, so a p99 judged this way is never held to less than two buckets (+45%): with one, a canary whose
+   bucket off (a p99 that rose 19% can read as the same bucket, one that rose 1% as the next), even when the
+   other nodes read the same bucket before and after, so a p99 judged this way is never held to less than two
+   buckets (+47%): with one, a canary whose
    p99 fell a bucket less than the others' while every node recovered from a restart was stopped at +21.4%
    against 21.2% (bench/results/rollout.md, restart-only 11).
 """

@@ -211,7 +211,7 @@ def _inner_types(text: str) -> list[str]:
 def identifier(text: str) -> str:
     """A CQL identifier as Cassandra keeps it: a quoted one as written, an unquoted one in lower case."""
     text = text.strip()
-    return text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text.lower()
+    return text[1:-1].replace('""', '"') if len(text) > 1 and text[0] == text[-1] == '"' else text.lower()
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
@@ -335,21 +335,32 @@ def parse_table(cql: str, keyspace: str, where: str) -> Table:
 
 
 def split_and(text: str) -> list[str]:
-    """A WITH clause's options, split at AND outside maps, strings and parentheses."""
-    if not text.strip():
-        return []
-    marked = re.sub(r"\s+and\s+", "\x00", text, flags=re.IGNORECASE)
-    # AND inside a literal or a map is rare in table options; rejoin what split inside brackets or quotes
-    out, current = [], ""
-    for part in marked.split("\x00"):
-        current = f"{current} AND {part}" if current else part
-        if current.count("{") == current.count("}") and current.count("(") == current.count(")") \
-                and current.count("'") % 2 == 0:
-            out.append(current.strip())
-            current = ""
-    if current:
-        out.append(current.strip())
-    return out
+    """A WITH clause's options, split at AND outside maps, strings and parentheses (a comment may hold any of
+    them)."""
+    out, start, depth, quote, i = [], 0, 0, None, 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == quote and text[i + 1:i + 2] == quote:   # '' inside a string
+                i += 2
+                continue
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{([":
+            depth += 1
+        elif ch in "})]":
+            depth -= 1
+        elif depth == 0:
+            match = re.match(r"\s+and\s+", text[i:], re.IGNORECASE)
+            if match:
+                out.append(text[start:i].strip())
+                i += match.end()
+                start = i
+                continue
+        i += 1
+    out.append(text[start:].strip())
+    return [part for part in out if part]
 
 
 def cql_literal(text: str, where: str) -> Any:
@@ -447,7 +458,7 @@ class Query:
     fields: str                  # samerow | multirow
 
 
-_BOUND = re.compile(r"(\"?\w+\"?)\s*(=|<=|>=|<|>|\bcontains\b)\s*\?", re.IGNORECASE)
+_BOUND = re.compile(r"(\"(?:[^\"]|\"\")+\"|\w+)\s*(=|<=|>=|<|>|\bcontains\b)\s*\?", re.IGNORECASE)
 _WORDS = re.compile(r"\b(if|batch|token|limit|using)\b", re.IGNORECASE)
 
 
@@ -508,7 +519,7 @@ def table_columns(cql: str) -> list[str]:
         return []
     names = [re.match(r'\s*("(?:[^"]|"")+"|\w+)', item) for item in _split_top(parts[1])
              if not re.match(r"\s*primary\s+key\s*\(", item, re.IGNORECASE)]
-    return [identifier(m.group(1)).replace('""', '"') for m in names if m]
+    return [identifier(m.group(1)) for m in names if m]
 
 
 def _outside_quotes(text: str) -> str:

@@ -170,9 +170,12 @@ def replay_lines(workload) -> list[str]:
              + (f"; {replay['pace']} pace, about {seconds / speed:.0f} s of the log's time" if speed else
                 "; as fast as the node answers")]
     nodes = replay.get("nodes") or {}
-    if nodes and nodes["logs"] != nodes["snapshots"]:
-        lines.append(f"  the capture merges {nodes['logs']} node(s)' logs and the data {nodes['snapshots']} node(s)' "
+    if nodes and nodes["logs"] > nodes["snapshots"]:
+        lines.append(f"  the capture merges {nodes['logs']} logs and the data holds {nodes['snapshots']} node(s)' "
                      "snapshots: reads of keys only the other nodes hold find no row (counted apart)")
+    elif nodes and nodes["logs"] < nodes["snapshots"]:
+        lines.append(f"  the capture holds {nodes['logs']} log(s) and the data {nodes['snapshots']} nodes' "
+                     "snapshots: the replay sends one node's share of the traffic to the data of all")
     lacking = replay.get("lacking") or {}
     for name, share in replay.get("left_out", {}).items():
         why = (f"it names {', '.join(lacking[name])}, which the data's table lacks" if name in lacking else

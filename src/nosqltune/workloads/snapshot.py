@@ -88,7 +88,10 @@ def _read_node(folder: Path, spec: Path) -> tuple[dict[str, Any], list[Path]]:
         raise SnapshotError(f"--data snapshot:{spec}: no SSTable (no *-Data.db file) in {folder}: the table was "
                             "empty when it was snapshotted, or this is not its snapshot folder")
     schema = (folder / "schema.cql").read_text(errors="replace")
-    keyspace, table, statement = table_statement(schema)
+    try:
+        keyspace, table, statement = table_statement(schema)
+    except SnapshotError as exc:
+        raise SnapshotError(f"--data snapshot:{spec}: {folder.name}: {exc}") from None
     return ({"keyspace": keyspace, "table": table, "schema": statement, "text": schema,
              "bytes": sum(p.stat().st_size for p in files),
              "sstables": sum(1 for p in files if p.name.endswith("-Data.db"))}, files)

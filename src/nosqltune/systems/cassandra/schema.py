@@ -46,6 +46,9 @@ def table_knob_defaults(space, options: dict[str, Any]) -> dict[str, Any]:
         option, _, sub = knob.key.partition(".")
         value = (options.get(option) or {}).get(sub) if sub and isinstance(options.get(option), dict) else \
             (options.get(option) if not sub else None)
+        if (knob.key == "compression.class" and isinstance(options.get("compression"), dict)
+                and str(options["compression"].get("enabled", "true")).lower() == "false" and "none" in knob.choices):
+            value = "none"   # an uncompressed table: {'enabled': 'false'}, no class
         if value is None:
             continue
         text = str(value).rsplit(".", 1)[-1] if sub == "class" else str(value)
