@@ -222,6 +222,17 @@ def _rollout_process(args):
         raise AssertionError(f"rollout printed no JSON (exit {proc.returncode}): {proc.stderr[-2000:]}") from None
 
 
+def _answers(address, port):
+    """Whether the node's CQL port takes a connection (a drained or stopped node's does not)."""
+    import socket
+
+    try:
+        socket.create_connection((address, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 def _steps_if_any(study):
     """The steps recorded so far ([] before the rollout's study exists)."""
     try:
@@ -325,11 +336,16 @@ def test_a_rollout_killed_mid_way_resumes(nosqltune_home, tmp_path, capsys):
                        for r in rows):
                     break
             time.sleep(0.5)
+        while time.monotonic() < deadline and _answers("127.0.0.2", up["native_port"]):
+            time.sleep(0.2)   # and once that node is drained or stopped: the resumed run finds it down
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         time.sleep(2)
+        assert not _answers("127.0.0.2", up["native_port"]), "the resumed run starts with that node down"
         code = main([*args, "--json"])
-        result = json.loads(capsys.readouterr().out)
+        printed = capsys.readouterr()
+        assert printed.out, (code, printed.err[-2000:])
+        result = json.loads(printed.out)
         assert code == 0 and result["state"] == "done", (result["error"], result)
         assert result["steps_skipped"] >= 3   # the first node's steps are not done again
         status = cluster_cli(capsys, "status")[1]

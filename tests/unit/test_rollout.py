@@ -33,6 +33,10 @@ def plan_folder(tmp_path, **over):
     return folder
 
 
+class Killed(BaseException):
+    """A SIGKILL of the rollout's process: nothing of it runs after."""
+
+
 class Scripted:
     """ClusterActions on scripted nodes: each serves `rate` requests a second at a p99 of `p99` us; a node the
     plan reached (its live settings or its restart) serves at `changed_p99`. Every action is logged, and the
@@ -46,6 +50,7 @@ class Scripted:
         self.versions = versions or {n: "5.0.6" for n in NODES}
         self.down, self.schemas, self.rf, self.fail_restart_of = set(down), schemas, rf, fail_restart_of
         self.free = free
+        self.killed_in_restart_of = None
         self.log, self.changed, self.counts = [], set(), {n: 0.0 for n in NODES}
         self.started = {n: 0.0 for n in NODES}
         self.live = {n: {"concurrent_reads": 32} for n in NODES}
@@ -108,10 +113,14 @@ class Scripted:
         self.tables.update({k: dict(v) for k, v in options.items()})
 
     def restart(self, node, plan):
-        assert not self.down, f"{node} restarted while {self.down} is down"
+        assert not self.down - {node}, f"{node} restarted while {self.down} is down"
         self.log.append(("restart", node, "plan" if plan else "previous"))
         if node == self.fail_restart_of:
             raise RuntimeError("the service did not start")
+        if node == self.killed_in_restart_of:   # the rollout's process killed while the node is stopped
+            self.down.add(node)
+            raise Killed()
+        self.down.discard(node)
         self.counts[node] = self.reads[node] = 0.0   # counters start again
         self.started[node] = self.clock()
         if plan is None:
@@ -317,6 +326,43 @@ def test_an_interrupted_rollout_resumes_where_it_stopped(tmp_path):
     assert cluster.log[0] == ("restart", "n2", "plan")
     assert [e[1] for e in cluster.log if e[0] == "restart"] == ["n2", "n3"]
     assert ("live", "n2", "concurrent_reads", 48) in done_before
+
+
+def test_a_rollout_killed_while_a_node_is_down_resumes_and_restarts_that_node(tmp_path):
+    """Killed in n2's restart, with n2 stopped: the check of the resumed run does not refuse the cluster for the
+    node its own step left down (every other refusal stands), and that restart runs again."""
+    clock = Clock()
+    cluster = Scripted(clock)
+    cluster.killed_in_restart_of = "n2"
+    store = str(tmp_path / "s.db")
+    plan = RolloutPlan.load(plan_folder(tmp_path))
+    settings = RolloutSettings(window_s=60.0, windows=3, apply=True)
+    recorder = RolloutRecorder.open(store, plan, NODES, settings, {})
+    with pytest.raises(Killed):
+        Rollout(plan, NODES, cluster, settings, recorder, say=lambda _: None, clock=clock, sleep=clock.sleep).run()
+    recorder.close()
+    assert cluster.down == {"n2"}
+    cluster.killed_in_restart_of = None
+    cluster.log.clear()
+    said = []
+    recorder = RolloutRecorder.open(store, plan, NODES, settings, {})
+    result = Rollout(plan, NODES, cluster, settings, recorder, say=said.append, clock=clock, sleep=clock.sleep).run()
+    recorder.close()
+    assert result.state == "done", (result.error, said)
+    assert [e[1] for e in cluster.log if e[0] == "restart"] == ["n2", "n3"] and not cluster.down
+    assert any("n2 does not answer: the interrupted rollout was restarting it" in line for line in said), said
+    # another node down is still refused on a resume
+    cluster.killed_in_restart_of = "n3"
+    recorder = RolloutRecorder.open(str(tmp_path / "t.db"), plan, NODES, settings, {})
+    with pytest.raises(Killed):
+        Rollout(plan, NODES, cluster, settings, recorder, say=lambda _: None, clock=clock, sleep=clock.sleep).run()
+    recorder.close()
+    cluster.killed_in_restart_of = None
+    cluster.down.add("n1")
+    recorder = RolloutRecorder.open(str(tmp_path / "t.db"), plan, NODES, settings, {})
+    with pytest.raises(UsageError, match="n1 does not answer"):
+        Rollout(plan, NODES, cluster, settings, recorder, say=lambda _: None, clock=clock, sleep=clock.sleep).run()
+    recorder.close()
 
 
 def test_a_dry_run_prints_every_step_and_touches_nothing(tmp_path):

@@ -6,7 +6,8 @@ resumes at the step it was in:
 1. **check**: every node answers over JMX, runs the plan's Cassandra release line (5.0.x for a plan tuned on
    5.0.6), is NORMAL and seen up by every other node, the cluster agrees on one schema; the tables the plan names
    exist; a plan with a restart needs every table's keyspace at a replication factor of 2 or more (a node down
-   makes the data of an RF 1 keyspace unavailable).
+   makes the data of an RF 1 keyspace unavailable). On a resume, a node the interrupted run left drained or stopped
+   in its restart or rewrite is not held against the cluster: that step runs again.
 2. **canary, before**: `windows` windows of `window_s` seconds of every node's request counters (window.py): the
    plan's first table's own reads and writes on each node, as a replica serves them (at QUORUM a slow replica
    hides behind the others in the coordinators' latencies, not in its own).
@@ -318,6 +319,15 @@ class RolloutRecorder:
                 out[int(meta.get("step", 0))] = meta
         return out
 
+    def unfinished(self) -> list[dict[str, Any]]:
+        """The steps started and not completed (a process killed in them, or a step that failed), as their rows
+        recorded them."""
+        out = []
+        for row in self.store.trials(self.study_id):
+            if row.get("tag") == STEP_TAG and not str(row.get("state")).endswith("COMPLETE"):
+                out.append((row.get("meta") or {}).get(SETTINGS_KEY) or {})
+        return out
+
     def start(self, step: Step) -> int:
         return self.store.start_trial(self.study_id, {}, {"name": "rollout", "step": step.number}, tag=STEP_TAG,
                                       meta={SETTINGS_KEY: {"step": step.number, "kind": step.kind, "node": step.node,
@@ -382,6 +392,7 @@ class Rollout:
         self._before: list[Snapshot] = []
         self._live_before: dict[str, dict[str, Any]] = {}
         self._tables_before: dict[str, dict[str, Any]] = {}
+        self._resuming: set[str] = set()   # nodes an interrupted run left in a restart or a rewrite
 
     def run(self) -> RolloutResult:
         if not self.settings.apply:
@@ -394,6 +405,10 @@ class Rollout:
         if ended == "canary-worse":
             raise UsageError("this rollout stopped because its canary was worse, and the canary was put back: the "
                              "plan is not for this cluster as it is; measure again or export another plan")
+        # a node the interrupted run was restarting or rewriting may be down: its step runs again, and the check
+        # does not refuse the cluster for it
+        self._resuming = {m.get("node") for m in (self.recorder.unfinished() if self.recorder else ())
+                          if m.get("kind") in ("restart", "rewrite") and int(m.get("step", 0)) not in done}
         result = RolloutResult("done")
         for step in self.steps:
             if step.number in done and step.kind != "check":   # done before the interruption: recalled, not redone
@@ -484,12 +499,20 @@ class Rollout:
         return handler(step) or {}
 
     def _check(self, step: Step) -> dict[str, Any]:
-        statuses = {}
+        statuses, resuming = {}, self._resuming
         for node in self.nodes:
             try:
-                statuses[node] = self.actions.status(node)
+                status = self.actions.status(node)
             except Exception as exc:
+                if node in resuming:
+                    self.say(f"  node {node} does not answer: the interrupted rollout was restarting it, and its "
+                             "step runs again")
+                    continue
                 raise UsageError(f"node {node} does not answer over JMX: {_one_line(exc)}") from None
+            if node in resuming and str(status.get("mode")) != "NORMAL":
+                self.say(f"  node {node} is {status.get('mode')}: the interrupted rollout was restarting it")
+                continue
+            statuses[node] = status
         wanted = _line_of(self.plan.version)
         versions = {n: str(s.get("version")) for n, s in statuses.items()}
         if len(set(versions.values())) > 1:
@@ -503,11 +526,13 @@ class Rollout:
             if str(status.get("mode")) != "NORMAL":
                 raise UsageError(f"node {node} is {status.get('mode')}, not NORMAL: a rollout starts on a healthy "
                                  "cluster")
-            unreachable = [a for a in status.get("unreachable") or () if a]
+            away = [addresses[n] for n in resuming]   # down for the interrupted step: it runs again
+            unreachable = [a for a in status.get("unreachable") or () if a and not any(_listed(x, [a]) for x in away)]
             if unreachable:
                 raise UsageError(f"node {node} sees {', '.join(unreachable)} down: a rollout starts with every "
                                  "node up")
-            missing = [a for n, a in addresses.items() if n != node and not _listed(a, status.get("live") or ())]
+            missing = [a for n, a in addresses.items() if n != node and n not in resuming
+                       and not _listed(a, status.get("live") or ())]
             if missing:
                 raise UsageError(f"node {node} does not see {', '.join(missing)} up")
             schemas = status.get("schema_versions") or {}
