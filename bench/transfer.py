@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""What tuning finds on your own workload, and whether a YCSB-tuned best carries over: on cloud-disk (limited by
+its volume's IOPS cap) and disk-bound (limited by the node's cores), a 60-trial search, confirmation included, for
+each shipped profile (time series, messaging, key-value) and for YCSB B uniform; then every best measured on every
+workload against the default in interleaved cold rounds (`compare`): 10 rounds for a workload's own best and for
+YCSB's best on it, 3 rounds for the other profiles' bests. bench/results/workloads.md.
+
+The strategy is the one bench/results/strategies_v5.md ranks first: GP with LlamaTune (8 synthetic dimensions,
+x2.025 of the default on the recorded landscape, GP alone x2.015 beside it). On real cold trials GP alone found
+more (strategies_real.md: x3.62 against x2.48); the ranking asked for is the recorded one.
+
+A best **transfers** to a workload when it reaches at least x0.95 of that workload's own best there and the two
+are not significantly different (Wilcoxon signed-rank over the 10 rounds they share, p >= 0.05); with 3 rounds only
+the ratio is said. Goal, on cloud-disk: on the time-series profile its own best at least x1.5 over the default and
+at least x1.2 over the YCSB-tuned best, both p < 0.05.
+
+Machine time, said before anything runs (`--plan` prints it alone), from the trial times stored by earlier studies
+of the same scenarios: 480 search trials at 78 s (cloud-disk) and 107 s (disk-bound), builds included, then 298
+comparison runs at 54-58 s: about 18 machine hours on 2026-11-29's figures, more than the 10-12 first guessed. One store per scenario (bench/results/transfer/SCENARIO.db), one
+study per workload, so `nosqltune report` draws each. Needs root (memory cgroups, capped volumes); nothing else may
+run beside it. Resumable: a study resumes (tune --resume), a comparison continues its rounds, and each phase skips
+what is stored.
+
+    python3 bench/transfer.py --plan
+    python3 bench/transfer.py [--scenarios cloud-disk,disk-bound] [--budget 60] [--rounds 10] [--few 3]
+    python3 bench/transfer.py --write-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from common import RESULTS, ROOT, kept_notes, log, machines, nosqltune, paired, ratio_text, study_rows  # bench/common.py
+
+SCENARIOS = ("cloud-disk", "disk-bound")
+YCSB = "ycsb-b"
+# a profile's statements are smaller than YCSB's 1 KB rows and run faster: more operations keep its measured phase
+# near the scenario's 20 s (bench/profile_study.py measured the time-series profile at this size on cloud-disk)
+PROFILE_SIZES = ["--operations", "100000", "--warmup-ops", "30000"]
+WORKLOADS = {YCSB: ["--workload", "ycsb-b", "--distribution", "uniform"],
+             "timeseries": ["--workload", "profile:timeseries", *PROFILE_SIZES],
+             "messaging": ["--workload", "profile:messaging", *PROFILE_SIZES],
+             "keyvalue": ["--workload", "profile:keyvalue", *PROFILE_SIZES]}
+STRATEGY = ["--optimizer", "gp", "--space-adapter", "llamatune", "--llamatune-dims", "8"]
+METRICS = "throughput,cpu-per-op,io-per-op"
+FOLDER = RESULTS / "transfer"
+TRANSFER_RATIO, ALPHA = 0.95, 0.05
+GOAL_OVER_DEFAULT, GOAL_OVER_YCSB = 1.5, 1.2
+# trial seconds measured before on each scenario (a search trial with its share of dataset builds; a comparison
+# run), from the stored studies named here: what the plan's hours rest on
+MEASURED = {"cloud-disk": (RESULTS / "impact" / "cloud-disk.db", "smac"),
+            "disk-bound": (RESULTS / "impact" / "disk-bound.db", "smac")}
+
+
+def db_of(scenario: str) -> Path:
+    return FOLDER / f"{scenario}.db"
+
+
+def best_file(scenario: str, workload: str) -> Path:
+    return FOLDER / scenario / f"{workload}-best.yaml"   # compare labels it by its name: WORKLOAD-best
+
+
+def label(workload: str) -> str:
+    return f"{workload}-best"
+
+
+def matrix_runs(budget: int, rounds: int, few: int) -> tuple[int, int]:
+    """(search trials, comparison runs) per scenario: each target runs its own best and YCSB's best beside the
+    default for `rounds` rounds (YCSB's own: its best alone), and the other bests beside the default for `few`."""
+    searches = budget * len(WORKLOADS)
+    runs = 0
+    for target in WORKLOADS:
+        close = 2 if target == YCSB else 3        # default, own best (and YCSB's best)
+        others = len(WORKLOADS) - (1 if target == YCSB else 2)
+        runs += rounds * close + few * (1 + others)
+    return searches, runs
+
+
+def plan(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
+    """The machine time, before anything runs."""
+    total = 0.0
+    for scenario in scenarios:
+        db, name = MEASURED[scenario]
+        rows = [r for r in study_rows(db, name) if r["state"] == "COMPLETE"]
+        trial = statistics.mean(r["timings"].get("total_s", 0.0) for r in rows) if rows else 90.0
+        runs = [r["timings"].get("total_s", 0.0) - (r["timings"].get("dataset_build_s") or 0.0) for r in rows]
+        run = statistics.mean(runs) if runs else 60.0
+        searches, compared = matrix_runs(budget, rounds, few)
+        # profiles run 100,000 operations against YCSB's 30,000 at about three times the rate: about the same time
+        hours = (searches * trial + compared * (run + 10.0)) / 3600   # + 10 s: a comparison run's cold boot
+        total += hours
+        log(f"{scenario}: {searches} search trials at about {trial:.0f} s (builds included; {db.name}'s {name} "
+            f"study, {len(rows)} trials), then {compared} comparison runs at about {run:.0f} s: about "
+            f"{hours:.1f} machine hours")
+    log(f"in all: about {total:.1f} machine hours, nothing else running beside")
+
+
+def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
+    import yaml
+
+    for scenario in scenarios:
+        db = db_of(scenario)
+        db.parent.mkdir(parents=True, exist_ok=True)
+        (FOLDER / scenario).mkdir(parents=True, exist_ok=True)
+        for workload, args in WORKLOADS.items():   # the searches, each confirmed within its budget
+            resume = ["--resume"] if study_rows(db, workload) else []
+            begin = [] if resume else ["--scenario", scenario, *args, *STRATEGY, "--budget", str(budget),
+                                       "--objective", "throughput"]
+            nosqltune("tune", *begin, *resume, "--study", str(db), "--study-name", workload, capture=False,
+                      ok=(0, 1))
+            best = json.loads(nosqltune("best", "--study", str(db), "--study-name", workload, "--format", "json"))
+            best_file(scenario, workload).write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
+        for target in WORKLOADS:   # every best on every workload
+            close = [best_file(scenario, target)] + ([] if target == YCSB else [best_file(scenario, YCSB)])
+            others = [best_file(scenario, w) for w in WORKLOADS if w not in (target, YCSB)]
+            for files, repeat in ((close, rounds), (others, few)):
+                if not files:
+                    continue
+                nosqltune("compare", "--study", str(db), "--study-name", target, "--candidates",
+                          ",".join(str(f) for f in files), "--repeat", str(repeat), "--metrics", METRICS,
+                          capture=False, ok=(0, 1))
+
+
+def cells(scenario: str) -> dict[str, dict[str, dict]]:
+    """target workload -> best's workload -> what its comparison on the target stored: vs the default, its runs'
+    values, its bottleneck line, CPU and I/Os per operation; and vs the target's own best where they shared rounds."""
+    from common import study_settings
+
+    out: dict[str, dict[str, dict]] = {}
+    for target in WORKLOADS:
+        settings = (study_settings(db_of(scenario), target) or {}).get("compare") or {}
+        found: dict[str, dict] = {}
+        for result in settings.values():
+            for measured in (result.get("workloads") or {}).values():
+                for source in WORKLOADS:
+                    name = label(source)
+                    if name not in measured.get("stats", {}):
+                        continue
+                    also = measured.get("also") or {}
+                    found[source] = {
+                        "vs_default": measured["stats"][name], "values": measured["values"][name],
+                        "rounds": len(measured["values"][name]), "bottleneck": (measured.get("bottlenecks") or {})
+                        .get(name), "cpu_us_per_op": _mean((also.get("cpu-per-op") or {}).get("values", {}).get(name)),
+                        "io_per_op": _mean((also.get("io-per-op") or {}).get("values", {}).get(name)),
+                        "own": measured["values"].get(label(target))}
+        own = found.get(target)
+        for source, cell in found.items():
+            if source == target or not own:
+                continue
+            if cell["own"] is not None and len(cell["values"]) == len(cell["own"]):   # the same rounds
+                cell["vs_own"] = paired(cell["values"], cell["own"], maximize=True)
+            else:   # another comparison's rounds: the ratio of the means against the default only
+                mine, theirs = cell["vs_default"].get("mean_speedup"), own["vs_default"].get("mean_speedup")
+                cell["vs_own"] = {"rounds": None, "mean_ratio": mine / theirs if mine and theirs else None, "p": None}
+            # with 3 rounds no difference can be significant (the smallest p of 3 pairs is 0.25): the ratio decides
+            ratio, p = cell["vs_own"]["mean_ratio"], cell["vs_own"]["p"]
+            cell["transfers"] = None if ratio is None else ratio >= TRANSFER_RATIO and (p is None or p >= ALPHA)
+        out[target] = found
+    return out
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values or () if v is not None]
+    return statistics.mean(values) if values else None
+
+
+def _cell_text(cell: dict | None, own: bool) -> str:
+    if not cell:
+        return "-"
+    text = ratio_text(cell["vs_default"])
+    if cell["vs_default"].get("p_value") is not None:
+        text += f", p {cell['vs_default']['p_value']:.3f}"
+    if not own and cell.get("vs_own", {}).get("mean_ratio") is not None:
+        vs = cell["vs_own"]
+        text += f"; x{vs['mean_ratio']:.3f} of own" + (f" (p {vs['p']:.3f})" if vs.get("p") is not None else "")
+        text += {True: ": transfers", False: ": does not transfer", None: ""}[cell.get("transfers")]
+        if cell.get("transfers") is not None and vs.get("p") is None:
+            text += " (by its ratio: the own best ran in other rounds)"
+    costs = [f"{cell['cpu_us_per_op']:.0f} us CPU/op" if cell.get("cpu_us_per_op") is not None else None,
+             f"{cell['io_per_op']:.2f} I/Os/op" if cell.get("io_per_op") is not None else None]
+    costs = ", ".join(c for c in costs if c)
+    return text + (f" ({costs})" if costs else "") + (f"; {cell['bottleneck']}" if cell.get("bottleneck") else "")
+
+
+def picture(scenario: str, found: dict[str, dict[str, dict]]) -> Path | None:
+    """The matrix as a heat map: each cell's gain over the default."""
+    names = list(WORKLOADS)
+    grid = [[(found.get(t, {}).get(s) or {}).get("vs_default", {}).get("mean_speedup") for s in names] for t in names]
+    if not any(v is not None for row in grid for v in row):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 5.0))
+    shown = [[v if v is not None else float("nan") for v in row] for row in grid]
+    image = ax.imshow(shown, cmap="viridis")
+    ax.set_xticks(range(len(names)), [f"best of {n}" for n in names], rotation=30, ha="right")
+    ax.set_yticks(range(len(names)), [f"on {n}" for n in names])
+    for i, row in enumerate(grid):
+        for j, v in enumerate(row):
+            if v is not None:
+                ax.text(j, i, f"x{v:.2f}", ha="center", va="center", color="white" if v < 1.5 else "black")
+    fig.colorbar(image, ax=ax, label="throughput over the default")
+    ax.set_title(f"{scenario}: every best on every workload")
+    fig.tight_layout()
+    path = FOLDER / f"matrix-{scenario}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
+    path = RESULTS / "workloads.md"
+    lines = ["# What tuning finds on your workload, and whether a YCSB-tuned best carries over", "",
+             "Generated by `python3 bench/transfer.py`: per scenario and workload, `nosqltune tune --scenario "
+             f"SCENARIO WORKLOAD {' '.join(STRATEGY)} --budget {budget} --objective throughput` (the workloads: "
+             + "; ".join(f"{w}: `{' '.join(a)}`" for w, a in WORKLOADS.items())
+             + f"), then on each workload's study `nosqltune compare --candidates OWN-best.yaml,{YCSB}-best.yaml "
+             f"--repeat {rounds} --metrics {METRICS}` and `nosqltune compare --candidates OTHERS --repeat {few}`. "
+             f"A best transfers when it reaches x{TRANSFER_RATIO} of the workload's own best there and the two are "
+             f"not significantly different over the rounds they share (p >= {ALPHA}).", ""]
+    lines += kept_notes(path, Path(__file__).name)
+    ran = [s for s in scenarios if db_of(s).exists()]
+    if not ran:
+        path.write_text("\n".join(lines + ["Not run yet: `python3 bench/transfer.py --plan` says the machine time."])
+                        + "\n")
+        return
+    studies = {f"{s}/{w}": (db_of(s), w) for s in ran for w in WORKLOADS if study_rows(db_of(s), w)}
+    lines += [f"**Machines**: {machines(studies).line()}.", ""]
+    out = {}
+    for scenario in ran:
+        found = cells(scenario)
+        out[scenario] = found
+        lines += [f"## {scenario}", "", "| on \\ best of | " + " | ".join(WORKLOADS) + " |",
+                  "|---|" + "---|" * len(WORKLOADS)]
+        for target in WORKLOADS:
+            lines.append(f"| {target} | " + " | ".join(_cell_text(found.get(target, {}).get(s), s == target)
+                                                        for s in WORKLOADS) + " |")
+        drawn = picture(scenario, found)
+        if drawn:
+            lines += ["", f"![{scenario}](transfer/{drawn.name})"]
+        lines += ["", "Each workload's best settings:", ""]
+        for workload in WORKLOADS:
+            file = best_file(scenario, workload)
+            if file.exists():
+                lines.append(f"- **{workload}**: " + ", ".join(f"{k}={v}" for k, v in
+                                                                _yaml(file).items()))
+        lines.append("")
+        if scenario == "cloud-disk":
+            own = found.get("timeseries", {}).get("timeseries")
+            ycsb = found.get("timeseries", {}).get(YCSB)
+            if own and ycsb:   # from the 10 rounds both ran in, beside the default
+                over_default = own["vs_default"]
+                over_ycsb = paired(own["values"], ycsb["values"], maximize=True)
+                met = ((over_default.get("mean_speedup") or 0) >= GOAL_OVER_DEFAULT
+                       and (over_default.get("p_value") or 1) < ALPHA
+                       and (over_ycsb["mean_ratio"] or 0) >= GOAL_OVER_YCSB and (over_ycsb["p"] or 1) < ALPHA)
+                lines += [f"**Goal** (time series on cloud-disk: own best x{GOAL_OVER_DEFAULT} over the default and "
+                          f"x{GOAL_OVER_YCSB} over YCSB's best, both p < {ALPHA}): "
+                          f"{'met' if met else 'missed'}: own best {ratio_text(over_default)}"
+                          + (f", x{over_ycsb['mean_ratio']:.3f} over YCSB's best (p {over_ycsb['p']:.3f})"
+                             if over_ycsb["mean_ratio"] and over_ycsb["p"] is not None else ""), ""]
+    path.write_text("\n".join(lines) + "\n")
+    (FOLDER / "matrix.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+    log(f"wrote {path}")
+
+
+def _yaml(path: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--budget", type=int, default=60)
+    p.add_argument("--rounds", type=int, default=10, help="rounds of a workload's own best and YCSB's best on it")
+    p.add_argument("--few", type=int, default=3, help="rounds of the other profiles' bests")
+    p.add_argument("--plan", action="store_true", help="print the machine time only")
+    p.add_argument("--write-only", action="store_true")
+    a = p.parse_args()
+    scenarios = [s for s in a.scenarios.split(",") if s]
+    unknown = [s for s in scenarios if s not in MEASURED]
+    if unknown:
+        raise SystemExit(f"unknown scenario {unknown[0]!r}: {', '.join(SCENARIOS)}")
+    sys.path.insert(0, str(ROOT / "src"))
+    plan(scenarios, a.budget, a.rounds, a.few)
+    if a.plan:
+        return 0
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    if not a.write_only:
+        run(scenarios, a.budget, a.rounds, a.few)
+    write(scenarios, a.budget, a.rounds, a.few)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
