@@ -7,16 +7,24 @@ YCSB's best on it, 3 rounds for the other profiles' bests. bench/results/workloa
 
 The strategy is the one bench/results/strategies_v5.md ranks first: GP with LlamaTune (8 synthetic dimensions,
 x2.025 of the default on the recorded landscape, GP alone x2.015 beside it). On real cold trials GP alone found
-more (strategies_real.md: x3.62 against x2.48); the ranking asked for is the recorded one.
+more (strategies_real.md: x3.62 against x2.48); the ranking asked for is the recorded one. Every search of a
+scenario searches the same knobs, the scenario's set (cloud on cloud-disk, v5 on disk-bound), so that a cell tells
+workloads apart, not knob sets; a profile's table options stay its knobs' defaults. A best is exported as the
+settings its confirmation changed from the default (not every searched knob), so it carries no table's own
+options onto another table. The comparisons run at the studies' C1 JIT (the searches' own), while the searches'
+confirmations ran tiered: the page says so.
 
 A best **transfers** to a workload when it reaches at least x0.95 of that workload's own best there and the two
-are not significantly different (Wilcoxon signed-rank over the 10 rounds they share, p >= 0.05); with 3 rounds only
-the ratio is said. Goal, on cloud-disk: on the time-series profile its own best at least x1.5 over the default and
+are not significantly different (Wilcoxon signed-rank over the 10 rounds they share, p >= 0.05), or significantly
+better; a best measured in the 3 rounds of the other profiles' bests is judged by its ratio alone (its own best ran
+in other rounds, and 3 pairs cannot be significant: their smallest p is 0.25). Goal, on cloud-disk: on the time-series profile its own best at least x1.5 over the default and
 at least x1.2 over the YCSB-tuned best, both p < 0.05.
 
 Machine time, said before anything runs (`--plan` prints it alone), from the trial times stored by earlier studies
-of the same scenarios: 480 search trials at 78 s (cloud-disk) and 107 s (disk-bound), builds included, then 298
-comparison runs at 54-58 s: about 18 machine hours on 2026-11-29's figures, more than the 10-12 first guessed. One store per scenario (bench/results/transfer/SCENARIO.db), one
+of the same scenarios' SMAC studies: 480 search trials at 117 s (cloud-disk) and 211 s (disk-bound: a build in
+most of its trials), builds included, then 298 comparison runs at 43-58 s: about 28 machine hours on 2026-11-29's
+figures, more than twice the 10-12 first guessed. A search that builds less often than SMAC did (disk-bound's
+irace trials took 73 s) costs less. One store per scenario (bench/results/transfer/SCENARIO.db), one
 study per workload, so `nosqltune report` draws each. Needs root (memory cgroups, capped volumes); nothing else may
 run beside it. Resumable: a study resumes (tune --resume), a comparison continues its rounds, and each phase skips
 what is stored.
@@ -46,7 +54,8 @@ WORKLOADS = {YCSB: ["--workload", "ycsb-b", "--distribution", "uniform"],
              "messaging": ["--workload", "profile:messaging", *PROFILE_SIZES],
              "keyvalue": ["--workload", "profile:keyvalue", *PROFILE_SIZES]}
 STRATEGY = ["--optimizer", "gp", "--space-adapter", "llamatune", "--llamatune-dims", "8"]
-METRICS = "throughput,cpu-per-op,io-per-op"
+METRICS = "throughput,cpu-per-op,io-per-op,bytes-per-op"   # I/Os where the node has a volume of its own
+KNOBS = {"cloud-disk": "cloud", "disk-bound": "v5"}   # one knob set for every search of a scenario
 FOLDER = RESULTS / "transfer"
 TRANSFER_RATIO, ALPHA = 0.95, 0.05
 GOAL_OVER_DEFAULT, GOAL_OVER_YCSB = 1.5, 1.2
@@ -86,16 +95,19 @@ def plan(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
     for scenario in scenarios:
         db, name = MEASURED[scenario]
         rows = [r for r in study_rows(db, name) if r["state"] == "COMPLETE"]
-        trial = statistics.mean(r["timings"].get("total_s", 0.0) for r in rows) if rows else 90.0
-        runs = [r["timings"].get("total_s", 0.0) - (r["timings"].get("dataset_build_s") or 0.0) for r in rows]
-        run = statistics.mean(runs) if runs else 60.0
+        searched = [r["timings"].get("total_s", 0.0) for r in rows if r["tag"] != "compare"]
+        compared_s = [r["timings"].get("total_s", 0.0) for r in rows if r["tag"] == "compare"]
+        trial = statistics.mean(searched) if searched else 120.0
+        run = statistics.mean(compared_s) if compared_s else trial
         searches, compared = matrix_runs(budget, rounds, few)
-        # profiles run 100,000 operations against YCSB's 30,000 at about three times the rate: about the same time
-        hours = (searches * trial + compared * (run + 10.0)) / 3600   # + 10 s: a comparison run's cold boot
+        # profiles run 100,000 operations against YCSB's 30,000 at about three times the rate: about the same time;
+        # a best on another workload's data may need a dataset build of its own, and the searches' confirmations
+        # run tiered with a 60 s warm-up: a fifth more on the comparisons, a minute more on a fifth of the trials
+        hours = (searches * (trial + 0.2 * 60.0) + compared * run * 1.2) / 3600
         total += hours
         log(f"{scenario}: {searches} search trials at about {trial:.0f} s (builds included; {db.name}'s {name} "
-            f"study, {len(rows)} trials), then {compared} comparison runs at about {run:.0f} s: about "
-            f"{hours:.1f} machine hours")
+            f"study, {len(searched)} trials), then {compared} comparison runs at about {run:.0f} s "
+            f"({len(compared_s)} measured): about {hours:.1f} machine hours")
     log(f"in all: about {total:.1f} machine hours, nothing else running beside")
 
 
@@ -108,12 +120,16 @@ def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
         (FOLDER / scenario).mkdir(parents=True, exist_ok=True)
         for workload, args in WORKLOADS.items():   # the searches, each confirmed within its budget
             resume = ["--resume"] if study_rows(db, workload) else []
-            begin = [] if resume else ["--scenario", scenario, *args, *STRATEGY, "--budget", str(budget),
+            begin = [] if resume else ["--scenario", scenario, *args, "--knobs", KNOBS[scenario], *STRATEGY,
                                        "--objective", "throughput"]
-            nosqltune("tune", *begin, *resume, "--study", str(db), "--study-name", workload, capture=False,
-                      ok=(0, 1))
+            nosqltune("tune", *begin, *resume, "--budget", str(budget), "--study", str(db), "--study-name",
+                      workload, capture=False)
             best = json.loads(nosqltune("best", "--study", str(db), "--study-name", workload, "--format", "json"))
-            best_file(scenario, workload).write_text(yaml.safe_dump(best["best"]["config"], sort_keys=True))
+            if best.get("best_status") != "confirmed":
+                raise SystemExit(f"{scenario}/{workload}: the best is {best.get('best_status')!r}, not confirmed: "
+                                 "resume the search (this command again) before its best goes to the matrix")
+            changed = {k: v[1] for k, v in (best.get("changed") or {}).items()}
+            best_file(scenario, workload).write_text(yaml.safe_dump(changed, sort_keys=True))
         for target in WORKLOADS:   # every best on every workload
             close = [best_file(scenario, target)] + ([] if target == YCSB else [best_file(scenario, YCSB)])
             others = [best_file(scenario, w) for w in WORKLOADS if w not in (target, YCSB)]
@@ -122,7 +138,14 @@ def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
                     continue
                 nosqltune("compare", "--study", str(db), "--study-name", target, "--candidates",
                           ",".join(str(f) for f in files), "--repeat", str(repeat), "--metrics", METRICS,
-                          capture=False, ok=(0, 1))
+                          capture=False)
+        from nosqltune.store import open_store
+
+        store = open_store(str(db))   # committed as one file: the write-ahead log folded in
+        try:
+            store.checkpoint()
+        finally:
+            store.close()
 
 
 def cells(scenario: str) -> dict[str, dict[str, dict]]:
@@ -140,12 +163,15 @@ def cells(scenario: str) -> dict[str, dict[str, dict]]:
                     name = label(source)
                     if name not in measured.get("stats", {}):
                         continue
+                    if source in found and found[source]["rounds"] > len(measured["values"][name]):
+                        continue   # measured in more rounds elsewhere: that comparison decides
                     also = measured.get("also") or {}
                     found[source] = {
                         "vs_default": measured["stats"][name], "values": measured["values"][name],
                         "rounds": len(measured["values"][name]), "bottleneck": (measured.get("bottlenecks") or {})
                         .get(name), "cpu_us_per_op": _mean((also.get("cpu-per-op") or {}).get("values", {}).get(name)),
                         "io_per_op": _mean((also.get("io-per-op") or {}).get("values", {}).get(name)),
+                        "bytes_per_op": _mean((also.get("bytes-per-op") or {}).get("values", {}).get(name)),
                         "own": measured["values"].get(label(target))}
         own = found.get(target)
         for source, cell in found.items():
@@ -158,7 +184,8 @@ def cells(scenario: str) -> dict[str, dict[str, dict]]:
                 cell["vs_own"] = {"rounds": None, "mean_ratio": mine / theirs if mine and theirs else None, "p": None}
             # with 3 rounds no difference can be significant (the smallest p of 3 pairs is 0.25): the ratio decides
             ratio, p = cell["vs_own"]["mean_ratio"], cell["vs_own"]["p"]
-            cell["transfers"] = None if ratio is None else ratio >= TRANSFER_RATIO and (p is None or p >= ALPHA)
+            cell["transfers"] = (None if ratio is None else
+                                 ratio >= TRANSFER_RATIO and (p is None or p >= ALPHA or ratio > 1.0))
         out[target] = found
     return out
 
@@ -181,9 +208,13 @@ def _cell_text(cell: dict | None, own: bool) -> str:
         if cell.get("transfers") is not None and vs.get("p") is None:
             text += " (by its ratio: the own best ran in other rounds)"
     costs = [f"{cell['cpu_us_per_op']:.0f} us CPU/op" if cell.get("cpu_us_per_op") is not None else None,
-             f"{cell['io_per_op']:.2f} I/Os/op" if cell.get("io_per_op") is not None else None]
+             f"{cell['io_per_op']:.2f} I/Os/op" if cell.get("io_per_op") is not None else
+             f"{cell['bytes_per_op'] / 1e3:.1f} KB read/op" if cell.get("bytes_per_op") is not None else None]
     costs = ", ".join(c for c in costs if c)
-    return text + (f" ({costs})" if costs else "") + (f"; {cell['bottleneck']}" if cell.get("bottleneck") else "")
+    limit = cell.get("bottleneck") or {}
+    limit = (f"; {limit['line']} ({limit.get('of')} of {limit.get('trials')} runs)" if isinstance(limit, dict)
+             and limit.get("line") else "")
+    return text + (f" ({costs})" if costs else "") + limit
 
 
 def picture(scenario: str, found: dict[str, dict[str, dict]]) -> Path | None:
@@ -222,9 +253,14 @@ def write(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
              f"SCENARIO WORKLOAD {' '.join(STRATEGY)} --budget {budget} --objective throughput` (the workloads: "
              + "; ".join(f"{w}: `{' '.join(a)}`" for w, a in WORKLOADS.items())
              + f"), then on each workload's study `nosqltune compare --candidates OWN-best.yaml,{YCSB}-best.yaml "
-             f"--repeat {rounds} --metrics {METRICS}` and `nosqltune compare --candidates OTHERS --repeat {few}`. "
-             f"A best transfers when it reaches x{TRANSFER_RATIO} of the workload's own best there and the two are "
-             f"not significantly different over the rounds they share (p >= {ALPHA}).", ""]
+             f"--repeat {rounds} --metrics {METRICS}` and `nosqltune compare --candidates OTHERS --repeat {few} "
+             f"--metrics {METRICS}`. The strategy: GP with LlamaTune (8 dimensions), the first of "
+             "strategies_v5.md's ranking; each scenario's searches search its knob set ("
+             + ", ".join(f"{s}: {k}" for s, k in KNOBS.items()) + "). A best is the settings its confirmation "
+             f"changed. A best transfers when it reaches x{TRANSFER_RATIO} of the workload's own best there and the "
+             f"two are not significantly different over the rounds they share (p >= {ALPHA}), or it is better; in "
+             f"the {few}-round cells the ratio alone decides. The comparisons run at the studies' C1 JIT; the "
+             "searches' confirmations ran tiered.", ""]
     lines += kept_notes(path, Path(__file__).name)
     ran = [s for s in scenarios if db_of(s).exists()]
     if not ran:
@@ -245,17 +281,19 @@ def write(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
         drawn = picture(scenario, found)
         if drawn:
             lines += ["", f"![{scenario}](transfer/{drawn.name})"]
-        lines += ["", "Each workload's best settings:", ""]
-        for workload in WORKLOADS:
-            file = best_file(scenario, workload)
-            if file.exists():
-                lines.append(f"- **{workload}**: " + ", ".join(f"{k}={v}" for k, v in
-                                                                _yaml(file).items()))
+        bests = {w: _yaml(best_file(scenario, w)) for w in WORKLOADS if best_file(scenario, w).exists()}
+        knobs = sorted({k for b in bests.values() for k in b})
+        if knobs:   # each best's changed settings beside YCSB's ("-": the default)
+            lines += ["", "What each best changed from the default:", "", "| setting | " + " | ".join(bests) + " |",
+                      "|---|" + "---|" * len(bests)]
+            lines += [f"| {k} | " + " | ".join(str(b.get(k, "-")) for b in bests.values()) + " |" for k in knobs]
         lines.append("")
         if scenario == "cloud-disk":
             own = found.get("timeseries", {}).get("timeseries")
             ycsb = found.get("timeseries", {}).get(YCSB)
-            if own and ycsb:   # from the 10 rounds both ran in, beside the default
+            if not (own and ycsb):
+                lines += ["**Goal** (time series on cloud-disk): not measured yet.", ""]
+            else:   # from the 10 rounds both ran in, beside the default
                 over_default = own["vs_default"]
                 over_ycsb = paired(own["values"], ycsb["values"], maximize=True)
                 met = ((over_default.get("mean_speedup") or 0) >= GOAL_OVER_DEFAULT
