@@ -214,9 +214,10 @@ def identifier(text: str) -> str:
     return text[1:-1].replace('""', '"') if len(text) > 1 and text[0] == text[-1] == '"' else text.lower()
 
 
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """Split at `sep` outside (), <>, {} and quotes."""
-    out, depth, quote, start = [], 0, None, 0
+def _top_level(text: str):
+    """The indices of `text` outside quotes and (), <>, {}, [] (a doubled quote inside a string closes it and opens
+    it again)."""
+    depth, quote = 0, None
     for i, ch in enumerate(text):
         if quote:
             quote = None if ch == quote else quote
@@ -226,7 +227,15 @@ def _split_top(text: str, sep: str = ",") -> list[str]:
             depth += 1
         elif ch in ")>}]":
             depth -= 1
-        elif ch == sep and depth == 0:
+        elif depth == 0:
+            yield i
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Split at `sep` outside (), <>, {} and quotes."""
+    out, start = [], 0
+    for i in _top_level(text):
+        if text[i] == sep:
             out.append(text[start:i].strip())
             start = i + 1
     out.append(text[start:].strip())
@@ -337,28 +346,12 @@ def parse_table(cql: str, keyspace: str, where: str) -> Table:
 def split_and(text: str) -> list[str]:
     """A WITH clause's options, split at AND outside maps, strings and parentheses (a comment may hold any of
     them)."""
-    out, start, depth, quote, i = [], 0, 0, None, 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == quote and text[i + 1:i + 2] == quote:   # '' inside a string
-                i += 2
-                continue
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "{([":
-            depth += 1
-        elif ch in "})]":
-            depth -= 1
-        elif depth == 0:
-            match = re.match(r"\s+and\s+", text[i:], re.IGNORECASE)
-            if match:
-                out.append(text[start:i].strip())
-                i += match.end()
-                start = i
-                continue
-        i += 1
+    out, start = [], 0
+    for i in _top_level(text):
+        match = re.match(r"\s+and\s+", text[i:], re.IGNORECASE) if i >= start else None
+        if match:
+            out.append(text[start:i].strip())
+            start = i + match.end()
     out.append(text[start:].strip())
     return [part for part in out if part]
 
