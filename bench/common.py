@@ -4,6 +4,7 @@ hand-written notes a generated results file keeps."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -23,11 +24,21 @@ def nosqltune(*args: str, capture: bool = True, ok: tuple[int, ...] = (0,)) -> s
     be resumed)."""
     cmd = [sys.executable, "-m", "nosqltune", *args]
     log(" ".join(cmd[2:]))
-    proc = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-                          stdout=subprocess.PIPE if capture else None, text=True)
+    # the command in a session of its own, and a stop (kill, Ctrl-C) passed to it once, so that it ends its trial
+    # and stops its nodes as it does on its own: a bench killed alone would otherwise leave it running unwatched
+    # (or, under subprocess.run's Ctrl-C, kill it hard and orphan its datastore)
+    proc = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, start_new_session=True,
+                            stdout=subprocess.PIPE if capture else None, text=True)
+    stops = (signal.SIGTERM, signal.SIGINT)
+    before = {sig: signal.signal(sig, lambda signum, _frame: proc.send_signal(signum)) for sig in stops}
+    try:
+        out, _ = proc.communicate()
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
     if proc.returncode not in ok:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
-    return proc.stdout or ""
+    return out or ""
 
 
 def study_rows(db: Path, study_name: str) -> list[dict]:

@@ -35,6 +35,29 @@ def test_the_worst_gain_ranks_a_level_gain_above_a_cliff():
     assert worst.evaluate(CLIFF, DEFAULT).value == pytest.approx(1.1 * base)
 
 
+def test_a_studys_stored_trials_are_ranked_by_their_worst_gain():
+    """The ranking `best` and the report read from the store (tuning.results.configurations): each configuration's
+    gains are against the default's runs at the same size, so the level configuration ranks above the cliff."""
+    from nosqltune.knobs import load_space
+    from nosqltune.knobs.space import TuningSpace
+    from nosqltune.tuning.results import configurations
+
+    space = TuningSpace(load_space("cassandra").subset("rafiki5"))
+    default = space.default()
+    configs = {"default": default, "cliff": {**default, "concurrent_writes": 64},
+               "level": {**default, "concurrent_writes": 96}}
+    runs = {"default": DEFAULT, "cliff": CLIFF, "level": LEVEL}
+    rows = [{"id": len(configs) * i + j, "config": configs[name], "state": "COMPLETE", "failure_kind": None,
+             "meta": {"instance": size}, "metrics": {"summary": runs[name][j]}}
+            for i, name in enumerate(configs) for j, size in enumerate(("w", "w-data2"))]
+    objective = Objective.parse("throughput", combine="worst-gain")
+    got = {c["config"]["concurrent_writes"]: c["value"] for c in configurations(rows, objective, ["w", "w-data2"],
+                                                                                 space)}
+    base = (1000 * 500) ** 0.5
+    assert got[64] == pytest.approx(1.1 * base) and got[96] == pytest.approx(1.6 * base)
+    assert got[default["concurrent_writes"]] == pytest.approx(base)
+
+
 def test_the_worst_gain_of_a_latency_is_its_least_cut():
     worst = Objective.parse("p99-read", combine="worst-gain")
     cliff, level = worst.evaluate(CLIFF, DEFAULT).value, worst.evaluate(LEVEL, DEFAULT).value

@@ -5,6 +5,7 @@ draws it. On the recorded surrogate (the sizes' structure; what the data does to
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -48,11 +49,12 @@ def test_each_size_is_its_own_interleaved_comparison_at_equal_work(study, capsys
     assert main(["best", "--study", str(study)]) == 0
     printed = capsys.readouterr().out
     assert "gain against the data size" in printed and "data x2:" in printed
-    from nosqltune.report import plots
-    from nosqltune.report.data import load_views
-
-    (view,) = load_views(str(study))
-    assert plots.growth(view) is not None
+    out_dir = study.parent / "report"
+    assert main(["report", "--study", str(study), "--out", str(out_dir), "--json"]) == 0
+    written = json.loads(capsys.readouterr().out)
+    figure = [f for f in written["figures"] if f.endswith("-growth.png")]
+    assert figure and Path(figure[0]).stat().st_size > 10_000
+    assert "the gain against the data size" in Path(written["report"]).read_text()
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -83,12 +85,19 @@ def test_compare_and_confirm_take_another_jit_stored_apart(study, capsys):
         rows = [r for r in store.trials() if r["tag"] == "compare"]
     finally:
         store.close()
-    assert "x1-tiered" in record["compare"]
+    assert "x1-tiered-plateau" in record["compare"]
     assert rows and all(r["workload"]["harness"]["jit"] == "tiered" for r in rows)
-    assert all(r["meta"]["group"].endswith("tiered") or "-tiered" in r["meta"]["group"] for r in rows)
-    # tiered rounds warm up by time, long enough for the JIT's plateau, whatever the study's warm-up was
-    assert all(r["workload"]["warmup_max_seconds"] == 60 and r["workload"]["warmup_operations"] >= 10**9
-               for r in rows)
+    assert all("-tiered-plateau" in r["meta"]["group"] for r in rows)
+    # tiered rounds warm up until the JIT's plateau (two 20 s windows within 5%, at most 300 s), whatever the
+    # study's warm-up was; the loadgen is told the drift bound
+    from nosqltune.workloads.spec import Workload
+
+    assert all((r["workload"]["warmup_steady_window"], r["workload"]["warmup_steady_drift"],
+                r["workload"]["warmup_max_seconds"]) == (20, 0.05, 300) for r in rows)
+    stored = {k: v for k, v in rows[0]["workload"].items() if k != "harness"}
+    props = Workload.from_dict(stored).properties("run")
+    assert props["warmup.steady.drift"] == 0.05 and props["warmup.steady.window"] == 20
+    assert "warmup.steady.drift" not in Workload.from_dict({**stored, "warmup_steady_drift": None}).properties("run")
     assert main(["best", "--study", str(study), "--jit", "tiered"]) == 2       # --jit without --confirm
     assert "give --confirm too" in capsys.readouterr().err
 
@@ -131,3 +140,56 @@ def test_a_confirmation_runs_at_productions_jit_unless_told():
     assert production_jit(study("cassandra", "tiered")) is None
     assert production_jit(study("surrogate:cloud13", "c1")) is None
     assert production_jit(study("redis", "c1")) is None
+
+
+def _comparison(data, speedup, pairs, *, warmup=None, jit=None):
+    stats = {"mean_speedup": speedup, "ci_low": speedup - 0.1, "ci_high": speedup + 0.1, "p_value": 0.01,
+             "pairs": pairs, "verdict": "faster"}
+    return {"scale": 1.0, "data": data, "jit": jit, "warmup_seconds": warmup,
+            "workloads": {"w": {"stats": {"best": stats}}}}
+
+
+def test_the_growth_table_keeps_a_warmup_by_time_and_another_jit_apart():
+    """A fidelity check at x1 (a warm-up by time, more pairs) is not the growth run's x1; rounds at another JIT are
+    a growth of their own, and a JIT with one size has no rows."""
+    table = growth_table({
+        "x1:best+latest": _comparison(1.0, 3.6, 3), "x1-data2:best+latest": _comparison(2.0, 1.4, 3),
+        "x1-warm20s": _comparison(1.0, 3.4, 10, warmup=20, jit="c1"),
+        "x1-tiered": _comparison(1.0, 2.8, 10, jit="tiered"),
+        "x1-tiered-plateau:best+latest": _comparison(1.0, 2.5, 4, jit="tiered"),
+        "x1-data2-tiered-plateau:best+latest": _comparison(2.0, 1.2, 4, jit="tiered"),
+        "x1-data4-c1": _comparison(4.0, 1.1, 4, jit="c1"),
+    })
+    got = [(r["jit"], r["multiple"], r["mean_speedup"], r["pairs"]) for r in table]
+    assert got == [("", 1.0, 3.6, 3), ("", 2.0, 1.4, 3), ("tiered", 1.0, 2.8, 10), ("tiered", 2.0, 1.2, 4)]
+    assert growth_table({"x1": _comparison(1.0, 3.6, 3), "x1-warm20s": _comparison(2.0, 1.0, 3, warmup=20)}) == []
+
+
+def test_growth_checks_every_size_before_the_first_runs_and_adds_latest(monkeypatch):
+    """The disk for 4x is refused before 1x runs; Cassandra's `latest` is measured at every size."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    import nosqltune.evaluation.compare as compare
+    from nosqltune.errors import UsageError
+
+    events = []
+
+    def preflight(workload, harness):
+        events.append(("check", workload))
+        if workload == "w x4":
+            raise UsageError("w: 400 records need about 9 GB of disk: give fewer records")
+
+    study = SimpleNamespace(system="cassandra", objective=SimpleNamespace(metric="throughput"),
+                            target=lambda metrics: SimpleNamespace(preflight=preflight))
+    monkeypatch.setattr(compare, "_rig", lambda s, settings: ("harness", None, [f"w x{settings.data:g}"]))
+    monkeypatch.setattr(compare, "compare_study",
+                        lambda s, settings, say: events.append(("run", settings.data, settings.candidates)) or {})
+    settings = compare.CompareSettings(candidates="best", rounds=2)
+    with pytest.raises(UsageError, match="give fewer records"):
+        compare.compare_growth(study, settings, (1.0, 2.0, 4.0))
+    assert [e[0] for e in events] == ["check", "check", "check"]
+    events.clear()
+    out = compare.compare_growth(study, replace(settings), (1.0, 2.0))
+    assert events == [("check", "w x1"), ("check", "w x2"), ("run", 1.0, "best,latest"), ("run", 2.0, "best,latest")]
+    assert set(out["sizes"]) == {1.0, 2.0}

@@ -56,10 +56,26 @@ def test_values_found_on_the_rig_carry_back_by_their_rule():
     assert scale_back("compression", 1, rig) is None
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("no-such-node", "unknown node shape 'no-such-node'"),
+def test_gp3_nodes_rig_from_its_own_figures():
+    """gp3-node by hand: 32 GiB, Cassandra's default heap for it 8 GiB (a quarter, at most 8), a tenth beside it,
+    so 20.8 GiB of page cache under 160 GiB of data; the rig: a 512 MiB heap (the quarter of 2 GiB), 768 beside,
+    768 MiB of page cache, filled as many times over by rows of 1000 bytes."""
+    rig = derive(load_shape("gp3-node"), machine_cores=2)
+    shape_page_cache_mib = 32 * 1024 - 8 * 1024 - 0.1 * 32 * 1024
+    assert (rig.heap_mb, rig.page_cache_mb) == (512, 768)
+    assert rig.records == int(160 * 1024 / shape_page_cache_mib * 768 * 2**20 / 1000) == 6_194_664
+
+
+@pytest.mark.parametrize("spec, text, message", [
+    ("no-such-node", None, "unknown node shape 'no-such-node'"),
+    ("small.yaml", "cores: 4\nmemory_gib: 0.5\ndata_gib: 10\n", "cannot hold Cassandra's default heap"),
+    ("disk.yaml", "cores: 4\nmemory_gib: 16\ndata_gib: 10\nvolume: nope\n", "unknown volume preset 'nope'"),
 ])
-def test_an_unknown_preset_is_one_line(spec, message, tmp_path, capsys):
+def test_a_shape_that_cannot_work_is_one_line_before_anything(spec, text, message, tmp_path, capsys,
+                                                               monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if text:
+        (tmp_path / spec).write_text(text)
     assert main(["tune", "--node-shape", spec, "--budget", "2", "--study", str(tmp_path / "s.db")]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
@@ -113,3 +129,50 @@ def test_a_shape_on_a_capped_volume_searches_the_cloud_set_unless_a_scenario_nam
     assert _shape_knobs(Namespace(scenario="disk-bound"), gp3) is None
     assert _shape_knobs(Namespace(scenario=None), derive(load_shape("local-ssd-node"), machine_cores=2)) is None
     assert _shape_knobs(Namespace(scenario=None), None) is None
+
+
+def test_a_study_tuned_for_a_shape_stores_it_and_best_says_so(tmp_path, capsys, monkeypatch):
+    """`tune --node-shape` through the command line, its Cassandra trials answered by a function of the knobs (no
+    node starts): the derived rig is printed with the ratios kept and lost, its records and heap are the trials',
+    the study stores the shape, and `best` names it with the values carried back by their rules. The search runs
+    C1-only; its confirmation, and `best --confirm`, run at production's tiered JIT (fidelity.md)."""
+    import json
+
+    import nosqltune.runtime.probe as probe
+    from nosqltune.store import open_store
+    from nosqltune.systems import TrialResult, target
+
+    seen = []
+
+    def trial(space, overrides, workload, settings, progress):
+        seen.append((workload.records, settings.cassandra.heap_mb, settings.jit))
+        return TrialResult(state="COMPLETE", summary={"throughput_ops_s": 300.0 + overrides.get("concurrent_reads", 0)})
+
+    monkeypatch.setattr(target("cassandra").module, "run_trial", trial)
+    monkeypatch.setattr(probe, "machine_record", lambda folder: {})
+    monkeypatch.setattr("nosqltune.systems.cassandra.trial.check_disk", lambda *a, **k: None)   # no data is built
+    monkeypatch.setenv("NOSQLTUNE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    study = str(tmp_path / "s.db")
+    assert main(["tune", "--node-shape", "gp3-node", "--optimizer", "random", "--budget", "8", "--seed", "1",
+                 "--confirm-top", "1", "--confirm-rounds", "2", "--study", study]) == 0
+    err = capsys.readouterr().err
+    rig = derive(load_shape("gp3-node"))
+    assert "kept: data per page cache" in err and "NOT kept: cores 8" in err
+    assert seen[:4] == [(rig.records, rig.heap_mb, "c1")] * 4          # the search: the budget less its confirmation
+    assert seen[4:] == [(rig.records, rig.heap_mb, "tiered")] * 4     # the best and the default, 2 rounds each
+    store = open_store(study)
+    try:
+        stored = store.find_study("tune")["settings"]["tune"]["node_shape"]
+    finally:
+        store.close()
+    assert stored["shape"]["name"] == "gp3-node" and stored["records"] == rig.records
+    assert main(["best", "--study", study]) == 0
+    out = capsys.readouterr().out
+    assert "tuned for node shape gp3-node" in out and "on the shape" in out
+    assert main(["best", "--study", study, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["node_shape"]["shape"]["name"] == "gp3-node"
+    del seen[:]
+    assert main(["best", "--study", study, "--confirm", "--top", "1", "--rounds", "3"]) == 0
+    assert len(seen) == 2 and {jit for *_, jit in seen} == {"tiered"}   # round 3 only: the tune's 2 rounds stand

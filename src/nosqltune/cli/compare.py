@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-from ..errors import UsageError
 from .options import DEFAULT_STUDY, multiples
 
 
@@ -93,7 +92,8 @@ def format_growth(table: list[dict[str, Any]]) -> str:
         interval = (f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if row.get("ci_low") is not None else "")
         p = "-" if row.get("p_value") is None else f"{row['p_value']:.3g}"
         speedup = "-" if row.get("mean_speedup") is None else f"x{row['mean_speedup']:.3f}"
-        lines.append(f"  {row['workload']}  {row['candidate']:<14} data x{row['multiple']:g}: {speedup}{interval}, "
+        label = row["candidate"] + (f" ({row['jit']})" if row.get("jit") else "")   # rounds at another JIT
+        lines.append(f"  {row['workload']}  {label:<14} data x{row['multiple']:g}: {speedup}{interval}, "
                      f"p = {p} over {row['pairs']} pairs")
     return "\n".join(lines)
 
@@ -174,9 +174,9 @@ def add_parsers(sub) -> None:
                         "client sharing the cores cannot; '' for none)")
     p.add_argument("--jit", choices=["c1", "tiered"], default=None,
                    help="both JVMs' JIT for these rounds, whatever the study was tuned with (its trials ran c1 unless "
-                        "tune said otherwise): tiered measures at production's JIT, whose plateau takes about a "
-                        "minute on 2 cores, so its runs warm up for 60 s (--warmup-seconds says otherwise); stored "
-                        "as its own comparison")
+                        "tune said otherwise): tiered measures at production's JIT, whose plateau takes a minute or "
+                        "more on 2 cores, so its runs warm up until two 20 s windows of throughput agree within 5%%, "
+                        "at most 300 s (--warmup-seconds S: by time instead); stored as its own comparison")
     p.add_argument("--warmup-seconds", type=int, default=None, metavar="S",
                    help="warm up each run for S seconds (by time, not operations) instead of the study's warm-up; "
                         "stored as its own comparison")

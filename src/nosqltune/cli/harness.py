@@ -120,6 +120,9 @@ def trial_settings(args: argparse.Namespace, *, surrogate: bool = False):
     volume = trial_volume(args, scenario, system)
     for flag in ("server_cpus", "client_cpus"):
         cpu_list(getattr(args, flag), "--" + flag.replace("_", "-"))
+    if system == "cassandra" and args.server_cpus and most > 1:   # before any trial: a design's 1-node trials too
+        raise UsageError(f"--server-cpus pins a single node; clusters (here up to {most} nodes, from --nodes or "
+                         "--design) do not honour it yet: leave it out")
     if system == "cassandra":
         datastore = cassandra_settings(args, scenario, most, design, page_cache, warm, volume)
     else:

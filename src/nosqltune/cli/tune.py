@@ -657,7 +657,7 @@ def add_parsers(sub) -> None:
                    help=f"interleaved cold rounds of the confirmation (default {CONFIRM_ROUNDS})")
     p.add_argument("--jit", choices=["c1", "tiered"], default=None,
                    help="with --confirm: both JVMs' JIT for its rounds (default tiered, production's, for a study of "
-                        "Cassandra trials, whose rounds then warm up for 60 s to reach its plateau; c1: the JIT the "
+                        "Cassandra trials, whose rounds then warm up until its plateau, at most 300 s; c1: the JIT the "
                         "trials ran with), stored as a confirmation of its own")
     p.add_argument("--warmup-seconds", type=int, default=None, metavar="S",
                    help="with --confirm: warm up each run for S seconds (by time, not operations) instead of the "

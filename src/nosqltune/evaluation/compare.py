@@ -71,7 +71,12 @@ def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]],
 
 # --- the warm-up of a fidelity check ----------------------------------------------------------------------------
 
-TIERED_WARMUP_S = 60   # tiered throughput after a cold boot still climbs at 50 s on 2 cores (warmup_curve.md)
+# Tiered rounds warm up until the JIT's plateau: until two 20 s windows of throughput have means within 5% of each
+# other (and the last window's samples within a CV of 15%), at most 300 s. A fixed 60 s was not enough: tiered
+# throughput after a cold boot still climbs at 50 s on 2 cores (warmup_curve.md), and fidelity.md's first tiered
+# runs, warmed 60 s, still rose 12-50% from the first third of their measured phase to the last.
+TIERED_PLATEAU = {"warmup_steady_window": 20, "warmup_steady_cv": 0.15, "warmup_steady_drift": 0.05,
+                  "warmup_max_seconds": 300}
 MAX_WARMUP_S = 600
 
 
@@ -82,14 +87,19 @@ def check_warmup_seconds(seconds: int | None) -> None:
 
 def warmed_up(workload: dict[str, Any], jit: str | None, warmup_seconds: int | None) -> tuple[dict[str, Any], str]:
     """The workload of rounds at another JIT than the study's, or with a warm-up by time: (the workload, the suffix
-    of its stored group). Rounds switched to tiered warm up for TIERED_WARMUP_S unless `warmup_seconds` says
-    otherwise, so that they measure the JIT's plateau rather than a point on its slope; the warm-up then ends by
-    time alone (its operation count is not the limit)."""
-    seconds = warmup_seconds or (TIERED_WARMUP_S if jit == "tiered" else None)
-    suffix = (f"-{jit}" if jit else "") + (f"-warm{warmup_seconds}s" if warmup_seconds else "")
-    if not seconds:
-        return workload, suffix
-    return {**workload, "warmup_operations": 10**9, "warmup_max_seconds": seconds, "warmup_steady_window": 0}, suffix
+    of its stored group). A warm-up by time (`warmup_seconds`) ends by time alone (its operation count is not the
+    limit); rounds switched to tiered otherwise warm up until the JIT's plateau (TIERED_PLATEAU), their
+    operation count a floor, so that they measure the plateau rather than a point on its slope."""
+    # the warm-up in the stored group's name, so that rounds warmed another way are never taken for these (the
+    # tiered rounds of before the plateau rule, warmed 60 s by time, kept the bare "-tiered")
+    suffix = (f"-{jit}" if jit else "") + (f"-warm{warmup_seconds}s" if warmup_seconds else
+                                           "-plateau" if jit == "tiered" else "")
+    if warmup_seconds:
+        return {**workload, "warmup_operations": 10**9, "warmup_max_seconds": warmup_seconds,
+                "warmup_steady_window": 0}, suffix
+    if jit == "tiered":
+        return {**workload, **TIERED_PLATEAU}, suffix
+    return workload, suffix
 
 
 # --- a study's candidates against its default (`nosqltune compare`) --------------------------------------------
@@ -103,7 +113,7 @@ class CompareSettings:
     metrics: tuple[str, ...] = ("throughput", "cpu-per-op")   # tested beside the objective, from the same runs
     data: float = 1.0                 # records alone multiplied by this, operations held (one size of a growth test)
     jit: str | None = None            # both JVMs' JIT for these rounds (c1, tiered); None: the study's own
-    warmup_seconds: int | None = None  # a warm-up by time instead of the study's (tiered: TIERED_WARMUP_S)
+    warmup_seconds: int | None = None  # a warm-up by time instead of the study's (tiered: TIERED_PLATEAU)
 
     def __post_init__(self) -> None:
         from ..objective import check_metric
@@ -164,6 +174,25 @@ def parse_candidates(text: str, space, best: dict[str, Any] | None,
     return out
 
 
+def _rig(study, settings: CompareSettings) -> tuple[Any, str | None, list]:
+    """The harness of a comparison's rounds (the study's, at another JIT when `settings.jit` differs from it), that
+    JIT when it differs (else None), and the study's workloads at the comparison's scale, data size and warm-up."""
+    from dataclasses import replace
+
+    from ..workloads.spec import Workload
+
+    harness = study.settings
+    jit = settings.jit if settings.jit and settings.jit != harness.jit else None   # fidelity: another JIT than tuned
+    if jit:
+        harness = replace(harness, jit=jit)
+    workloads = [Workload.from_dict(warmed_up(w if settings.scale == 1 and settings.data == 1 else
+                                              {**w, "records": int(w["records"] * settings.scale * settings.data),
+                                               "operations": int(w["operations"] * settings.scale)},
+                                              jit, settings.warmup_seconds)[0])
+                 for w in study.tune["workloads"]]
+    return harness, jit, workloads
+
+
 def compare_study(study, settings: CompareSettings, say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Run the candidates of `settings` and the default in interleaved cold rounds on the study's workloads and
     harness (stored in the study as tag compare, resumable), test each against the default on the study's
@@ -174,23 +203,17 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
     from ..objective import metric_unit, metric_value
     from ..runtime.paths import cache_dir
     from ..tuning.results import best_configuration, confirmed_best
-    from ..workloads.spec import Workload
     from .machines import check_machines
     from .stats import compare
 
     store, tune, objective, full_space = study.store, study.tune, study.objective, study.full_space
-    harness = study.settings
-    jit = settings.jit if settings.jit and settings.jit != harness.jit else None   # fidelity: another JIT than tuned
-    if jit:
-        from dataclasses import replace as with_field
-
-        harness = with_field(harness, jit=jit)
     rows = study.trials()
     # the confirmed best when the study has one (`best --confirm`, or the end of `tune`)
     best = confirmed_best(best_configuration(rows, objective, study.spec.workloads, study.space),
                           study.record["settings"], study.space)
     best_source = None if not best else ("the best single run" if not best.get("confirmed") else
                                          f"the confirmed best ({best['label']} of the confirmation)")
+    harness, jit, workloads = _rig(study, settings)
     heap_mb = harness.cassandra.heap_mb if harness.system == "cassandra" else None   # only Cassandra's rules use it
     facts = machine_facts(heap_mb=heap_mb, data_path=cache_dir(), server_cpus=harness.server_cpus)
     practice, rules = best_practice(full_space, facts)
@@ -212,11 +235,6 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
                               "candidates": candidates, "workloads": {}, "runs": 0, "failed_runs": 0}
     if "best-practice" in candidates:
         result["best_practice"] = {"machine": facts, "rules": rules}
-    workloads = [Workload.from_dict(warmed_up(w if settings.scale == 1 and settings.data == 1 else
-                                              {**w, "records": int(w["records"] * settings.scale * settings.data),
-                                               "operations": int(w["operations"] * settings.scale)},
-                                              jit, settings.warmup_seconds)[0])
-                 for w in tune["workloads"]]
     for workload in workloads:   # e.g. the memory guard of Redis at --scale 10
         target.preflight(workload, harness)
     # compare runs trials in the study: not beside a tune (the lease is taken once the input is known to be good,
@@ -278,6 +296,11 @@ def compare_growth(study, settings: CompareSettings, growth: tuple[float, ...],
     names = [c.strip() for c in settings.candidates.split(",") if c.strip()]
     if study.system == "cassandra" and "latest" not in names:
         names.append("latest")   # Cassandra's own newer defaults, at every size beside the tuned ones
+    target = study.target((study.objective.metric,))
+    for multiple in growth:   # every size checked (e.g. the disk for its data) before the first size runs
+        harness, _, workloads = _rig(study, replace(settings, data=multiple))
+        for workload in workloads:
+            target.preflight(workload, harness)
     sizes = {}
     for multiple in growth:
         sizes[multiple] = compare_study(study, replace(settings, candidates=",".join(names), data=multiple), say=say)
@@ -286,23 +309,27 @@ def compare_growth(study, settings: CompareSettings, growth: tuple[float, ...],
 
 def growth_table(comparisons: dict[str, Any]) -> list[dict[str, Any]]:
     """From a study's stored comparisons: each data size's speedup of every candidate against the default, smallest
-    size first (rows: multiple, workload, candidate, mean_speedup, ci_low, ci_high, p_value, pairs). Only the
-    comparisons at equal work (scale 1) are rows; one that is not a growth size counts as data x1."""
+    size first (rows: multiple, workload, candidate, jit, mean_speedup, ci_low, ci_high, p_value, pairs). Only the
+    comparisons at equal work (scale 1) and with the study's warm-up are rows; one that is not a growth size counts
+    as data x1. Rounds at another JIT than the study's (`--jit`) are sizes of their own growth, with `jit` naming
+    it ("" for the study's own): a JIT with one size only has no rows."""
     rows = []
     for key, result in comparisons.items():
-        if result.get("scale", 1) != 1 or not result.get("workloads") or key.split(":")[0].endswith(("-c1", "-tiered")):
-            continue   # another load, or another JIT than the study's: not a size of its growth
+        if result.get("scale", 1) != 1 or not result.get("workloads") or result.get("warmup_seconds"):
+            continue   # another load, or a warm-up by time (a fidelity check): not a size of the study's growth
+        parts = key.split(":")[0].split("-")
+        jit = next((j for j in ("c1", "tiered") if j in parts), "")   # rounds switched to another JIT
         for workload, w in result["workloads"].items():
             for candidate, stats in (w.get("stats") or {}).items():
-                rows.append({"multiple": result.get("data", 1.0), "workload": workload, "candidate": candidate,
-                             "key": key, **{k: stats.get(k) for k in ("mean_speedup", "ci_low", "ci_high",
-                                                                        "p_value", "pairs", "verdict")}})
-    sized = {r["multiple"] for r in rows}
-    if len(sized) < 2:
-        return []   # no growth: one size only
+                rows.append({"multiple": result.get("data") or 1.0, "workload": workload, "candidate": candidate,
+                             "jit": jit, "key": key, **{k: stats.get(k) for k in ("mean_speedup", "ci_low", "ci_high",
+                                                                                    "p_value", "pairs", "verdict")}})
+    sized = {jit: {r["multiple"] for r in rows if r["jit"] == jit} for jit in {r["jit"] for r in rows}}
     best: dict[tuple, dict] = {}
-    for row in rows:   # per size and candidate the comparison with the most pairs
-        key = (row["multiple"], row["workload"], row["candidate"])
+    for row in rows:   # per JIT, size and candidate the comparison with the most pairs
+        if len(sized[row["jit"]]) < 2:
+            continue   # no growth at this JIT: one size only
+        key = (row["jit"], row["multiple"], row["workload"], row["candidate"])
         if key not in best or (row["pairs"] or 0) > (best[key]["pairs"] or 0):
             best[key] = row
-    return sorted(best.values(), key=lambda r: (r["workload"], r["candidate"], r["multiple"]))
+    return sorted(best.values(), key=lambda r: (r["jit"], r["workload"], r["candidate"], r["multiple"]))

@@ -18,7 +18,7 @@ class ConfirmSettings:
     top: int = CONFIRM_TOP       # configurations re-measured
     rounds: int = CONFIRM_ROUNDS  # interleaved cold rounds, the default in each
     jit: str | None = None       # both JVMs' JIT for the rounds (c1, tiered); None: the study's own
-    warmup_seconds: int | None = None   # a warm-up by time instead of the study's (tiered: TIERED_WARMUP_S)
+    warmup_seconds: int | None = None   # a warm-up by time instead of the study's (tiered: TIERED_PLATEAU)
 
     def __post_init__(self) -> None:
         from .compare import check_warmup_seconds

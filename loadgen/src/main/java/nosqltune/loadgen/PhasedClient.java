@@ -44,11 +44,13 @@ import site.ycsb.measurements.exporter.TextMeasurementsExporter;
  * (the measurements are also reset after the warm-up, so that what a workload records itself,
  * such as READ-MODIFY-WRITE, is dropped too). It is controlled by {@code warmup.operations}
  * (default 0), {@code warmup.maxseconds} (default 60, 0 = no time cap), {@code warmup.steady.window}
- * (seconds, default 0 = off) and {@code warmup.steady.cv} (default 0.05). The warm-up runs if
- * {@code warmup.operations > 0} or the steady window is on; it ends when at least
- * {@code warmup.operations} operations are done and (if the window is on) the coefficient of
- * variation of the last {@code window} one-second throughput samples is at most the cv, or at
- * {@code warmup.maxseconds}, whichever comes first.
+ * (seconds, default 0 = off), {@code warmup.steady.cv} (default 0.05) and {@code warmup.steady.drift}
+ * (default off). The warm-up runs if {@code warmup.operations > 0} or the steady window is on; it ends
+ * when at least {@code warmup.operations} operations are done and (if the window is on) the coefficient
+ * of variation of the last {@code window} one-second throughput samples is at most the cv and, if the
+ * drift is given, the mean of those samples is within the drift of the mean of the {@code window}
+ * samples before them (a slow climb, such as the JIT's after a cold boot, has a small cv but a drift),
+ * or at {@code warmup.maxseconds}, whichever comes first.
  *
  * <p>Only results go to stdout (anything else printing to {@code System.out} is redirected to
  * stderr): {@code [WARMUP]} lines, then YCSB's own text export of the measured phase, then
@@ -86,7 +88,8 @@ public final class PhasedClient {
     err.println("  -s             print status on stderr every status.interval seconds (default 10)");
     err.println("  -l label       label for the status lines");
     err.println("Warm-up (-t only): warmup.operations (0), warmup.maxseconds (60),");
-    err.println("  warmup.steady.window (seconds, 0 = off), warmup.steady.cv (0.05)");
+    err.println("  warmup.steady.window (seconds, 0 = off), warmup.steady.cv (0.05),");
+    err.println("  warmup.steady.drift (off: the last window's mean within it of the window before)");
   }
 
   static Properties parseArguments(String[] args) throws UsageException {
@@ -203,6 +206,26 @@ public final class PhasedClient {
       ss += (x - mean) * (x - mean);
     }
     return Math.sqrt(ss / n) / mean;
+  }
+
+  /**
+   * How far the mean of the last n samples is from the mean of the n before them, as a share of the
+   * earlier mean (positive while climbing); NaN with fewer than 2n samples.
+   */
+  static double driftOfLast(List<Double> samples, int n) {
+    if (n <= 0 || samples.size() < 2 * n) {
+      return Double.NaN;
+    }
+    double last = 0;
+    double before = 0;
+    for (int i = 0; i < n; i++) {
+      last += samples.get(samples.size() - 1 - i);
+      before += samples.get(samples.size() - 1 - n - i);
+    }
+    if (before <= 0) {
+      return Double.POSITIVE_INFINITY;
+    }
+    return last / before - 1;
   }
 
   /** Splits total operations over threads like YCSB: the first (total % threads) get one more. */
@@ -579,6 +602,7 @@ public final class PhasedClient {
     final double warmupMaxSeconds = doubleProp(props, "warmup.maxseconds", 60);
     final int steadyWindow = doTransactions ? (int) longProp(props, "warmup.steady.window", 0) : 0;
     final double steadyCv = doubleProp(props, "warmup.steady.cv", 0.05);
+    final double steadyDrift = doubleProp(props, "warmup.steady.drift", Double.NaN);
     final boolean warmupEnabled = doTransactions && (warmupMinOps > 0 || steadyWindow > 0);
 
     // Measurements must be configured before the workload is built (CoreWorkload grabs it).
@@ -643,9 +667,11 @@ public final class PhasedClient {
     long warmEndNs = warmStartNs;
     boolean steady = false;
     double lastCv = Double.NaN;
+    double lastDrift = Double.NaN;
     if (warmupEnabled) {
       System.err.println("[loadgen] warm-up: min operations " + warmupMinOps + ", max "
-          + warmupMaxSeconds + " s, steady window " + steadyWindow + " s, cv <= " + steadyCv);
+          + warmupMaxSeconds + " s, steady window " + steadyWindow + " s, cv <= " + steadyCv
+          + (Double.isNaN(steadyDrift) ? "" : ", drift <= " + steadyDrift));
       Monitor mon = new Monitor("warmup", label, run.warmOps, warmStartNs, status, statusInterval);
       mon.start();
       run.warmGo.countDown();
@@ -655,7 +681,9 @@ public final class PhasedClient {
         boolean opsReached = ops >= warmupMinOps;
         if (steadyWindow > 0) {
           lastCv = mon.cv(steadyWindow);
-          if (opsReached && lastCv <= steadyCv) {
+          lastDrift = driftOfLast(mon.samples(), steadyWindow);
+          boolean level = Double.isNaN(steadyDrift) || Math.abs(lastDrift) <= steadyDrift;
+          if (opsReached && lastCv <= steadyCv && level) {
             steady = true;
             break;
           }
@@ -773,6 +801,7 @@ public final class PhasedClient {
     results.println("[WARMUP], Throughput(ops/sec), " + (warmMs > 0 ? 1000.0 * warmOps / warmMs : 0.0));
     if (steadyWindow > 0) {
       results.println("[WARMUP], WindowCV, " + lastCv);
+      results.println("[WARMUP], WindowDrift, " + lastDrift);
     }
     results.println("[WARMUP], Steady, " + steady);
     results.println("[WARMUP], Errors, " + run.warmErrors.get());

@@ -58,6 +58,20 @@ class PhasedClientTest {
     assertTrue(Double.isInfinite(PhasedClient.cvOfLast(Arrays.asList(0.0, 0.0), 2)));
   }
 
+  @Test
+  void driftOfASlowClimb() {
+    // a climb of 1% a second: each window's cv is small, the drift between two windows of 10 is not
+    List<Double> climb = new java.util.ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      climb.add(1000.0 * (1 + 0.01 * i));
+    }
+    assertTrue(PhasedClient.cvOfLast(climb, 10) < 0.05);
+    assertEquals(1145.0 / 1045.0 - 1, PhasedClient.driftOfLast(climb, 10), 1e-12);
+    assertEquals(0.0, PhasedClient.driftOfLast(Arrays.asList(5.0, 7.0, 7.0, 5.0), 2), 1e-12);
+    assertTrue(Double.isNaN(PhasedClient.driftOfLast(climb, 11)));
+    assertTrue(Double.isInfinite(PhasedClient.driftOfLast(Arrays.asList(0.0, 0.0, 1.0, 1.0), 2)));
+  }
+
   private static Map<String, String> run(String... args) throws Exception {
     ByteArrayOutputStream buf = new ByteArrayOutputStream();
     PrintStream out = new PrintStream(buf, true, StandardCharsets.UTF_8);
@@ -146,6 +160,19 @@ class PhasedClientTest {
     long ms = Long.parseLong(r.get("[WARMUP] RunTime(ms)"));
     assertTrue(ms >= 2000 && ms < 15000, "warm-up took " + ms + " ms");
     assertNotNull(r.get("[WARMUP] WindowCV"));
+  }
+
+  @Test
+  void aDriftBoundWaitsForTwoLevelWindows() throws Exception {
+    // at a steady target rate the two windows' means agree: steady once two windows are full, not before
+    MemoryDB.reset();
+    Map<String, String> r = run("-t", "-db", MemoryDB.class.getName(), "-threads", "2", "-target", "400",
+        "-p", "recordcount=100", "-p", "operationcount=100", "-p", "warmup.steady.window=2",
+        "-p", "warmup.steady.cv=0.2", "-p", "warmup.steady.drift=0.1", "-p", "warmup.maxseconds=20");
+    assertEquals("true", r.get("[WARMUP] Steady"));
+    long ms = Long.parseLong(r.get("[WARMUP] RunTime(ms)"));
+    assertTrue(ms >= 4000 && ms < 15000, "warm-up took " + ms + " ms");
+    assertTrue(Math.abs(Double.parseDouble(r.get("[WARMUP] WindowDrift"))) <= 0.1);
   }
 
   @Test
