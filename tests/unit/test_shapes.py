@@ -21,7 +21,7 @@ def test_the_presets_derive_a_rig_that_keeps_their_proportions(name):
     assert rig.heap_mb + rig.offheap_mb + rig.page_cache_mb == rig.memory_mb
     assert rig.node_cores == 1 and not ratios["cores"].kept   # 8 cores cannot be had on 2
     if shape.volume:
-        assert ratios["IOPS per core"].kept
+        assert ratios["IOPS per core"].kept and ratios["MB/s per core"].kept
         assert rig.volume["iops"] == round(3000 / 8)           # gp3's baseline, per core
     else:
         assert rig.volume is None
