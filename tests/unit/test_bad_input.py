@@ -209,6 +209,8 @@ CASES = [
     case("compare a candidate file with an unknown knob", ["compare", "--study", "{tmp}/s.db", "--candidates",
                                                             "{tmp}/mine.yaml"],
          "unknown knob", files={"s.db": STUDY, "mine.yaml": "concurent_writes: 64\n"}),
+    case("a search at a data size the disk cannot hold", "tune --data-sizes 1,100000 --budget 4",
+         "give fewer records"),
     case("compare at a data size the disk cannot hold, checked before the first size runs",
          ["compare", "--study", "{tmp}/s.db", "--data-growth", "1,100000", "--repeat", "2"],
          "give fewer records", files={"s.db": STUDY}),
