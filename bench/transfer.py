@@ -44,7 +44,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from common import RESULTS, ROOT, kept_notes, log, machines, nosqltune, paired, ratio_text, study_rows  # bench/common.py
+from common import (RESULTS, ROOT, kept_notes, log, machines, nosqltune, paired, ratio_text, study_rows,  # bench/
+                    study_settings)
 
 SCENARIOS = ("cloud-disk", "disk-bound")
 YCSB = "ycsb-b"
@@ -121,15 +122,19 @@ def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
         db.parent.mkdir(parents=True, exist_ok=True)
         (FOLDER / scenario).mkdir(parents=True, exist_ok=True)
         for workload, args in WORKLOADS.items():   # the searches, each confirmed within its budget
-            resume = ["--resume"] if study_rows(db, workload) else []
-            begin = [] if resume else ["--scenario", scenario, *args, "--knobs", KNOBS[scenario], *STRATEGY,
-                                       "--objective", "throughput"]
-            nosqltune("tune", *begin, *resume, "--budget", str(budget), "--study", str(db), "--study-name",
-                      workload, capture=False)
+            if not (study_settings(db, workload) or {}).get("confirm"):   # a confirmed search is done: not replayed
+                resume = ["--resume"] if study_rows(db, workload) else []
+                begin = [] if resume else ["--scenario", scenario, *args, "--knobs", KNOBS[scenario], *STRATEGY,
+                                           "--objective", "throughput"]
+                nosqltune("tune", *begin, *resume, "--budget", str(budget), "--study", str(db), "--study-name",
+                          workload, capture=False)
+                checkpoint(db)   # a commit between sessions holds every finished search
             best = json.loads(nosqltune("best", "--study", str(db), "--study-name", workload, "--format", "json"))
             if best.get("best_status") != "confirmed":
-                raise SystemExit(f"{scenario}/{workload}: the best is {best.get('best_status')!r}, not confirmed: "
-                                 "resume the search (this command again) before its best goes to the matrix")
+                raise SystemExit(f"{scenario}/{workload}: the best is {best.get('best_status')!r}, not confirmed. If "
+                                 "the search stopped early, this command again resumes it; if its confirmation's runs "
+                                 "failed (`nosqltune export --study-name WORKLOAD`: they are not run again), confirm "
+                                 "it anew with `nosqltune best --confirm`")
             changed = {k: v[1] for k, v in (best.get("changed") or {}).items()}
             best_file(scenario, workload).write_text(yaml.safe_dump(changed, sort_keys=True))
         for target in WORKLOADS:   # every best on every workload
@@ -143,20 +148,23 @@ def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
                 nosqltune("compare", "--study", str(db), "--study-name", target, "--candidates",
                           ",".join(str(f) for f in files), "--repeat", str(repeat), "--metrics", METRICS,
                           capture=False, ok=(0, 1))
-        from nosqltune.store import open_store
+        checkpoint(db)
 
-        store = open_store(str(db))   # committed as one file: the write-ahead log folded in
-        try:
-            store.checkpoint()
-        finally:
-            store.close()
+
+def checkpoint(db: Path) -> None:
+    """The store as one file (its write-ahead log folded in), as it is committed."""
+    from nosqltune.store import open_store
+
+    store = open_store(str(db))
+    try:
+        store.checkpoint()
+    finally:
+        store.close()
 
 
 def cells(scenario: str) -> dict[str, dict[str, dict]]:
     """target workload -> best's workload -> what its comparison on the target stored: vs the default, its runs'
     values, its bottleneck line, CPU and I/Os per operation; and vs the target's own best where they shared rounds."""
-    from common import study_settings
-
     out: dict[str, dict[str, dict]] = {}
     for target in WORKLOADS:
         settings = (study_settings(db_of(scenario), target) or {}).get("compare") or {}
@@ -176,7 +184,8 @@ def cells(scenario: str) -> dict[str, dict[str, dict]]:
                         .get(name), "cpu_us_per_op": _mean((also.get("cpu-per-op") or {}).get("values", {}).get(name)),
                         "io_per_op": _mean((also.get("io-per-op") or {}).get("values", {}).get(name)),
                         "bytes_per_op": _mean((also.get("bytes-per-op") or {}).get("values", {}).get(name)),
-                        "own": measured["values"].get(label(target))}
+                        "own": measured["values"].get(label(target)),
+                        "machines_apart": bool((measured.get("machines") or {}).get("apart"))}
         own = found.get(target)
         for source, cell in found.items():
             if source == target or not own:
@@ -203,6 +212,8 @@ def _cell_text(cell: dict | None, own: bool) -> str:
     if not cell:
         return "-"
     text = ratio_text(cell["vs_default"])
+    if cell.get("machines_apart"):   # rounds resumed on a day of another machine speed
+        text += " (its rounds ran on machines of different speeds)"
     failed = sum(v is None for v in cell["values"])
     if failed:   # a failed run leaves its round's pair out
         text += f" ({failed} of {len(cell['values'])} runs failed)"
