@@ -24,14 +24,23 @@ def nosqltune(*args: str, capture: bool = True, ok: tuple[int, ...] = (0,)) -> s
     be resumed)."""
     cmd = [sys.executable, "-m", "nosqltune", *args]
     log(" ".join(cmd[2:]))
-    # the command in a session of its own, and a stop (kill, Ctrl-C) passed to it once, so that it ends its trial
-    # and stops its nodes as it does on its own: a bench killed alone would otherwise leave it running unwatched
-    # (or, under subprocess.run's Ctrl-C, kill it hard and orphan its datastore)
-    proc = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, start_new_session=True,
-                            stdout=subprocess.PIPE if capture else None, text=True)
-    stops = (signal.SIGTERM, signal.SIGINT)
-    before = {sig: signal.signal(sig, lambda signum, _frame: proc.send_signal(signum)) for sig in stops}
+    # the command in a session of its own, and every stop (kill, Ctrl-C, a closed terminal) passed on to it, so that
+    # it ends its trial and stops its nodes as it does on its own (a second Ctrl-C is its own to escalate): a bench
+    # killed alone would otherwise leave it running unwatched, or, under subprocess.run's Ctrl-C, kill it hard and
+    # orphan its datastore. A stop that comes before it started ends the bench at once.
+    started: list[subprocess.Popen] = []
+
+    def stop(signum, _frame):
+        if not started:
+            raise SystemExit(f"stopped by signal {signum} before {cmd[3]} started")
+        started[0].send_signal(signum)
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
+        started.append(subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                                        start_new_session=True, stdout=subprocess.PIPE if capture else None,
+                                        text=True))
+        proc = started[0]
         out, _ = proc.communicate()
     finally:
         for sig, handler in before.items():
@@ -39,6 +48,18 @@ def nosqltune(*args: str, capture: bool = True, ok: tuple[int, ...] = (0,)) -> s
     if proc.returncode not in ok:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
     return out or ""
+
+
+def compare(*args: str) -> dict:
+    """`nosqltune compare ARGS --json`: its result; runs that failed (exit 1, stored with their reasons, their
+    rounds' pairs left out) do not end the benchmark, anything else that ends it without a result does."""
+    import json
+
+    out = nosqltune("compare", *args, "--json", ok=(0, 1))
+    try:
+        return json.loads(out)
+    except ValueError:
+        raise SystemExit(f"compare {' '.join(args)} ended without a result (its error is above)") from None
 
 
 def study_rows(db: Path, study_name: str) -> list[dict]:

@@ -30,7 +30,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from common import RESULTS, kept_notes, log, machines, nosqltune, study_rows, study_settings  # bench/common.py
+from common import RESULTS, compare, kept_notes, log, machines, nosqltune, study_rows, study_settings  # bench/common.py
 
 SHAPES = ("gp3-node", "local-ssd-node")
 FOLDER = RESULTS / "shape"
@@ -71,8 +71,8 @@ def run(shapes: list[str], budget: int, rounds: int) -> None:
         nosqltune("tune", "--node-shape", shape, *WORKLOAD, "--optimizer", "gp", "--budget", str(budget),
                   "--objective", "throughput", "--study", str(db), "--study-name", "gp", *resume, capture=False,
                   ok=(0, 1))
-        nosqltune("compare", "--study", str(db), "--study-name", "gp", "--candidates", f"best,{ONE_X_YAML}",
-                  "--data-growth", "1,2", "--repeat", str(rounds), capture=False, ok=(0, 1))
+        compare("--study", str(db), "--study-name", "gp", "--candidates", f"best,{ONE_X_YAML}", "--data-growth", "1,2",
+                "--repeat", str(rounds))
 
 
 def write(shapes: list[str]) -> None:
@@ -95,7 +95,7 @@ def write(shapes: list[str]) -> None:
               "| shape | data | candidate | vs default (mean, 95% interval) | p | rounds |", "|---|---|---|---|---|---|"]
     out = {}
     for shape, settings in found.items():
-        table = growth_table(settings.get("compare") or {})
+        table = [r for r in growth_table(settings.get("compare") or {}) if not r["variant"]]   # the study's own rounds
         out[shape] = table
         for r in table:
             lines.append(f"| {shape} | x{r['multiple']:g} | {r['candidate']} | x{r['mean_speedup']:.3f} "

@@ -44,8 +44,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from common import (RESULTS, ROOT, kept_notes, log, machines, nosqltune, paired, ratio_text, study_rows,  # bench/
-                    study_settings)
+from common import (RESULTS, ROOT, compare, kept_notes, log, machines, nosqltune, paired, ratio_text,  # bench/
+                    study_rows, study_settings)
 
 SCENARIOS = ("cloud-disk", "disk-bound")
 YCSB = "ycsb-b"
@@ -105,8 +105,9 @@ def plan(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
         searches, compared = matrix_runs(budget, rounds, few)
         # profiles run 100,000 operations against YCSB's 30,000 at about three times the rate: about the same time;
         # a best on another workload's data may need a dataset build of its own, and the searches' confirmations
-        # run tiered, warmed up to the JIT's plateau (a minute or more): a fifth more on the comparisons, a minute more on a fifth of the trials
-        hours = (searches * (trial + 0.2 * 60.0) + compared * run * 1.2) / 3600
+        # run tiered, warmed up to the JIT's plateau (1-5 minutes): a fifth more on the comparisons, about 150 s more on
+        # a fifth of the trials
+        hours = (searches * (trial + 0.2 * 150.0) + compared * run * 1.2) / 3600
         total += hours
         log(f"{scenario}: {searches} search trials at about {trial:.0f} s (builds included; {db.name}'s {name} "
             f"study, {len(searched)} trials), then {compared} comparison runs at about {run:.0f} s "
@@ -143,11 +144,11 @@ def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
             for files, repeat in ((close, rounds), (others, few)):
                 if not files:
                     continue
-                # exit 1: a run failed (stored with its reason, its round's pair left out; a resumed compare does
-                # not run it again): the cell is drawn from the pairs that completed, and the page counts the misses
-                nosqltune("compare", "--study", str(db), "--study-name", target, "--candidates",
-                          ",".join(str(f) for f in files), "--repeat", str(repeat), "--metrics", METRICS,
-                          capture=False, ok=(0, 1))
+                # a failed run (stored with its reason, its round's pair left out; a resumed compare does not run it
+                # again) does not stop the matrix: the cell is drawn from the pairs that completed, the page counts
+                # the misses
+                compare("--study", str(db), "--study-name", target, "--candidates", ",".join(str(f) for f in files),
+                        "--repeat", str(repeat), "--metrics", METRICS)
         checkpoint(db)
 
 

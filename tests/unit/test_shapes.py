@@ -21,7 +21,7 @@ def test_the_presets_derive_a_rig_that_keeps_their_proportions(name):
     assert rig.heap_mb + rig.offheap_mb + rig.page_cache_mb == rig.memory_mb
     assert rig.node_cores == 1 and not ratios["cores"].kept   # 8 cores cannot be had on 2
     if shape.volume:
-        assert ratios["IOPS per core"].kept and ratios["MB/s per core"].kept
+        assert ratios["IOPS per core"].kept and ratios["MiB/s per core"].kept
         assert rig.volume["iops"] == round(3000 / 8)           # gp3's baseline, per core
     else:
         assert rig.volume is None
@@ -68,6 +68,7 @@ def test_gp3_nodes_rig_from_its_own_figures():
 
 @pytest.mark.parametrize("spec, text, message", [
     ("no-such-node", None, "unknown node shape 'no-such-node'"),
+    ("gp3-node --design nodes=1..3", None, "a --design of several nodes"),
     ("small.yaml", "cores: 4\nmemory_gib: 0.5\ndata_gib: 10\n", "cannot hold Cassandra's default heap"),
     ("disk.yaml", "cores: 4\nmemory_gib: 16\ndata_gib: 10\nvolume: nope\n", "unknown volume preset 'nope'"),
 ])
@@ -76,7 +77,7 @@ def test_a_shape_that_cannot_work_is_one_line_before_anything(spec, text, messag
     monkeypatch.chdir(tmp_path)
     if text:
         (tmp_path / spec).write_text(text)
-    assert main(["tune", "--node-shape", spec, "--budget", "2", "--study", str(tmp_path / "s.db")]) == 2
+    assert main(["tune", "--node-shape", *spec.split(), "--budget", "2", "--study", str(tmp_path / "s.db")]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "s.db").exists()

@@ -92,7 +92,7 @@ def format_growth(table: list[dict[str, Any]]) -> str:
         interval = (f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if row.get("ci_low") is not None else "")
         p = "-" if row.get("p_value") is None else f"{row['p_value']:.3g}"
         speedup = "-" if row.get("mean_speedup") is None else f"x{row['mean_speedup']:.3f}"
-        label = row["candidate"] + (f" ({row['jit']})" if row.get("jit") else "")   # rounds at another JIT
+        label = row["candidate"] + (f" ({row['variant']})" if row.get("variant") else "")   # e.g. another JIT
         lines.append(f"  {row['workload']}  {label:<14} data x{row['multiple']:g}: {speedup}{interval}, "
                      f"p = {p} over {row['pairs']} pairs")
     return "\n".join(lines)
@@ -175,8 +175,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--jit", choices=["c1", "tiered"], default=None,
                    help="both JVMs' JIT for these rounds, whatever the study was tuned with (its trials ran c1 unless "
                         "tune said otherwise): tiered measures at production's JIT, whose plateau takes a minute or "
-                        "more on 2 cores, so its runs warm up until two 20 s windows of throughput agree within 5%%, "
-                        "at most 300 s (--warmup-seconds S: by time instead); stored as its own comparison")
+                        "more on 2 cores, so its runs warm up at least 60 s, then until two 20 s windows of throughput "
+                        "agree within 5%%, at most 300 s (--warmup-seconds S: by time instead); stored as its own "
+                        "comparison")
     p.add_argument("--warmup-seconds", type=int, default=None, metavar="S",
                    help="warm up each run for S seconds (by time, not operations) instead of the study's warm-up; "
                         "stored as its own comparison")

@@ -267,8 +267,12 @@ def _node_shape(args: argparse.Namespace):
         return None
     from ..shapes import derive, load_shape
 
-    if (args.system or "cassandra") != "cassandra" or (args.nodes or 1) > 1:
-        raise UsageError("--node-shape derives a single Cassandra node's rig: leave out --system and --nodes")
+    from .harness import parse_design
+
+    searched = parse_design(getattr(args, "design", None)).get("nodes", (1, 1))[1]
+    if (args.system or "cassandra") != "cassandra" or (args.nodes or 1) > 1 or searched > 1:
+        raise UsageError("--node-shape derives a single Cassandra node's rig: leave out --system, --nodes and a "
+                         "--design of several nodes")
     rig = derive(load_shape(args.node_shape))
     defaults = {"heap": f"{rig.heap_mb}M", "page_cache": f"{rig.page_cache_mb}M", "records": rig.records,
                 "server_cpus": rig.server_cpus(), "target": rig.target}

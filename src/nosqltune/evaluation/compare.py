@@ -71,12 +71,13 @@ def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]],
 
 # --- the warm-up of a fidelity check ----------------------------------------------------------------------------
 
-# Tiered rounds warm up until the JIT's plateau: until two 20 s windows of throughput have means within 5% of each
-# other (and the last window's samples within a CV of 15%), at most 300 s. A fixed 60 s was not enough: tiered
-# throughput after a cold boot still climbs at 50 s on 2 cores (warmup_curve.md), and fidelity.md's first tiered
-# runs, warmed 60 s, still rose 12-50% from the first third of their measured phase to the last.
-TIERED_PLATEAU = {"warmup_steady_window": 20, "warmup_steady_cv": 0.15, "warmup_steady_drift": 0.05,
-                  "warmup_max_seconds": 300}
+# Tiered rounds warm up until the JIT's plateau: at least 60 s, then until two 20 s windows of throughput have means
+# within 5% of each other (and the last window's samples within a CV of 15%), at most 300 s. A fixed 60 s was not
+# enough: tiered throughput after a cold boot still climbs at 50 s on 2 cores (warmup_curve.md), and fidelity.md's
+# first tiered runs, warmed 60 s, still rose 12-50% from the first third of their measured phase to the last. At a
+# fixed rate (a workload's target) the throughput cannot show the climb, and the 60 s floor is what is left.
+TIERED_PLATEAU = {"warmup_min_seconds": 60, "warmup_steady_window": 20, "warmup_steady_cv": 0.15,
+                  "warmup_steady_drift": 0.05, "warmup_max_seconds": 300}
 MAX_WARMUP_S = 600
 
 
@@ -309,27 +310,29 @@ def compare_growth(study, settings: CompareSettings, growth: tuple[float, ...],
 
 def growth_table(comparisons: dict[str, Any]) -> list[dict[str, Any]]:
     """From a study's stored comparisons: each data size's speedup of every candidate against the default, smallest
-    size first (rows: multiple, workload, candidate, jit, mean_speedup, ci_low, ci_high, p_value, pairs). Only the
-    comparisons at equal work (scale 1) and with the study's warm-up are rows; one that is not a growth size counts
-    as data x1. Rounds at another JIT than the study's (`--jit`) are sizes of their own growth, with `jit` naming
-    it ("" for the study's own): a JIT with one size only has no rows."""
+    size first (rows: multiple, workload, candidate, variant, mean_speedup, ci_low, ci_high, p_value, pairs). Only
+    the comparisons at equal work (scale 1) are rows; one that is not a growth size counts as data x1. Rounds run
+    another way than the study's own (another JIT, a warm-up by time: the comparison key's suffix, e.g.
+    "tiered-plateau", "warm20s") are sizes of a growth of their own, `variant` naming it ("" for the study's own):
+    a variant with one size only has no rows."""
     rows = []
     for key, result in comparisons.items():
-        if result.get("scale", 1) != 1 or not result.get("workloads") or result.get("warmup_seconds"):
-            continue   # another load, or a warm-up by time (a fidelity check): not a size of the study's growth
-        parts = key.split(":")[0].split("-")
-        jit = next((j for j in ("c1", "tiered") if j in parts), "")   # rounds switched to another JIT
+        if result.get("scale", 1) != 1 or not result.get("workloads"):
+            continue   # another load: not a size of the study's growth
+        # x1[-dataN][-JIT[-plateau]][-warmSs][:candidates] -> the part after the size
+        variant = "-".join(p for p in key.split(":")[0].split("-")[1:] if not p.startswith("data"))
         for workload, w in result["workloads"].items():
             for candidate, stats in (w.get("stats") or {}).items():
                 rows.append({"multiple": result.get("data") or 1.0, "workload": workload, "candidate": candidate,
-                             "jit": jit, "key": key, **{k: stats.get(k) for k in ("mean_speedup", "ci_low", "ci_high",
-                                                                                    "p_value", "pairs", "verdict")}})
-    sized = {jit: {r["multiple"] for r in rows if r["jit"] == jit} for jit in {r["jit"] for r in rows}}
+                             "variant": variant, "key": key,
+                             **{k: stats.get(k) for k in ("mean_speedup", "ci_low", "ci_high", "p_value", "pairs",
+                                                          "verdict")}})
+    sized = {v: {r["multiple"] for r in rows if r["variant"] == v} for v in {r["variant"] for r in rows}}
     best: dict[tuple, dict] = {}
-    for row in rows:   # per JIT, size and candidate the comparison with the most pairs
-        if len(sized[row["jit"]]) < 2:
-            continue   # no growth at this JIT: one size only
-        key = (row["jit"], row["multiple"], row["workload"], row["candidate"])
+    for row in rows:   # per variant, size and candidate the comparison with the most pairs
+        if len(sized[row["variant"]]) < 2:
+            continue   # no growth in these rounds: one size only
+        key = (row["variant"], row["multiple"], row["workload"], row["candidate"])
         if key not in best or (row["pairs"] or 0) > (best[key]["pairs"] or 0):
             best[key] = row
-    return sorted(best.values(), key=lambda r: (r["jit"], r["workload"], r["candidate"], r["multiple"]))
+    return sorted(best.values(), key=lambda r: (r["variant"], r["workload"], r["candidate"], r["multiple"]))

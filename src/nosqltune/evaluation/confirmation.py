@@ -118,7 +118,8 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
                 and (label == "default" or "unstable" not in out[label])]
     best = max(eligible, key=lambda label: sign * out[label]["mean"]) if eligible else None
     result = {"top": top, "rounds": rounds, "trials": rounds * len(candidates) * len(tune["workloads"]),
-              "after_tune_trials": completed, "jit": settings.jit, "metric": objective.metric, "unit": objective.unit,
+              "after_tune_trials": completed, "jit": settings.jit, "group": group,   # the group names the warm-up
+              "metric": objective.metric, "unit": objective.unit,
               "candidates": out, "best": best,
               **({"denoise": {k: denoised[k] for k in ("elasticity", "described")}} if denoised else {}),
               "vs_default": compare(best, out[best]["values"], out["default"]["values"],

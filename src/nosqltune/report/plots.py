@@ -82,14 +82,15 @@ def growth(view: TuningView):
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for (workload, candidate, jit) in dict.fromkeys((r["workload"], r["candidate"], r["jit"]) for r in table):
-        rows = [r for r in table if (r["workload"], r["candidate"], r["jit"]) == (workload, candidate, jit)
+    for (workload, candidate, variant) in dict.fromkeys((r["workload"], r["candidate"], r["variant"]) for r in table):
+        rows = [r for r in table if (r["workload"], r["candidate"], r["variant"]) == (workload, candidate, variant)
                 and r["mean_speedup"] is not None]
         xs = [r["multiple"] for r in rows]
         ys = [r["mean_speedup"] for r in rows]
         low = [y - (r["ci_low"] if r["ci_low"] is not None else y) for y, r in zip(ys, rows)]
         high = [(r["ci_high"] if r["ci_high"] is not None else y) - y for y, r in zip(ys, rows)]
-        ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, label=f"{candidate} ({workload}{', ' + jit if jit else ''})")
+        rounds = f", {variant}" if variant else ""   # rounds run another way than the study's (another JIT)
+        ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, label=f"{candidate} ({workload}{rounds})")
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("data: multiple of the study's records (operations held)")

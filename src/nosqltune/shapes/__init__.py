@@ -232,7 +232,7 @@ def derive(shape: NodeShape, memory_mb: int = RIG_MEMORY_MB, machine_cores: int 
     if volume and volume["iops"]:
         ratios.append(Ratio("IOPS per core", (iops or 0) / shape.cores, volume["iops"] / node_cores))
     if volume and volume["mbps"]:
-        ratios.append(Ratio("MB/s per core", (mbps or 0) / shape.cores, volume["mbps"] / node_cores))
+        ratios.append(Ratio("MiB/s per core", (mbps or 0) / shape.cores, volume["mbps"] / node_cores))
     return Rig(shape, memory_mb, heap, OFFHEAP_MB, page_cache, records, node_cores, scale, volume, target, ranges,
                ratios)
 

@@ -71,6 +71,7 @@ class Workload:
     warmup_steady_window: int = 0       # seconds; 0 = no steady-state detection
     warmup_steady_cv: float = 0.05
     warmup_steady_drift: float | None = None   # the last window's mean within this share of the one before; None: off
+    warmup_min_seconds: int | None = None      # the warm-up lasts at least this long; None: no floor
     max_seconds: int | None = None      # cap of the measured phase
     extra: dict[str, Any] = field(default_factory=dict)
     profile: dict[str, Any] | None = None   # a cassandra-stress user profile, as workloads/profile.py read it
@@ -131,6 +132,8 @@ class Workload:
             props["warmup.steady.cv"] = self.warmup_steady_cv
             if self.warmup_steady_drift is not None:
                 props["warmup.steady.drift"] = self.warmup_steady_drift
+            if self.warmup_min_seconds:
+                props["warmup.minseconds"] = self.warmup_min_seconds
             if self.max_seconds:
                 props["maxexecutiontime"] = self.max_seconds
             if self.target:
@@ -142,7 +145,7 @@ class Workload:
         """As stored with every trial; a YCSB workload without the `profile` field, so that its stored form (and the
         keys made from it, e.g. a scenario's measured rate) stay what they were before profiles."""
         data = asdict(self)
-        for optional in ("profile", "replay", "snapshot", "warmup_steady_drift"):
+        for optional in ("profile", "replay", "snapshot", "warmup_steady_drift", "warmup_min_seconds"):
             if data[optional] is None:
                 del data[optional]
         return data

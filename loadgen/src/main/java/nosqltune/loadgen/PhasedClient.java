@@ -45,8 +45,10 @@ import site.ycsb.measurements.exporter.TextMeasurementsExporter;
  * such as READ-MODIFY-WRITE, is dropped too). It is controlled by {@code warmup.operations}
  * (default 0), {@code warmup.maxseconds} (default 60, 0 = no time cap), {@code warmup.steady.window}
  * (seconds, default 0 = off), {@code warmup.steady.cv} (default 0.05) and {@code warmup.steady.drift}
- * (default off). The warm-up runs if {@code warmup.operations > 0} or the steady window is on; it ends
- * when at least {@code warmup.operations} operations are done and (if the window is on) the coefficient
+ * (default off), and {@code warmup.minseconds} (default 0). The warm-up runs if
+ * {@code warmup.operations > 0} or the steady window is on; it ends when at least
+ * {@code warmup.minseconds} have passed, at least {@code warmup.operations} operations are done and (if
+ * the window is on) the coefficient
  * of variation of the last {@code window} one-second throughput samples is at most the cv and, if the
  * drift is given, the mean of those samples is within the drift of the mean of the {@code window}
  * samples before them (a slow climb, such as the JIT's after a cold boot, has a small cv but a drift),
@@ -89,7 +91,8 @@ public final class PhasedClient {
     err.println("  -l label       label for the status lines");
     err.println("Warm-up (-t only): warmup.operations (0), warmup.maxseconds (60),");
     err.println("  warmup.steady.window (seconds, 0 = off), warmup.steady.cv (0.05),");
-    err.println("  warmup.steady.drift (off: the last window's mean within it of the window before)");
+    err.println("  warmup.steady.drift (off: the last window's mean within it of the window before),");
+    err.println("  warmup.minseconds (0)");
   }
 
   static Properties parseArguments(String[] args) throws UsageException {
@@ -603,6 +606,7 @@ public final class PhasedClient {
     final int steadyWindow = doTransactions ? (int) longProp(props, "warmup.steady.window", 0) : 0;
     final double steadyCv = doubleProp(props, "warmup.steady.cv", 0.05);
     final double steadyDrift = doubleProp(props, "warmup.steady.drift", Double.NaN);
+    final double warmupMinSeconds = doubleProp(props, "warmup.minseconds", 0);
     final boolean warmupEnabled = doTransactions && (warmupMinOps > 0 || steadyWindow > 0);
 
     // Measurements must be configured before the workload is built (CoreWorkload grabs it).
@@ -671,18 +675,22 @@ public final class PhasedClient {
     if (warmupEnabled) {
       System.err.println("[loadgen] warm-up: min operations " + warmupMinOps + ", max "
           + warmupMaxSeconds + " s, steady window " + steadyWindow + " s, cv <= " + steadyCv
-          + (Double.isNaN(steadyDrift) ? "" : ", drift <= " + steadyDrift));
+          + (Double.isNaN(steadyDrift) ? "" : ", drift <= " + steadyDrift)
+          + (warmupMinSeconds > 0 ? ", at least " + warmupMinSeconds + " s" : ""));
       Monitor mon = new Monitor("warmup", label, run.warmOps, warmStartNs, status, statusInterval);
       mon.start();
       run.warmGo.countDown();
       while (true) {
         long ops = run.warmOps.get();
         double elapsed = (System.nanoTime() - warmStartNs) / 1e9;
-        boolean opsReached = ops >= warmupMinOps;
+        boolean opsReached = ops >= warmupMinOps && elapsed >= warmupMinSeconds;
         if (steadyWindow > 0) {
           lastCv = mon.cv(steadyWindow);
-          lastDrift = driftOfLast(mon.samples(), steadyWindow);
-          boolean level = Double.isNaN(steadyDrift) || Math.abs(lastDrift) <= steadyDrift;
+          boolean level = true;
+          if (!Double.isNaN(steadyDrift)) {
+            lastDrift = driftOfLast(mon.samples(), steadyWindow);
+            level = Math.abs(lastDrift) <= steadyDrift;
+          }
           if (opsReached && lastCv <= steadyCv && level) {
             steady = true;
             break;
@@ -801,7 +809,9 @@ public final class PhasedClient {
     results.println("[WARMUP], Throughput(ops/sec), " + (warmMs > 0 ? 1000.0 * warmOps / warmMs : 0.0));
     if (steadyWindow > 0) {
       results.println("[WARMUP], WindowCV, " + lastCv);
-      results.println("[WARMUP], WindowDrift, " + lastDrift);
+      if (!Double.isNaN(steadyDrift)) {
+        results.println("[WARMUP], WindowDrift, " + lastDrift);
+      }
     }
     results.println("[WARMUP], Steady, " + steady);
     results.println("[WARMUP], Errors, " + run.warmErrors.get());

@@ -176,6 +176,19 @@ class PhasedClientTest {
   }
 
   @Test
+  void aMinimumTimeHoldsASteadyWarmup() throws Exception {
+    // steady after 2 s at a fixed rate, yet held to the floor: a fixed rate hides the JIT's climb
+    MemoryDB.reset();
+    Map<String, String> r = run("-t", "-db", MemoryDB.class.getName(), "-threads", "2", "-target", "400",
+        "-p", "recordcount=100", "-p", "operationcount=100", "-p", "warmup.steady.window=2",
+        "-p", "warmup.steady.cv=0.2", "-p", "warmup.minseconds=5", "-p", "warmup.maxseconds=20");
+    assertEquals("true", r.get("[WARMUP] Steady"));
+    long ms = Long.parseLong(r.get("[WARMUP] RunTime(ms)"));
+    assertTrue(ms >= 5000 && ms < 15000, "warm-up took " + ms + " ms");
+    assertNull(r.get("[WARMUP] WindowDrift"));
+  }
+
+  @Test
   void jsonWriter() {
     Map<String, Object> m = new java.util.LinkedHashMap<>();
     m.put("a", 1L);
