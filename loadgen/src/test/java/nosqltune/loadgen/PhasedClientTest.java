@@ -150,42 +150,43 @@ class PhasedClientTest {
     assertEquals(1, r.get("[INTERVALS] P99(ms)").split(" ").length);
   }
 
-  @Test
-  void steadyStateDetectionEndsTheWarmup() throws Exception {
+  /**
+   * A warm-up at a fixed 400 ops/s on the in-memory store with a steady window of 2 s, a cv of 0.2, at most
+   * 20 s and the given properties: its [WARMUP] lines, after checking that it ended steady within
+   * {@code atLeastMs} and 15 s.
+   */
+  private static Map<String, String> steadyWarmup(long atLeastMs, String... props) throws Exception {
     MemoryDB.reset();
-    Map<String, String> r = run("-t", "-db", MemoryDB.class.getName(), "-threads", "2", "-target", "400",
-        "-p", "recordcount=100", "-p", "operationcount=100",
-        "-p", "warmup.steady.window=2", "-p", "warmup.steady.cv=0.2", "-p", "warmup.maxseconds=20");
+    List<String> args = new java.util.ArrayList<>(Arrays.asList("-t", "-db", MemoryDB.class.getName(),
+        "-threads", "2", "-target", "400", "-p", "recordcount=100", "-p", "operationcount=100",
+        "-p", "warmup.steady.window=2", "-p", "warmup.steady.cv=0.2", "-p", "warmup.maxseconds=20"));
+    for (String p : props) {
+      args.add("-p");
+      args.add(p);
+    }
+    Map<String, String> r = run(args.toArray(new String[0]));
     assertEquals("true", r.get("[WARMUP] Steady"));
     long ms = Long.parseLong(r.get("[WARMUP] RunTime(ms)"));
-    assertTrue(ms >= 2000 && ms < 15000, "warm-up took " + ms + " ms");
-    assertNotNull(r.get("[WARMUP] WindowCV"));
+    assertTrue(ms >= atLeastMs && ms < 15000, "warm-up took " + ms + " ms");
+    return r;
+  }
+
+  @Test
+  void steadyStateDetectionEndsTheWarmup() throws Exception {
+    assertNotNull(steadyWarmup(2000).get("[WARMUP] WindowCV"));
   }
 
   @Test
   void aDriftBoundWaitsForTwoLevelWindows() throws Exception {
     // at a steady target rate the two windows' means agree: steady once two windows are full, not before
-    MemoryDB.reset();
-    Map<String, String> r = run("-t", "-db", MemoryDB.class.getName(), "-threads", "2", "-target", "400",
-        "-p", "recordcount=100", "-p", "operationcount=100", "-p", "warmup.steady.window=2",
-        "-p", "warmup.steady.cv=0.2", "-p", "warmup.steady.drift=0.1", "-p", "warmup.maxseconds=20");
-    assertEquals("true", r.get("[WARMUP] Steady"));
-    long ms = Long.parseLong(r.get("[WARMUP] RunTime(ms)"));
-    assertTrue(ms >= 4000 && ms < 15000, "warm-up took " + ms + " ms");
+    Map<String, String> r = steadyWarmup(4000, "warmup.steady.drift=0.1");
     assertTrue(Math.abs(Double.parseDouble(r.get("[WARMUP] WindowDrift"))) <= 0.1);
   }
 
   @Test
   void aMinimumTimeHoldsASteadyWarmup() throws Exception {
     // steady after 2 s at a fixed rate, yet held to the floor: a fixed rate hides the JIT's climb
-    MemoryDB.reset();
-    Map<String, String> r = run("-t", "-db", MemoryDB.class.getName(), "-threads", "2", "-target", "400",
-        "-p", "recordcount=100", "-p", "operationcount=100", "-p", "warmup.steady.window=2",
-        "-p", "warmup.steady.cv=0.2", "-p", "warmup.minseconds=5", "-p", "warmup.maxseconds=20");
-    assertEquals("true", r.get("[WARMUP] Steady"));
-    long ms = Long.parseLong(r.get("[WARMUP] RunTime(ms)"));
-    assertTrue(ms >= 5000 && ms < 15000, "warm-up took " + ms + " ms");
-    assertNull(r.get("[WARMUP] WindowDrift"));
+    assertNull(steadyWarmup(5000, "warmup.minseconds=5").get("[WARMUP] WindowDrift"));
   }
 
   @Test
