@@ -62,6 +62,21 @@ def compare(*args: str) -> dict:
         raise SystemExit(f"compare {' '.join(args)} ended without a result (its error is above)") from None
 
 
+def export_best(db: Path, study_name: str, path: Path) -> dict:
+    """A study's best as a knob file that `compare --candidates` measures on another study: the settings the best
+    changes from the default, in nosqltune's knob names (the confirmed best's when it has a confirmation; `best
+    --format yaml` gives Cassandra's own file keys instead, which are not knobs). Returns `best --format json`."""
+    import json
+
+    import yaml
+
+    best = json.loads(nosqltune("best", "--study", str(db), "--study-name", study_name, "--format", "json"))
+    changed = {knob: values[1] for knob, values in (best.get("changed") or {}).items()}
+    path.write_text(f"# the settings the best of study {study_name} in {db.name} changes from the default\n"
+                    + yaml.safe_dump(changed, sort_keys=True))
+    return best
+
+
 def study_rows(db: Path, study_name: str) -> list[dict]:
     """The trials of one study of a SQLite trial store, oldest first, as dicts with their JSON columns decoded
     (state, tag, config, meta, metrics, timings, internals, failure_kind, error, started_at, environment_id,

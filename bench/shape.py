@@ -30,7 +30,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from common import RESULTS, compare, kept_notes, log, machines, nosqltune, study_rows, study_settings  # bench/common.py
+from common import RESULTS, compare, export_best, kept_notes, log, machines, nosqltune, study_rows, study_settings  # bench/common.py
 
 SHAPES = ("gp3-node", "local-ssd-node")
 FOLDER = RESULTS / "shape"
@@ -62,9 +62,7 @@ def plan(shapes: list[str]) -> None:
 
 def run(shapes: list[str], budget: int, rounds: int) -> None:
     FOLDER.mkdir(parents=True, exist_ok=True)
-    if not ONE_X_YAML.exists():
-        text = nosqltune("best", "--study", str(ONE_X[0]), "--study-name", ONE_X[1], "--format", "yaml")
-        ONE_X_YAML.write_text(text)
+    export_best(*ONE_X, ONE_X_YAML)
     for shape in shapes:
         db = db_of(shape)
         resume = ["--resume"] if study_rows(db, "gp") else []

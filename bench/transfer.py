@@ -44,7 +44,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from common import (RESULTS, ROOT, compare, kept_notes, log, machines, nosqltune, paired, ratio_text,  # bench/
+from common import (RESULTS, ROOT, compare, export_best, kept_notes, log, machines, nosqltune, paired, ratio_text,  # bench/
                     study_rows, study_settings)
 
 SCENARIOS = ("cloud-disk", "disk-bound")
@@ -116,8 +116,6 @@ def plan(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
 
 
 def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
-    import yaml
-
     for scenario in scenarios:
         db = db_of(scenario)
         db.parent.mkdir(parents=True, exist_ok=True)
@@ -130,14 +128,12 @@ def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
                 nosqltune("tune", *begin, *resume, "--budget", str(budget), "--study", str(db), "--study-name",
                           workload, capture=False)
                 checkpoint(db)   # a commit between sessions holds every finished search
-            best = json.loads(nosqltune("best", "--study", str(db), "--study-name", workload, "--format", "json"))
+            best = export_best(db, workload, best_file(scenario, workload))
             if best.get("best_status") != "confirmed":
                 raise SystemExit(f"{scenario}/{workload}: the best is {best.get('best_status')!r}, not confirmed. If "
                                  "the search stopped early, this command again resumes it; if its confirmation's runs "
                                  "failed (`nosqltune export --study-name WORKLOAD`: they are not run again), confirm "
                                  "it anew with `nosqltune best --confirm`")
-            changed = {k: v[1] for k, v in (best.get("changed") or {}).items()}
-            best_file(scenario, workload).write_text(yaml.safe_dump(changed, sort_keys=True))
         for target in WORKLOADS:   # every best on every workload
             close = [best_file(scenario, target)] + ([] if target == YCSB else [best_file(scenario, YCSB)])
             others = [best_file(scenario, w) for w in WORKLOADS if w not in (target, YCSB)]
