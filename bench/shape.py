@@ -66,9 +66,12 @@ def run(shapes: list[str], budget: int, rounds: int) -> None:
     for shape in shapes:
         db = db_of(shape)
         resume = ["--resume"] if study_rows(db, "gp") else []
-        nosqltune("tune", "--node-shape", shape, *WORKLOAD, "--optimizer", "gp", "--budget", str(budget),
-                  "--objective", "throughput", "--study", str(db), "--study-name", "gp", *resume, capture=False,
-                  ok=(0, 1))
+        # a confirmed search is done: not resumed again (a resume after the tiered warm-up's rule changed would run
+        # its confirmation anew)
+        if not (study_settings(db, "gp") or {}).get("confirm"):
+            nosqltune("tune", "--node-shape", shape, *WORKLOAD, "--optimizer", "gp", "--budget", str(budget),
+                      "--objective", "throughput", "--study", str(db), "--study-name", "gp", *resume, capture=False,
+                      ok=(0, 1))
         compare("--study", str(db), "--study-name", "gp", "--candidates", f"best,{ONE_X_YAML}", "--data-growth", "1,2",
                 "--repeat", str(rounds))
 
