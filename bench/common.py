@@ -77,6 +77,37 @@ def export_best(db: Path, study_name: str, path: Path) -> dict:
     return best
 
 
+def mechanism_table(rows: list[dict]) -> list[str]:
+    """Markdown lines: per data size (records) and candidate, the means over its complete comparison runs `rows` of
+    what decides a ratio: ops/s, the volume's I/Os and KB read per operation, the node's CPU per operation, the share
+    of the data in the page cache, and what limited most of the runs."""
+    import statistics
+
+    groups: dict = {}
+    for row in rows:
+        groups.setdefault((row["workload"].get("records"), row["meta"]["candidate"]), []).append(row)
+    lines = ["| records | candidate | runs | ops/s | I/Os per op | KB read per op | node CPU us/op | data in memory | "
+             "limited by |", "|---|---|---|---|---|---|---|---|---|"]
+    for (records, candidate), runs in sorted(groups.items()):
+        def mean(get):
+            values = [v for v in (get(r) for r in runs) if v is not None]
+            return statistics.mean(values) if values else float("nan")
+
+        def summary(key):
+            return lambda r: r["metrics"]["summary"].get(key)
+
+        held = mean(lambda r: ((((r["internals"] or {}).get("bottleneck") or {}).get("utilisation") or {})
+                               .get("data_in_memory")))
+        limits = [((r["internals"] or {}).get("bottleneck") or {}).get("limit") for r in runs]
+        limits = [x for x in limits if x]
+        lines.append(f"| {records:,} | {candidate} | {len(runs)} | {mean(summary('throughput_ops_s')):,.0f} | "
+                     f"{mean(summary('node_io_per_op')):.2f} | {mean(summary('node_bytes_per_op')) / 1000:.1f} | "
+                     f"{mean(summary('node_cpu_us_per_op')):.0f} | "
+                     f"{'-' if held != held else f'{held:.0%}'} | "
+                     f"{max(set(limits), key=limits.count) if limits else '-'} |")
+    return lines
+
+
 def study_rows(db: Path, study_name: str) -> list[dict]:
     """The trials of one study of a SQLite trial store, oldest first, as dicts with their JSON columns decoded
     (state, tag, config, meta, metrics, timings, internals, failure_kind, error, started_at, environment_id,

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
-from common import RESULTS, counted_rows, kept_notes, log, machines, nosqltune, study_settings  # bench/common.py
+from common import RESULTS, counted_rows, kept_notes, log, machines, mechanism_table, nosqltune, study_settings  # bench/common.py
 
 DB = RESULTS / "strategies_v5" / "cloud-disk-real.db"
 STUDY = "gp"
@@ -50,23 +49,7 @@ def write() -> None:
                      f"{r['ci_high']:.3f}] | {r['p_value'] if r['p_value'] is not None else '-'} | {r['pairs']} |")
     rows = [r for r in counted_rows(DB, STUDY) if r["tag"] == "compare" and r["state"] == "COMPLETE"
             and r["meta"].get("group", "").startswith("ycsb-b-uniform-x1") and "latest" in r["meta"].get("group", "")]
-    mech: dict = {}
-    for row in rows:
-        key = (row["workload"].get("records"), row["meta"]["candidate"])
-        mech.setdefault(key, []).append(row)
-    lines += ["", "The mechanism (means over each candidate's runs at each size):", "",
-              "| records | candidate | runs | ops/s | I/Os per op | KB read per op | node CPU us/op | limited by |",
-              "|---|---|---|---|---|---|---|---|"]
-    for (records, candidate), runs in sorted(mech.items()):
-        def mean(key):
-            values = [r["metrics"]["summary"].get(key) for r in runs if r["metrics"]["summary"].get(key) is not None]
-            return statistics.mean(values) if values else float("nan")
-
-        limits = [((r["internals"] or {}).get("bottleneck") or {}).get("limit") for r in runs]
-        limits = [x for x in limits if x]
-        lines.append(f"| {records:,} | {candidate} | {len(runs)} | {mean('throughput_ops_s'):,.0f} | "
-                     f"{mean('node_io_per_op'):.2f} | {mean('node_bytes_per_op') / 1000:.1f} | "
-                     f"{mean('node_cpu_us_per_op'):.0f} | {max(set(limits), key=limits.count) if limits else '-'} |")
+    lines += ["", "The mechanism (means over each candidate's runs at each size):", "", *mechanism_table(rows)]
     path.write_text("\n".join(lines) + "\n")
     (RESULTS / "growth.json").write_text(json.dumps({"table": table}, indent=1, default=str) + "\n")
     log(f"wrote {path}")

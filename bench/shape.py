@@ -30,7 +30,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from common import RESULTS, compare, export_best, kept_notes, log, machines, nosqltune, study_rows, study_settings  # bench/common.py
+from common import (RESULTS, compare, counted_rows, export_best, kept_notes, log, machines, mechanism_table,  # bench/
+                    nosqltune, study_rows, study_settings)  # bench/common.py
 
 SHAPES = ("gp3-node", "local-ssd-node")
 FOLDER = RESULTS / "shape"
@@ -96,12 +97,18 @@ def write(shapes: list[str]) -> None:
               "| shape | data | candidate | vs default (mean, 95% interval) | p | rounds |", "|---|---|---|---|---|---|"]
     out = {}
     for shape, settings in found.items():
-        table = [r for r in growth_table(settings.get("compare") or {}) if not r["variant"]]   # the study's own rounds
+        # the study's own rounds, each size as soon as it has run
+        table = [r for r in growth_table(settings.get("compare") or {}, min_sizes=1) if not r["variant"]]
         out[shape] = table
         for r in table:
             lines.append(f"| {shape} | x{r['multiple']:g} | {r['candidate']} | x{r['mean_speedup']:.3f} "
                          f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['p_value'] if r['p_value'] is not None else '-'}"
                          f" | {r['pairs']} |")
+    for shape in found:
+        rows = [r for r in counted_rows(db_of(shape), "gp") if r["tag"] == "compare" and r["state"] == "COMPLETE"
+                and not r["meta"].get("group", "").startswith("confirm")]
+        lines += ["", f"The mechanism on {shape} (means over each candidate's comparison runs at each size):", "",
+                  *mechanism_table(rows)]
     path.write_text("\n".join(lines) + "\n")
     (RESULTS / "shape.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
     log(f"wrote {path}")

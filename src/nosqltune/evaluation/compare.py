@@ -308,13 +308,13 @@ def compare_growth(study, settings: CompareSettings, growth: tuple[float, ...],
     return {"growth": list(growth), "sizes": sizes}
 
 
-def growth_table(comparisons: dict[str, Any]) -> list[dict[str, Any]]:
+def growth_table(comparisons: dict[str, Any], min_sizes: int = 2) -> list[dict[str, Any]]:
     """From a study's stored comparisons: each data size's speedup of every candidate against the default, smallest
     size first (rows: multiple, workload, candidate, variant, mean_speedup, ci_low, ci_high, p_value, pairs). Only
     the comparisons at equal work (scale 1) are rows; one that is not a growth size counts as data x1. Rounds run
     another way than the study's own (another JIT, a warm-up by time: the comparison key's suffix, e.g.
     "tiered-plateau", "warm20s") are sizes of a growth of their own, `variant` naming it ("" for the study's own):
-    a variant with one size only has no rows."""
+    a variant with fewer than `min_sizes` sizes has no rows (1: a growth run cut short shows its first size)."""
     rows = []
     for key, result in comparisons.items():
         if result.get("scale", 1) != 1 or not result.get("workloads"):
@@ -330,7 +330,7 @@ def growth_table(comparisons: dict[str, Any]) -> list[dict[str, Any]]:
     sized = {v: {r["multiple"] for r in rows if r["variant"] == v} for v in {r["variant"] for r in rows}}
     best: dict[tuple, dict] = {}
     for row in rows:   # per variant, size and candidate the comparison with the most pairs
-        if len(sized[row["variant"]]) < 2:
+        if len(sized[row["variant"]]) < min_sizes:
             continue   # no growth in these rounds: one size only
         key = (row["variant"], row["multiple"], row["workload"], row["candidate"])
         if key not in best or (row["pairs"] or 0) > (best[key]["pairs"] or 0):
