@@ -86,24 +86,28 @@ def mechanism_table(rows: list[dict]) -> list[str]:
     groups: dict = {}
     for row in rows:
         groups.setdefault((row["workload"].get("records"), row["meta"]["candidate"]), []).append(row)
+
+    def mean(runs, get):
+        values = [v for v in (get(r) for r in runs) if v is not None]
+        return statistics.mean(values) if values else float("nan")
+
+    def summary(key):
+        return lambda r: r["metrics"]["summary"].get(key)
+
+    def held(r):   # the share of the data in the page cache, as the trial's bottleneck check read it
+        return (((r["internals"] or {}).get("bottleneck") or {}).get("utilisation") or {}).get("data_in_memory")
+
     lines = ["| records | candidate | runs | ops/s | I/Os per op | KB read per op | node CPU us/op | data in memory | "
              "limited by |", "|---|---|---|---|---|---|---|---|---|"]
     for (records, candidate), runs in sorted(groups.items()):
-        def mean(get):
-            values = [v for v in (get(r) for r in runs) if v is not None]
-            return statistics.mean(values) if values else float("nan")
-
-        def summary(key):
-            return lambda r: r["metrics"]["summary"].get(key)
-
-        held = mean(lambda r: ((((r["internals"] or {}).get("bottleneck") or {}).get("utilisation") or {})
-                               .get("data_in_memory")))
+        in_memory = mean(runs, held)
         limits = [((r["internals"] or {}).get("bottleneck") or {}).get("limit") for r in runs]
         limits = [x for x in limits if x]
-        lines.append(f"| {records:,} | {candidate} | {len(runs)} | {mean(summary('throughput_ops_s')):,.0f} | "
-                     f"{mean(summary('node_io_per_op')):.2f} | {mean(summary('node_bytes_per_op')) / 1000:.1f} | "
-                     f"{mean(summary('node_cpu_us_per_op')):.0f} | "
-                     f"{'-' if held != held else f'{held:.0%}'} | "
+        lines.append(f"| {records:,} | {candidate} | {len(runs)} | {mean(runs, summary('throughput_ops_s')):,.0f} | "
+                     f"{mean(runs, summary('node_io_per_op')):.2f} | "
+                     f"{mean(runs, summary('node_bytes_per_op')) / 1000:.1f} | "
+                     f"{mean(runs, summary('node_cpu_us_per_op')):.0f} | "
+                     f"{'-' if in_memory != in_memory else f'{in_memory:.0%}'} | "
                      f"{max(set(limits), key=limits.count) if limits else '-'} |")
     return lines
 
