@@ -590,6 +590,13 @@ def test_best_confirm_remeasures_the_top_configurations(tmp_path, capsys, monkey
     page = (tmp_path / "report" / "index.html").read_text()
     assert "confirmed best of study tune" in page
 
+    # confirmed again another way (a warm-up by time): the stored rounds are not reused, and it says why
+    assert main(["best", "--study", str(study), "--confirm", "--top", "2", "--rounds", "3", "--warmup-seconds", "30",
+                 "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "the stored confirmation ran as confirm-after-8 " in err and "confirming anew as confirm-after-8-warm30s" in err
+    assert len([r for r in open_store(str(study)).trials() if r["tag"] == "compare"]) == 9 + 9 + 2 * 2
+
 
 def test_tune_ends_with_a_confirmation_counted_in_its_budget(tmp_path, capsys, monkeypatch, surrogate_cache):
     import json

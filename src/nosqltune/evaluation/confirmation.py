@@ -74,6 +74,10 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
     # the stored rounds of "top1" then belong to another configuration
     completed = len([r for r in rows if r["failure_kind"] != "interrupted"])
     group = f"confirm-after-{completed}" + warmed_up({}, jit, confirm.warmup_seconds)[1]
+    before = study.record["settings"].get("confirm") or {}
+    if before.get("after_tune_trials") == completed and before.get("group", group) != group:
+        say(f"the stored confirmation ran as {before['group']} (another JIT or warm-up than now): its rounds are "
+            f"not reused, confirming anew as {group}")
     summaries: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
     trials: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
     for w in tune["workloads"]:
