@@ -10,12 +10,18 @@ Goal: x1.3 or more over the default at both sizes, p < 0.05, and the gain at 2x 
 Disk, said before anything runs (`--plan` prints it alone): the records the rig derives keep the shape's data to
 page cache ratio within the rig's 2 GiB memory cap (gp3-node: about 6.2M records of 1 KB, local-ssd-node 5.2M);
 YCSB's records take about 1.1 KB each on disk with LZ4 (2M records: 2.2 GB), so a data layout is about 6.8 GB and
-5.7 GB at 1x, twice at 2x. The search builds one dataset per data layout it visits; the dataset cache keeps the
-most recently used within its budget (half the free disk, at most 50 GiB) and evicts the others, so a layout visited
-again may be built again. Each node's capped volume is an image of its data's size beside it (NodeVolume), removed
-after the trial. Needs root (memory cgroups, capped loop volumes); nothing else may run beside it. Resumable: tune
---resume, and compare continues its rounds. Hours: a build of 6M records takes about 2.5 minutes here, a trial
-about 1.5; 60 trials and about 20 builds per shape, then 10 rounds x 4 runs x 2 sizes.
+5.7 GB at 1x, twice at 2x. Each layout a trial runs on a capped volume is kept twice: the dataset's folder and the
+node's volume image of it (NodeVolume), beside it in the dataset cache; when the cache needs room, a dataset whose
+image holds its data whole gives up its folder first (its trials restore from the image). The comparison's four
+candidates (three or four layouts: `latest` changes the SSTable format) at 2x then take four images and the newest
+folder: gp3-node about 5 x 13.6 GB = 68 GB. The cache's default budget (half the free disk, at most 50 GiB) would
+evict a layout every run and build it again every round, so the bench sets NOSQLTUNE_DATASET_BUDGET to the room
+there is (free disk plus cached datasets) less 8 GB for the nodes' writes and logs, unless it is set already, and
+refuses a size that does not fit it. The search builds one dataset per data layout it visits. Needs root (memory
+cgroups, capped loop volumes); nothing else may run beside it. Resumable: tune --resume, and compare continues its
+rounds. Hours: a build of 6M records takes about 2.5 minutes here (12M: about 6, with its image), a trial about
+1.5; 60 trials and about 20 builds per shape, then 10 rounds x 4 runs x 2 sizes; a new machine builds the four
+layouts of a size again before its rounds go on.
 
     python3 bench/shape.py --plan
     python3 bench/shape.py [--shapes gp3-node,local-ssd-node] [--budget 60] [--rounds 10]
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
+import os
 import sys
 from pathlib import Path
 
@@ -40,25 +46,39 @@ ONE_X_YAML = FOLDER / "cloud-disk-gp-best.yaml"
 WORKLOAD = ["--workload", "ycsb-b", "--distribution", "uniform", "--operations", "30000", "--warmup-ops", "10000"]
 BYTES_PER_RECORD = 1.1e3   # YCSB's 1 KB records on disk with LZ4 (2M records: about 2.2 GB)
 GOAL, KEEP = 1.3, 0.85
+LAYOUTS = 4        # the comparison's candidates, each a data layout at most
+MARGIN = 8e9       # disk left beside the dataset cache: the nodes' writes and logs
+BUDGET = "NOSQLTUNE_DATASET_BUDGET"
 
 
 def db_of(shape: str) -> Path:
     return FOLDER / f"{shape}.db"
 
 
-def plan(shapes: list[str]) -> None:
-    """The disk arithmetic, before anything is built."""
+def plan(shapes: list[str]) -> int | None:
+    """The disk arithmetic, before anything is built; the dataset budget the comparison at 2x needs (bytes), or None
+    when the disk cannot hold it."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from nosqltune.runtime.paths import datasets_dir
     from nosqltune.shapes import derive, load_shape
+    from nosqltune.systems.dataset_cache import free_bytes, list_datasets
 
-    free = shutil.disk_usage(RESULTS).free
-    log(f"free disk: {free / 1e9:,.1f} GB")
+    folder = datasets_dir()
+    cached = sum(i.bytes for i in list_datasets(folder)) if folder.exists() else 0
+    room = free_bytes(folder) + cached
+    budget = room - MARGIN
+    log(f"room for datasets: {room / 1e9:,.1f} GB ({cached / 1e9:,.1f} GB of it cached datasets); a budget of "
+        f"{budget / 1e9:,.1f} GB leaves {MARGIN / 1e9:.0f} GB for the nodes' writes and logs")
+    fits = True
     for shape in shapes:
         rig = derive(load_shape(shape))
         one = rig.records * BYTES_PER_RECORD
+        need = (LAYOUTS + 1) * 2 * one
+        fits &= need <= budget
         log(f"{shape}: {rig.records:,} records, a layout {one / 1e9:.1f} GB at 1x and {2 * one / 1e9:.1f} GB at 2x; "
-            f"the comparison's four candidates at both sizes: up to {4 * 3 * one / 1e9:.0f} GB of datasets, plus a "
-            f"volume image of the largest beside its node ({2 * one / 1e9:.1f} GB)")
+            f"the comparison at 2x keeps {LAYOUTS} layouts in their volume images and the newest also in its folder: "
+            f"{need / 1e9:.0f} GB{'' if need <= budget else ' -- MORE THAN THE DISK HOLDS'}")
+    return budget if fits else None
 
 
 def run(shapes: list[str], budget: int, rounds: int) -> None:
@@ -123,10 +143,16 @@ def main() -> int:
     p.add_argument("--write-only", action="store_true")
     a = p.parse_args()
     shapes = [s for s in a.shapes.split(",") if s]
-    plan(shapes)
+    budget = plan(shapes)
     if a.plan:
         return 0
     if not a.write_only:
+        if budget is None:
+            log("the comparison at 2x does not fit this disk: free some, or run fewer shapes")
+            return 2
+        if BUDGET not in os.environ:   # the children (tune, compare) see it
+            os.environ[BUDGET] = f"{int(budget) >> 20}M"
+            log(f"{BUDGET}={os.environ[BUDGET]}")
         run(shapes, a.budget, a.rounds)
     write(shapes)
     return 0

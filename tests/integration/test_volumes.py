@@ -201,3 +201,62 @@ def test_the_tuner_killed_measuring_on_a_volume_with_a_latency_leaves_nothing_be
     home = str(tmp_path / "home")
     daemons = subprocess.run(["pgrep", "-af", "delayfs"], capture_output=True, text=True).stdout
     assert home not in daemons, daemons
+
+
+def test_a_dataset_given_up_for_room_serves_trials_from_its_image_and_comes_back_out(tmp_path, nosqltune_home):
+    """The dataset cache may give up a dataset's data folder when a volume image holds the data whole: a trial on a
+    volume then restores from the image, a second trial at once fills an image of its own from the data copied
+    back out of the first's (once that trial ends), and a trial without a volume gets the folder back."""
+    import json
+    import threading
+
+    from nosqltune.systems.dataset import Dataset
+    from nosqltune.systems.dataset_cache import give_up_folder, list_datasets
+    from nosqltune.systems.volume import NodeVolume, data_from_image
+    from nosqltune.volumes import Volume
+
+    root = tmp_path / "datasets" / "k"
+    table = root / "data" / "ks" / "t-1"
+    table.mkdir(parents=True)
+    body = os.urandom(1 << 20)
+    (table / "nb-1-big-Data.db").write_bytes(body)
+    (table / "nb-1-big-TOC.txt").write_text("toc")
+    (root / "meta.json").write_text(json.dumps({"system": "cassandra", "created_at": 1.0, "bytes": 1 << 20}))
+    (root / "last_used").touch()
+    dataset, spec = Dataset(key="k", root=root), Volume(read_iops=1000)
+
+    def restored(volume):
+        volume.restore()
+        return (volume.storage / "data" / "ks" / "t-1" / "nb-1-big-Data.db").read_bytes() == body
+
+    first = NodeVolume.open(spec, dataset, None, tmp_path / "n1")
+    try:
+        assert restored(first)
+    finally:
+        first.close()
+    assert dataset.ready_images() == [root / "volumes" / "node-0.img"]
+    assert give_up_folder(dataset) and dataset.in_image_only and not dataset.data_dir.exists()
+    assert [i.image_only for i in list_datasets(root.parent)] == [True]
+    again = NodeVolume.open(spec, dataset, None, tmp_path / "n2")   # its image is ready: no folder needed
+    opened = {}
+    try:
+        assert restored(again)
+        second = threading.Thread(target=lambda: opened.setdefault("v", NodeVolume.open(spec, dataset, None,
+                                                                                        tmp_path / "n3")))
+        second.start()
+        second.join(3)
+        assert second.is_alive()   # its slot is empty, and the only image holding the data is the running trial's
+    finally:
+        again.close()
+    second.join(120)
+    third = opened["v"]
+    try:
+        assert third.loop.image.name == "node-1.img" and restored(third)
+    finally:
+        third.close()
+    assert (dataset.data_dir / "ks" / "t-1" / "nb-1-big-Data.db").read_bytes() == body
+    assert len(dataset.ready_images()) == 2
+    # given up again, then copied back out for a trial without a volume
+    assert give_up_folder(dataset) and data_from_image(dataset) > 0
+    assert (dataset.data_dir / "ks" / "t-1" / "nb-1-big-Data.db").read_bytes() == body
+    assert not list(root.glob("data.*")) and not volume_leftovers(tmp_path, nosqltune_home)

@@ -40,7 +40,7 @@ def test_list_shows_every_dataset_and_the_budget(folder, capsys, monkeypatch):
     assert main(["datasets", "list"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"2 dataset(s) in {folder}: ") and "of a 20.0 GiB budget (NOSQLTUNE_DATASET_BUDGET=20G)" in out[0]
-    assert out[1].split()[:7] == ["key", "datastore", "records", "size", "last", "used", "in"]
+    assert out[1].split()[:9] == ["key", "datastore", "records", "size", "kept", "in", "last", "used", "in"]
     assert out[2].split()[:3] == ["bbbb", "cassandra", "5000"]         # most recently used first
     assert "cassandra_version=5.0.6 fieldcount=10 num_tokens=4" in out[2] and "drain_s" not in out[2]
     assert out[3].split()[:3] == ["aaaa", "redis", "100"] and "redis_version=7.0.15" in out[3]
@@ -77,7 +77,8 @@ def test_prune_refuses_a_dataset_in_use(folder, capsys):
     with open(folder / "busy" / "lock", "ab") as fh:
         fcntl.flock(fh, fcntl.LOCK_SH)     # a trial restoring it holds it so
         assert main(["datasets", "list"]) == 0
-        assert capsys.readouterr().out.splitlines()[2].split()[7] == "yes"   # key, datastore, records, size, last used, in use
+        # key, datastore, records, size, kept in, last used, in use
+        assert capsys.readouterr().out.splitlines()[2].split()[5:9:3] == ["folder", "yes"]
         assert main(["datasets", "prune", "--all"]) == 0
         out = capsys.readouterr().out
         assert "kept busy: in use by a running trial" in out and "0 dataset(s) removed" in out

@@ -276,7 +276,7 @@ def test_sweep_removes_what_dead_builders_left_and_spares_running_builds(tmp_pat
     (tmp_path / "gone.evict1-abc" / "data").mkdir(parents=True)    # an eviction killed mid-removal
     (tmp_path / "stale.lock").touch()
     (tmp_path / "live.tmp1" / "node").mkdir(parents=True)          # a build in progress: its lock is held
-    with dataset_cache._building(Dataset(key="live", root=tmp_path / "live")):
+    with dataset_cache.building(Dataset(key="live", root=tmp_path / "live")):
         sweep(tmp_path)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "live.lock", "live.tmp1"]
 
@@ -355,3 +355,63 @@ def test_two_processes_needing_the_same_dataset_build_it_once(tmp_path):
     assert [p.returncode for p in procs] == [0, 0] and outs == [["True", "True"]] * 2
     assert log.read_text() == "built\n"
     assert sorted(p.name for p in folder.iterdir()) == ["k"]
+
+
+def _imaged(dataset, kib=64, built=None):
+    """A volume image beside `dataset` (a plain file standing in for it: the cache reads only the file beside it)
+    that says it holds the dataset's whole data, of the build `built` (default: the dataset's own)."""
+    images = dataset.images_dir
+    images.mkdir(parents=True, exist_ok=True)
+    (images / "node-0.img").write_bytes(b"i" * (kib * KIB))
+    stamp = dataset.image_stamp(None) if built is None else {**dataset.image_stamp(None), "built": built}
+    (images / "node-0.img.holds").write_text(json.dumps(stamp))
+
+
+def test_a_dataset_its_image_holds_whole_gives_up_its_folder_before_any_dataset_is_evicted(tmp_path):
+    now = time.time()
+    _fake(tmp_path, "oldest", used=now - 3 * 3600)
+    imaged = _fake(tmp_path, "imaged", used=now - 2 * 3600, meta={"system": "cassandra", "created_at": 5.0})
+    _fake(tmp_path, "newest", used=now - 3600)
+    _imaged(imaged)
+    one = list_datasets(tmp_path)[0].bytes                 # the oldest: its data alone
+    both = {i.key: i.bytes for i in list_datasets(tmp_path)}["imaged"]
+    assert both >= 2 * 64 * KIB and imaged.ready_images() == [imaged.images_dir / "node-0.img"]
+    # room for a little more: the imaged dataset's data folder goes, though another was used before it
+    assert make_room(tmp_path, 0, budget=one + both + one - 32 * KIB) == []
+    assert _keys(tmp_path) == ["imaged", "newest", "oldest"]
+    info = {i.key: i for i in list_datasets(tmp_path)}["imaged"]
+    assert info.image_only and info.to_dict()["kept_in"] == "image" and info.bytes < both
+    assert not imaged.data_dir.exists() and not list(imaged.root.glob("data.*"))
+    # still a dataset: held and used by trials on a volume; a trial without one is told to copy it back out
+    assert imaged.exists() and imaged.in_image_only and imaged.hold()
+    with pytest.raises(FileNotFoundError, match="kept only in its volume image"):
+        imaged.restore_into(tmp_path / "node" / "data")
+    imaged.release()
+    # more room needed than folders can give: whole datasets go, least recently used first (the hold used it)
+    assert [i.key for i in make_room(tmp_path, 0, budget=0)] == ["oldest", "newest", "imaged"]
+
+
+def test_an_image_of_another_build_or_a_held_dataset_keeps_its_folder(tmp_path):
+    stale = _fake(tmp_path, "stale", used=time.time() - 7200, meta={"system": "cassandra", "created_at": 5.0})
+    _imaged(stale, built=4.0)   # the image was filled from an earlier build of the key
+    held = _fake(tmp_path, "held", used=time.time() - 3600, meta={"system": "cassandra", "created_at": 7.0})
+    _imaged(held)
+    assert stale.ready_images() == [] and not stale.in_image_only
+    holder = _Holder(held)
+    try:
+        # neither folder may go: the stale dataset is evicted whole, the held one kept whole
+        assert [i.key for i in make_room(tmp_path, 0, budget=0)] == ["stale"]
+        assert held.data_dir.is_dir()
+    finally:
+        holder.stop()
+    # an image without its holds file says nothing: the folder stays
+    (held.images_dir / "node-0.img.holds").unlink()
+    assert make_room(tmp_path, 0, keep={"held"}, budget=0) == [] and held.data_dir.is_dir()
+
+
+def test_sweep_removes_a_folder_half_given_up_or_half_copied_back(tmp_path):
+    dataset = _fake(tmp_path, "a")
+    for stray in ("data.gone123-abcdef", "data.tmp456"):
+        (dataset.root / stray / "ks").mkdir(parents=True)
+    sweep(tmp_path)
+    assert sorted(p.name for p in dataset.root.iterdir()) == ["data", "last_used", "meta.json"]

@@ -76,10 +76,11 @@ def cmd_list(args: argparse.Namespace) -> int:
           f"({budget.source})")
     if not infos:
         return 0
-    table = [["key", "datastore", "records", "size", "last used", "in use", "shaped by"]]
+    table = [["key", "datastore", "records", "size", "kept in", "last used", "in use", "shaped by"]]
     for info in reversed(infos):   # most recently used first
         table.append([info.key, info.system, "-" if info.records is None else str(info.records),
-                      format_size(info.bytes), _when(info.last_used), "yes" if info.in_use else "-", shaped_by(info)])
+                      format_size(info.bytes), "image" if info.image_only else "folder", _when(info.last_used),
+                      "yes" if info.in_use else "-", shaped_by(info)])
     print(text_table(table, right={2, 3}, free_last=True))
     return 0
 
@@ -119,13 +120,15 @@ def add_parsers(sub) -> None:
                                    "(NOSQLTUNE_DATASETS, else $NOSQLTUNE_CACHE/datasets or ~/.cache/nosqltune/"
                                    "datasets) within a disk budget (NOSQLTUNE_DATASET_BUDGET, e.g. 20G; default: "
                                    "the smaller of 50 GiB and half the space free for them): before a build, the "
-                                   "least recently used ones go until the new one fits. A dataset a running "
+                                   "least recently used ones go until the new one fits; first a dataset whose "
+                                   "volume image holds its data whole gives up its data folder (kept in: image; "
+                                   "trials on a volume restore from the image, others copy it back out). A dataset a running "
                                    "trial holds is never removed.")
     p.set_defaults(func=_no_action)
     dsub = p.add_subparsers(dest="datasets_command", metavar="ACTION")
     d = dsub.add_parser("list", help="every dataset: key, datastore, records, size, last use, what shaped it",
                         description="Every dataset, most recently used first: key, datastore, records, size on "
-                                    "disk, last use, whether a running trial holds it, and the meta that shaped "
+                                    "disk, where its data is kept (its folder, or its volume image alone), last use, whether a running trial holds it, and the meta that shaped "
                                     "it (versions, data shape, load-affecting knobs, design); the budget above.")
     d.add_argument("--json", action="store_true", help="print JSON")
     d.set_defaults(func=cmd_list)

@@ -13,9 +13,13 @@ Datasets live in the per-user cache (`runtime.paths.datasets_dir()`), one folder
     <key>/last_used    its modification time is when a trial last restored the dataset (or it was built)
     <key>/lock         flock: shared while a process uses the dataset, exclusive to evict it
     <key>.lock         flock beside the folder: exclusive while one process builds that key (others wait)
+    <key>/volumes/     the volume images of trials on a capped volume (systems/volume.py), each a copy of the data
+                       with an `<image>.holds` file beside it naming the build it holds whole
 
 The folders share a disk budget (`dataset_cache.dataset_budget`): before a dataset is built, and again once its
-real size is known, the least recently used datasets no process holds are evicted until the total fits.
+real size is known, the least recently used datasets no process holds are evicted until the total fits. A dataset
+whose volume image holds its data whole gives up its data folder first (kept in its image only): trials on a
+volume still restore it from the image, and a trial without one copies the data back out first.
 """
 
 from __future__ import annotations
@@ -76,6 +80,10 @@ def _lock(path: Path, exclusive: bool, wait: bool = True) -> IO[bytes] | None:
             return None
 
 
+IMAGES = "volumes"     # in a dataset's folder: its volume images
+HOLDS = ".holds"       # beside an image: the stamp of the build it holds whole (Dataset.image_stamp)
+
+
 @dataclass
 class Dataset:
     key: str
@@ -102,8 +110,40 @@ class Dataset:
     def build_lock_path(self) -> Path:
         return self.root.with_name(self.root.name + ".lock")
 
+    @property
+    def images_dir(self) -> Path:
+        return self.root / IMAGES
+
+    def image_stamp(self, part: str | None) -> dict[str, Any]:
+        """What an image filled with this build's data (or its part `part`) says it holds."""
+        try:
+            built = self.meta().get("created_at")
+        except (OSError, ValueError):
+            built = None
+        return {"dataset": self.key, "part": part, "built": built}
+
+    def ready_images(self) -> list[Path]:
+        """This build's volume images that hold its whole data (a single node's: part None), as the file beside
+        each says; the image's own stamp inside it is what a trial checks before it uses one."""
+        stamp = self.image_stamp(None)
+        found = []
+        for holds in sorted(self.images_dir.glob(f"*{HOLDS}")):
+            try:
+                said = json.loads(holds.read_text())
+            except (OSError, ValueError):
+                continue
+            image = holds.with_name(holds.name[:-len(HOLDS)])
+            if said == stamp and image.exists():
+                found.append(image)
+        return found
+
+    @property
+    def in_image_only(self) -> bool:
+        """The data folder given up for room, the data kept in a volume image."""
+        return not self.data_dir.is_dir() and self.meta_path.exists() and bool(self.ready_images())
+
     def exists(self) -> bool:
-        return self.meta_path.exists() and self.data_dir.is_dir()
+        return self.meta_path.exists() and (self.data_dir.is_dir() or bool(self.ready_images()))
 
     def meta(self) -> dict[str, Any]:
         return json.loads(self.meta_path.read_text())
@@ -166,6 +206,9 @@ class Dataset:
         started = time.monotonic()
         if not self.hold():
             raise FileNotFoundError(f"dataset {self.key} is not in {self.root.parent} (evicted or never built)")
+        if not self.data_dir.is_dir():
+            raise FileNotFoundError(f"dataset {self.key} is kept only in its volume image: its data folder must be "
+                                    "copied back out first (systems.volume.data_from_image)")
         copy_tree(self.data_dir / part if part else self.data_dir, data_dir, mode)
         if warm:
             read_through(data_dir)

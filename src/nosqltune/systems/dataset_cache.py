@@ -97,6 +97,7 @@ class DatasetInfo:
     last_used: float
     meta: dict[str, Any]
     in_use: bool | None = None   # None: not probed
+    image_only: bool = False     # its data folder given up for room, the data kept in its volume image
 
     @property
     def system(self) -> str:
@@ -117,7 +118,8 @@ class DatasetInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "path": str(self.root), "system": self.system, "records": self.records,
-                "bytes": self.bytes, "last_used": self.last_used, "in_use": self.in_use, "shape": self.shape,
+                "bytes": self.bytes, "last_used": self.last_used, "in_use": self.in_use,
+                "kept_in": "image" if self.image_only else "folder", "shape": self.shape,
                 "meta": self.meta}
 
 
@@ -145,10 +147,11 @@ def list_datasets(folder: Path | None = None, probe_use: bool = False) -> list[D
             meta = dataset.meta()
         except (FileNotFoundError, NotADirectoryError, ValueError):
             continue
-        if not dataset.data_dir.is_dir():
+        image_only = dataset.in_image_only
+        if not (dataset.data_dir.is_dir() or image_only):
             continue
         info = DatasetInfo(key=root.name, root=root, bytes=dataset.disk_bytes(), last_used=dataset.last_used(),
-                           meta=meta)
+                           meta=meta, image_only=image_only)
         if probe_use:
             info.in_use = in_use(dataset)
         found.append(info)
@@ -195,27 +198,62 @@ def sweep(folder: Path | None = None) -> None:
     for path in folder.iterdir():
         key, dot, rest = path.name.partition(".")
         if not dot:
+            strays = list(path.glob("data.*")) if path.is_dir() else []
+            if strays:   # a data folder half given up, or half copied back out of an image by a process now gone
+                with building(Dataset(key=key, root=path), wait=False) as free:
+                    if free:
+                        for stray in strays:
+                            shutil.rmtree(stray, ignore_errors=True)
             continue
         if rest.startswith("evict"):
             shutil.rmtree(path, ignore_errors=True)
         elif rest == "lock":          # a build lock nobody holds: the builder died
-            with _building(Dataset(key=key, root=folder / key), wait=False):
+            with building(Dataset(key=key, root=folder / key), wait=False):
                 pass
         elif rest.startswith("tmp") and path.is_dir():
-            with _building(Dataset(key=key, root=folder / key), wait=False) as free:
+            with building(Dataset(key=key, root=folder / key), wait=False) as free:
                 if free:
                     shutil.rmtree(path, ignore_errors=True)
 
 
+def give_up_folder(dataset: Dataset) -> bool:
+    """Remove the data folder of a dataset that a volume image holds whole (the data then kept in the image
+    alone), unless a process holds the dataset; False when it is in use, or no image holds it."""
+    try:
+        fh = _lock(dataset.lock_path, exclusive=True, wait=False)
+    except _Busy:
+        return False
+    if fh is None:
+        return False
+    try:
+        if not (dataset.data_dir.is_dir() and dataset.ready_images()):
+            return False
+        gone = dataset.root / f"data.gone{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        os.rename(dataset.data_dir, gone)
+    finally:
+        fh.close()
+    shutil.rmtree(gone, ignore_errors=True)
+    return True
+
+
 def make_room(folder: Path, incoming: int, keep: set[str] = frozenset(), budget: int | None = None,
               ) -> list[DatasetInfo]:
-    """Evict datasets least recently used first (never one a process holds, nor those in `keep`) until their
-    total plus `incoming` bytes fits the budget (default: `dataset_budget`); returns the evicted ones. A budget
-    that cannot be met is left exceeded: a trial needs its dataset."""
+    """Make `incoming` more bytes fit the budget (default: `dataset_budget`), least recently used first, never
+    touching a dataset a process holds nor those in `keep`: first the data folders of datasets that a volume image
+    holds whole are given up (their trials restore from the image), then whole datasets are evicted; returns the
+    evicted ones. A budget that cannot be met is left exceeded: a trial needs its dataset."""
     sweep(folder)
     infos = list_datasets(folder)
     total = sum(info.bytes for info in infos)
     limit = budget if budget is not None else dataset_budget(folder, used=total).bytes
+    for info in infos:
+        if total + incoming <= limit:
+            break
+        dataset = Dataset(key=info.key, root=info.root)
+        if info.key not in keep and not info.image_only and give_up_folder(dataset):
+            now = dataset.disk_bytes()
+            total -= info.bytes - now
+            info.bytes, info.image_only = now, True
     evicted = []
     for info in infos:
         if total + incoming <= limit:
@@ -264,7 +302,7 @@ def prune(folder: Path | None = None, keep_bytes: int | None = None, older_than_
 
 # --- building --------------------------------------------------------------------------------------------------
 
-class _building:
+class building:
     """The build lock of a dataset's key (exclusive): one process builds a key, the others wait for it. As a
     context manager it gives True when held (always, when waiting), and unlinks the lock file on the way out."""
 
@@ -298,7 +336,7 @@ def create_dataset(dataset: Dataset, build: Callable[[Path], dict[str, Any]],
     evicted to fit the budget with `expected_bytes` more (when the caller can tell), and after it, with the new
     dataset's real size."""
     folder = dataset.root.parent
-    with _building(dataset):
+    with building(dataset):
         if dataset.hold():          # another process built it while this one waited
             return dataset
         make_room(folder, expected_bytes or 0, keep={dataset.key})

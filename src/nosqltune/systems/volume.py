@@ -4,20 +4,27 @@ blkio cgroup (and made to wait through delayfs, with a latency), and its data re
 the dataset kept inside the same filesystem.
 
 The copy lives in an image file beside the dataset (`<dataset>/volumes/<part>-<slot>.img`, sparse), made the first
-time a trial needs it and kept while the dataset is (evicting the dataset removes it). Every trial mounts it afresh,
+time a trial needs it and kept while the dataset is (evicting the dataset removes it); `<image>.holds` beside it says
+which build it holds, so that the dataset cache may give up the dataset's data folder for room and keep the data in
+the image alone (`data_from_image` copies it back out for a trial that needs the folder). Every trial mounts it afresh,
 so nothing of it is in memory when the node starts; what the node reads is charged to its memory group, and the
 machine's page cache never holds the image (direct I/O underneath)."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import time
+import uuid
 from pathlib import Path
 from typing import IO, Any
 
-from ..runtime.volume import LoopVolume, claim_image, image_size, prepare_image
-from ..volumes import Volume
-from .dataset import Dataset, copy_tree, disk_bytes
+from ..runtime.paths import claim_trial_dir, work_dir
+from ..runtime.volume import LoopVolume, claim_image, image_size, lock_image, prepare_image
+from ..volumes import DEFAULT_READ_AHEAD_KB, Volume
+from .dataset import HOLDS, IMAGES, Dataset, copy_tree, disk_bytes, sync_tree
+from .dataset_cache import building
 
 DATASET_DIR = "dataset"   # in the image: the dataset's data (or one node's part of it)
 NODE_DIR = "node"         # in the image: the trial's node folders, removed after it
@@ -38,13 +45,24 @@ class NodeVolume:
              read_ahead_kb: int | None = None) -> NodeVolume:
         """Mount the dataset's image for this node at `point` (made first when missing or stale, with the
         dataset's data copied in); `read_ahead_kb` (the knob) wins over the volume's own."""
-        source = dataset.data_dir / part if part else dataset.data_dir
-        image, lock = claim_image(dataset.root / "volumes", part or "node")
+        image, lock = claim_image(dataset.root / IMAGES, part or "node")
         try:
-            stamp = {"dataset": dataset.key, "part": part, "built": _built(dataset)}
+            stamp = dataset.image_stamp(part)
+            holds = _holds(image)
+            if _said(holds) != stamp:   # this image may be refilled below: it no longer vouches for the data
+                holds.unlink(missing_ok=True)
             ahead = read_ahead_kb or spec.read_ahead_kb
-            prepared = prepare_image(image, stamp, image_size(disk_bytes(source)),
-                                     lambda root: shutil.copytree(source, root / DATASET_DIR), point, ahead)
+
+            def source() -> Path:   # the data to fill the image from: copied back out of another image if given up
+                if not dataset.data_dir.is_dir():
+                    data_from_image(dataset, besides=image)
+                return dataset.data_dir / part if part else dataset.data_dir
+
+            here = dataset.data_dir / part if part else dataset.data_dir
+            size = disk_bytes(here) if here.is_dir() else int(dataset.meta().get("bytes") or 0)
+            prepared = prepare_image(image, stamp, image_size(size),
+                                     lambda root: shutil.copytree(source(), root / DATASET_DIR), point, ahead)
+            _write_said(holds, stamp)
             started = time.monotonic()
             loop = LoopVolume.mount(image, point, ahead, spec.latency_ms)
             try:
@@ -104,9 +122,48 @@ class NodeVolume:
         self._lock.close()
 
 
-def _built(dataset: Dataset) -> Any:
+def _holds(image: Path) -> Path:
+    return image.with_name(image.name + HOLDS)
+
+
+def _said(holds: Path) -> Any:
     try:
-        return dataset.meta().get("created_at")
+        return json.loads(holds.read_text())
     except (OSError, ValueError):
         return None
+
+
+def _write_said(holds: Path, stamp: dict[str, Any]) -> None:
+    tmp = holds.with_name(holds.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(stamp, sort_keys=True))
+    os.replace(tmp, holds)
+
+
+def data_from_image(dataset: Dataset, besides: Path | None = None) -> float:
+    """Copy a dataset kept only in its volume image back into its data folder, for a trial without a volume or
+    an image slot of its own to fill; one process at a time (the key's build lock), from a ready image other than
+    `besides` (the caller's own) under that image's lock. Seconds taken; FileNotFoundError when no image holds it."""
+    started = time.monotonic()
+    with building(dataset):
+        if dataset.data_dir.is_dir():   # another process copied it back while this one waited
+            return 0.0
+        ready = [image for image in dataset.ready_images() if image != besides]
+        if not ready:
+            raise FileNotFoundError(f"dataset {dataset.key} has neither its data folder nor a volume image that "
+                                    "holds it (evicted meanwhile): build it again")
+        image = ready[0]
+        lock = lock_image(image, wait=True)   # a trial on it holds it until it ends
+        tmp = dataset.root / f"data.tmp{os.getpid()}"
+        home = work_dir() / "nodes" / uuid.uuid4().hex[:12]   # the mount's folder: swept if this process is killed
+        claim_trial_dir(home)
+        try:
+            with LoopVolume.mount(image, home / "image", DEFAULT_READ_AHEAD_KB) as volume:
+                shutil.copytree(volume.point / DATASET_DIR, tmp)
+            sync_tree(tmp)
+            os.replace(tmp, dataset.data_dir)
+        finally:
+            lock.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(home, ignore_errors=True)
+    return time.monotonic() - started
 

@@ -24,7 +24,7 @@ from . import cql, internals
 from .config import PlacedConfig, place
 from .node import CassandraNode
 from .restage import built_options, import_staged, pending, restages, stage
-from ..volume import NodeVolume
+from ..volume import NodeVolume, data_from_image
 
 KEYSPACE = "ycsb"
 TABLE = "usertable"
@@ -469,6 +469,9 @@ def run_trial(space: KnobSpace, overrides: dict[str, Any], workload: Workload, s
             # disk-bound: the data starts on disk
             cold = settings.cassandra.memory_limit_mb() is not None and spec is None
             if spec is None:   # a volume is mounted afresh for the trial: nothing of it is in memory yet
+                if not dataset.data_dir.is_dir():   # given up for room, kept in a volume image: copied back out
+                    progress(f"copying dataset {dataset.key} back out of its volume image")
+                    timings["dataset_copy_back_s"] = data_from_image(dataset)
                 timings["restore_s"] = sum(dataset.restore_into(data_dir, mode, part=part, warm=not cold)
                                            for data_dir, part in servers.data_dirs())
             staged, restaged = None, pending(placed, space, dataset.meta().get("table_options") or {})
