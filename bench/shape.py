@@ -16,7 +16,7 @@ image holds its data whole gives up its folder first (its trials restore from th
 candidates (three or four layouts: `latest` changes the SSTable format) at 2x then take four images and the newest
 folder: gp3-node about 5 x 13.6 GB = 68 GB. The cache's default budget (half the free disk, at most 50 GiB) would
 evict a layout every run and build it again every round, so the bench sets NOSQLTUNE_DATASET_BUDGET to the room
-there is (free disk plus cached datasets) less 8 GB for the nodes' writes and logs, unless it is set already, and
+there is (free disk plus cached datasets) less 12 GB for the nodes' writes and logs, unless it is set already, and
 refuses a size that does not fit it. The search builds one dataset per data layout it visits. Needs root (memory
 cgroups, capped loop volumes); nothing else may run beside it. Resumable: tune --resume, and compare continues its
 rounds. Hours: a build of 6M records takes about 2.5 minutes here (12M: about 6, with its image), a trial about
@@ -47,7 +47,7 @@ WORKLOAD = ["--workload", "ycsb-b", "--distribution", "uniform", "--operations",
 BYTES_PER_RECORD = 1.1e3   # YCSB's 1 KB records on disk with LZ4 (2M records: about 2.2 GB)
 GOAL, KEEP = 1.3, 0.85
 LAYOUTS = 4        # the comparison's candidates, each a data layout at most
-MARGIN = 8e9       # disk left beside the dataset cache: the nodes' writes and logs
+MARGIN = 12e9      # disk left beside the dataset cache: the nodes' writes and logs
 BUDGET = "NOSQLTUNE_DATASET_BUDGET"
 
 

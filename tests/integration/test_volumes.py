@@ -203,14 +203,17 @@ def test_the_tuner_killed_measuring_on_a_volume_with_a_latency_leaves_nothing_be
     assert home not in daemons, daemons
 
 
-def test_a_dataset_given_up_for_room_serves_trials_from_its_image_and_comes_back_out(tmp_path, nosqltune_home):
+def test_a_dataset_given_up_for_room_serves_trials_from_its_image_and_comes_back_out(tmp_path, nosqltune_home,
+                                                                                     monkeypatch):
     """The dataset cache may give up a dataset's data folder when a volume image holds the data whole: a trial on a
     volume then restores from the image, a second trial at once fills an image of its own from the data copied
-    back out of the first's (once that trial ends), and a trial without a volume gets the folder back."""
+    back out of the first's (once that trial ends), and a trial without a volume gets the folder back. A new image
+    counts in the cache's budget: making one gives up another dataset's folder when the budget is short."""
     import json
+    import shutil
     import threading
 
-    from nosqltune.systems.dataset import Dataset
+    from nosqltune.systems.dataset import Dataset, disk_bytes
     from nosqltune.systems.dataset_cache import give_up_folder, list_datasets
     from nosqltune.systems.volume import NodeVolume, data_from_image
     from nosqltune.volumes import Volume
@@ -259,4 +262,15 @@ def test_a_dataset_given_up_for_room_serves_trials_from_its_image_and_comes_back
     # given up again, then copied back out for a trial without a volume
     assert give_up_folder(dataset) and data_from_image(dataset) > 0
     assert (dataset.data_dir / "ks" / "t-1" / "nb-1-big-Data.db").read_bytes() == body
-    assert not list(root.glob("data.*")) and not volume_leftovers(tmp_path, nosqltune_home)
+    assert not list(root.glob("data.*"))
+    # another dataset's first trial on a volume, with room for one more copy of the data only: k's folder goes
+    other = Dataset(key="k2", root=root.parent / "k2")
+    shutil.copytree(root / "data", other.data_dir)
+    (other.root / "meta.json").write_text(json.dumps({"system": "cassandra", "created_at": 2.0, "bytes": 1 << 20}))
+    monkeypatch.setenv("NOSQLTUNE_DATASET_BUDGET", f"{(disk_bytes(root) + disk_bytes(other.root) >> 10) + 512}K")
+    assert other.hold()   # a trial holds its dataset before it mounts its volume
+    fourth = NodeVolume.open(spec, other, None, tmp_path / "n4")
+    fourth.close()
+    other.release()
+    assert dataset.in_image_only and not other.in_image_only and other.ready_images()
+    assert not volume_leftovers(tmp_path, nosqltune_home)

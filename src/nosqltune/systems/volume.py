@@ -24,7 +24,7 @@ from ..runtime.paths import claim_trial_dir, work_dir
 from ..runtime.volume import LoopVolume, claim_image, image_size, lock_image, prepare_image
 from ..volumes import DEFAULT_READ_AHEAD_KB, Volume
 from .dataset import HOLDS, IMAGES, Dataset, copy_tree, disk_bytes, sync_tree
-from .dataset_cache import building
+from .dataset_cache import building, make_room
 
 DATASET_DIR = "dataset"   # in the image: the dataset's data (or one node's part of it)
 NODE_DIR = "node"         # in the image: the trial's node folders, removed after it
@@ -60,6 +60,8 @@ class NodeVolume:
 
             here = dataset.data_dir / part if part else dataset.data_dir
             size = disk_bytes(here) if here.is_dir() else int(dataset.meta().get("bytes") or 0)
+            if not holds.exists():   # likely filled below: room in the dataset cache for a copy of the data
+                make_room(dataset.root.parent, size, keep={dataset.key})
             prepared = prepare_image(image, stamp, image_size(size),
                                      lambda root: shutil.copytree(source(), root / DATASET_DIR), point, ahead)
             _write_said(holds, stamp)
