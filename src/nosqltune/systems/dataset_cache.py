@@ -169,9 +169,9 @@ def in_use(dataset: Dataset) -> bool:
     return False
 
 
-def evict(dataset: Dataset) -> bool:
-    """Remove the dataset unless a process holds it; False when it is in use (or already gone). The folder is
-    renamed away under the exclusive lock, so no process can take it up once the lock is released."""
+def _remove_unused(dataset: Dataset, what: Path, gone: Path, only_if: Callable[[], bool]) -> bool:
+    """Rename `what` (the dataset's folder, or its data folder) to `gone` and remove it, unless a process holds the
+    dataset or `only_if()` says no; renamed under the exclusive lock, so no process takes it up once released."""
     try:
         fh = _lock(dataset.lock_path, exclusive=True, wait=False)
     except _Busy:
@@ -179,14 +179,23 @@ def evict(dataset: Dataset) -> bool:
     if fh is None:
         return False
     try:
-        if not dataset.root.is_dir():
+        if not only_if():
             return False
-        gone = dataset.root.with_name(f"{dataset.key}.evict{os.getpid()}-{uuid.uuid4().hex[:6]}")
-        os.rename(dataset.root, gone)
+        os.rename(what, gone)
     finally:
         fh.close()
     shutil.rmtree(gone, ignore_errors=True)
     return True
+
+
+def _stray_name() -> str:
+    return f"{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def evict(dataset: Dataset) -> bool:
+    """Remove the dataset unless a process holds it; False when it is in use (or already gone)."""
+    return _remove_unused(dataset, dataset.root, dataset.root.with_name(f"{dataset.key}.evict{_stray_name()}"),
+                          dataset.root.is_dir)
 
 
 def sweep(folder: Path | None = None) -> None:
@@ -219,21 +228,8 @@ def sweep(folder: Path | None = None) -> None:
 def give_up_folder(dataset: Dataset) -> bool:
     """Remove the data folder of a dataset that a volume image holds whole (the data then kept in the image
     alone), unless a process holds the dataset; False when it is in use, or no image holds it."""
-    try:
-        fh = _lock(dataset.lock_path, exclusive=True, wait=False)
-    except _Busy:
-        return False
-    if fh is None:
-        return False
-    try:
-        if not (dataset.data_dir.is_dir() and dataset.ready_images()):
-            return False
-        gone = dataset.root / f"data.gone{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        os.rename(dataset.data_dir, gone)
-    finally:
-        fh.close()
-    shutil.rmtree(gone, ignore_errors=True)
-    return True
+    return _remove_unused(dataset, dataset.data_dir, dataset.root / f"data.gone{_stray_name()}",
+                          lambda: dataset.data_dir.is_dir() and bool(dataset.ready_images()))
 
 
 def make_room(folder: Path, incoming: int, keep: set[str] = frozenset(), budget: int | None = None,
