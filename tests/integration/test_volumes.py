@@ -273,4 +273,14 @@ def test_a_dataset_given_up_for_room_serves_trials_from_its_image_and_comes_back
     fourth.close()
     other.release()
     assert dataset.in_image_only and not other.in_image_only and other.ready_images()
+    # an image whose own stamp names another build no longer vouches for the data: copying out refuses it, and the
+    # dataset, with no copy left, is one to build again
+    monkeypatch.delenv("NOSQLTUNE_DATASET_BUDGET")
+    assert give_up_folder(other)
+    image = other.ready_images()[0]
+    with lock_image(image), LoopVolume.mount(image, tmp_path / "m", 128) as mounted:
+        (mounted.point / volume.READY).write_text(json.dumps({**other.image_stamp(None), "built": 1.5}))
+    with pytest.raises(FileNotFoundError, match="build it again"):
+        data_from_image(other)
+    assert not other.ready_images() and not other.exists() and not other.data_dir.exists()
     assert not volume_leftovers(tmp_path, nosqltune_home)

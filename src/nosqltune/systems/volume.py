@@ -20,8 +20,9 @@ import uuid
 from pathlib import Path
 from typing import IO, Any
 
+from ..errors import SetupError
 from ..runtime.paths import claim_trial_dir, work_dir
-from ..runtime.volume import LoopVolume, claim_image, image_size, lock_image, prepare_image
+from ..runtime.volume import LoopVolume, claim_image, image_size, lock_image, prepare_image, read_ready
 from ..volumes import DEFAULT_READ_AHEAD_KB, Volume
 from .dataset import HOLDS, IMAGES, Dataset, copy_tree, disk_bytes, sync_tree
 from .dataset_cache import building, make_room
@@ -53,17 +54,17 @@ class NodeVolume:
                 holds.unlink(missing_ok=True)
             ahead = read_ahead_kb or spec.read_ahead_kb
 
-            def source() -> Path:   # the data to fill the image from: copied back out of another image if given up
+            def fill(root: Path) -> None:   # from the data folder, copied back out of another image if given up
+                holds.unlink(missing_ok=True)
                 if not dataset.data_dir.is_dir():
                     data_from_image(dataset, besides=image)
-                return dataset.data_dir / part if part else dataset.data_dir
+                shutil.copytree(dataset.data_dir / part if part else dataset.data_dir, root / DATASET_DIR)
 
             here = dataset.data_dir / part if part else dataset.data_dir
             size = disk_bytes(here) if here.is_dir() else int(dataset.meta().get("bytes") or 0)
-            if not holds.exists():   # likely filled below: room in the dataset cache for a copy of the data
+            if not image.exists():   # a new image, filled below: room in the dataset cache for a copy of the data
                 make_room(dataset.root.parent, size, keep={dataset.key})
-            prepared = prepare_image(image, stamp, image_size(size),
-                                     lambda root: shutil.copytree(source(), root / DATASET_DIR), point, ahead)
+            prepared = prepare_image(image, stamp, image_size(size), fill, point, ahead)
             _write_said(holds, stamp)
             started = time.monotonic()
             loop = LoopVolume.mount(image, point, ahead, spec.latency_ms)
@@ -143,29 +144,66 @@ def _write_said(holds: Path, stamp: dict[str, Any]) -> None:
 
 def data_from_image(dataset: Dataset, besides: Path | None = None) -> float:
     """Copy a dataset kept only in its volume image back into its data folder, for a trial without a volume or
-    an image slot of its own to fill; one process at a time (the key's build lock), from a ready image other than
-    `besides` (the caller's own) under that image's lock. Seconds taken; FileNotFoundError when no image holds it."""
+    an image slot of its own to fill; one process at a time (the key's build lock), with room made for it in the
+    cache, from a ready image other than `besides` (the caller's own) under that image's lock: a free one if any,
+    else the first, once the trial on it ends. An image whose own stamp is not the build's no longer vouches for
+    it. Seconds taken; FileNotFoundError when no image holds the data (the dataset is then built again)."""
     started = time.monotonic()
     with building(dataset):
         if dataset.data_dir.is_dir():   # another process copied it back while this one waited
             return 0.0
-        ready = [image for image in dataset.ready_images() if image != besides]
-        if not ready:
-            raise FileNotFoundError(f"dataset {dataset.key} has neither its data folder nor a volume image that "
-                                    "holds it (evicted meanwhile): build it again")
-        image = ready[0]
-        lock = lock_image(image, wait=True)   # a trial on it holds it until it ends
-        tmp = dataset.root / f"data.tmp{os.getpid()}"
-        home = work_dir() / "nodes" / uuid.uuid4().hex[:12]   # the mount's folder: swept if this process is killed
-        claim_trial_dir(home)
-        try:
-            with LoopVolume.mount(image, home / "image", DEFAULT_READ_AHEAD_KB) as volume:
-                shutil.copytree(volume.point / DATASET_DIR, tmp)
-            sync_tree(tmp)
-            os.replace(tmp, dataset.data_dir)
-        finally:
+        make_room(dataset.root.parent, int(dataset.meta().get("bytes") or 0), keep={dataset.key})
+        for image, lock in _ready_images_locked(dataset, besides):
+            try:
+                copied = _copy_out(dataset, image)
+            except SetupError:   # it may still be mounted: its lock stays held, as NodeVolume.close keeps it
+                raise
+            except BaseException:
+                lock.close()
+                raise
             lock.close()
-            shutil.rmtree(tmp, ignore_errors=True)
-            shutil.rmtree(home, ignore_errors=True)
-    return time.monotonic() - started
+            if copied:
+                return time.monotonic() - started
+        raise FileNotFoundError(f"dataset {dataset.key} has neither its data folder nor a volume image that holds it "
+                                "(evicted meanwhile): build it again")
 
+
+def _ready_images_locked(dataset: Dataset, besides: Path | None):
+    """The dataset's ready images with each one's lock held in turn: those free now first, then the others (waiting
+    for the trial on each to end)."""
+    ready = [image for image in dataset.ready_images() if image != besides]
+    busy = []
+    for image in ready:
+        try:
+            lock = lock_image(image, wait=False)
+        except BlockingIOError:
+            busy.append(image)
+            continue
+        yield image, lock
+    for image in busy:
+        yield image, lock_image(image, wait=True)
+
+
+def _copy_out(dataset: Dataset, image: Path) -> bool:
+    """The image's copy of the data into the dataset's folder (the caller holds the image's lock); False, with its
+    holds file removed, when the image's own stamp says it holds something else. A mount that cannot be undone
+    keeps its folder (removing it would delete the image's files through the mount) and raises."""
+    tmp = dataset.root / f"data.tmp{os.getpid()}"
+    home = work_dir() / "nodes" / uuid.uuid4().hex[:12]   # the mount's folder: swept if this process is killed
+    claim_trial_dir(home)
+    volume = None
+    try:
+        volume = LoopVolume.mount(image, home / "image", DEFAULT_READ_AHEAD_KB)
+        if read_ready(volume.point) != dataset.image_stamp(None):
+            _holds(image).unlink(missing_ok=True)
+            return False
+        shutil.copytree(volume.point / DATASET_DIR, tmp)
+        volume.close()
+        sync_tree(tmp)
+        os.replace(tmp, dataset.data_dir)
+        return True
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if volume is not None:
+            volume.close()   # raises, leaving `home` and its mount, when it cannot be unmounted
+        shutil.rmtree(home, ignore_errors=True)
