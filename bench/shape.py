@@ -14,8 +14,8 @@ YCSB's records take about 1.1 KB each on disk with LZ4 (2M records: 2.2 GB), so 
 node's volume image of it (NodeVolume), beside it in the dataset cache; when the cache needs room, a dataset whose
 image holds its data whole gives up its folder first (its trials restore from the image). The comparison's four
 candidates (three or four layouts: `latest` changes the SSTable format) at 2x then take four images and the newest
-folder: gp3-node about 5 x 13.6 GB = 68 GB. The cache's default budget (half the free disk, at most 50 GiB) would
-evict a layout every run and build it again every round, so the bench sets NOSQLTUNE_DATASET_BUDGET to the room
+folder: gp3-node about 5 x 13.6 GB = 68 GB (local-ssd-node, with no volume, keeps four folders: 46 GB). The
+cache's default budget (half the free disk, at most 50 GiB) would evict a layout every run and build it again every round, so the bench sets NOSQLTUNE_DATASET_BUDGET to the room
 there is (free disk plus cached datasets) less 12 GB for the nodes' writes and logs, unless it is set already, and
 refuses a size that does not fit it. The search builds one dataset per data layout it visits. Needs root (memory
 cgroups, capped loop volumes); nothing else may run beside it. Resumable: tune --resume, and compare continues its
@@ -71,13 +71,18 @@ def plan(shapes: list[str]) -> int | None:
         f"{budget / 1e9:,.1f} GB leaves {MARGIN / 1e9:.0f} GB for the nodes' writes and logs")
     fits = True
     for shape in shapes:
-        rig = derive(load_shape(shape))
+        node = load_shape(shape)
+        rig = derive(node)
         one = rig.records * BYTES_PER_RECORD
-        need = (LAYOUTS + 1) * 2 * one
+        # on a volume: each layout in its image, the newest also in its folder; on a local disk: the folders (a
+        # trial's copy is hard links)
+        on_volume = bool(node.volume or node.iops or node.mbps or node.latency_ms)
+        need = ((LAYOUTS + 1) if on_volume else LAYOUTS) * 2 * one
+        kept = (f"keeps {LAYOUTS} layouts in their volume images and the newest also in its folder" if on_volume
+                else f"keeps {LAYOUTS} layouts' folders (no volume: a trial restores by hard links)")
         fits &= need <= budget
         log(f"{shape}: {rig.records:,} records, a layout {one / 1e9:.1f} GB at 1x and {2 * one / 1e9:.1f} GB at 2x; "
-            f"the comparison at 2x keeps {LAYOUTS} layouts in their volume images and the newest also in its folder: "
-            f"{need / 1e9:.0f} GB{'' if need <= budget else ' -- MORE THAN THE DISK HOLDS'}")
+            f"the comparison at 2x {kept}: {need / 1e9:.0f} GB{'' if need <= budget else ' -- MORE THAN THE DISK HOLDS'}")
     return budget if fits else None
 
 
