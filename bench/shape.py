@@ -14,14 +14,14 @@ YCSB's records take about 1.1 KB each on disk with LZ4 (2M records: 2.2 GB), so 
 node's volume image of it (NodeVolume), beside it in the dataset cache; when the cache needs room, a dataset whose
 image holds its data whole gives up its folder first (its trials restore from the image). The comparison's four
 candidates (three or four layouts: `latest` changes the SSTable format) at 2x then take four images and the newest
-folder: gp3-node about 5 x 13.6 GB = 68 GB (local-ssd-node, with no volume, keeps four folders: 46 GB). The
-cache's default budget (half the free disk, at most 50 GiB) would evict a layout every run and build it again
-every round, so the bench sets NOSQLTUNE_DATASET_BUDGET to the room there is (free disk plus cached datasets) less 12 GB for the nodes' writes and logs, unless it is set already, and
-refuses a size that does not fit it. The search builds one dataset per data layout it visits. Needs root (memory
-cgroups, capped loop volumes); nothing else may run beside it. Resumable: tune --resume, and compare continues its
-rounds. Hours: a build of 6M records takes about 2.5 minutes here (12M: about 6, with its image), a trial about
-1.5; 60 trials and about 20 builds per shape, then 10 rounds x 4 runs x 2 sizes; a new machine builds the four
-layouts of a size again before its rounds go on.
+folder: gp3-node about 5 x 13.6 GB = 68 GB (local-ssd-node, with no volume, keeps four folders: 46 GB). The cache's
+default budget (half the free disk, at most 50 GiB) would evict a layout every run and build it again every round,
+so the bench sets NOSQLTUNE_DATASET_BUDGET to the room there is (free disk plus cached datasets) less 12 GB for the
+nodes' writes and logs, unless it is set already, and refuses a size that does not fit it. The search builds one
+dataset per data layout it visits. Needs root (memory cgroups, capped loop volumes); nothing else may run beside it.
+Resumable: tune --resume, and compare continues its rounds. Hours: a build of 6M records takes about 2.5 minutes
+here (12M: about 6, with its image), a trial about 1.5; 60 trials and about 20 builds per shape, then 10 rounds x 4
+runs x 2 sizes; a new machine builds the four layouts of a size again before its rounds go on.
 
     python3 bench/shape.py --plan
     python3 bench/shape.py [--shapes gp3-node,local-ssd-node] [--budget 60] [--rounds 10]
