@@ -126,8 +126,12 @@ def write() -> None:
     for scenario, (db, study) in STUDIES.items():
         comparisons = (study_settings(db, study) or {}).get("compare") or {}
         got = {jit: _stats(comparisons.get(key)) for jit, key in KEYS.items()}
-        earlier = not got["tiered"]
-        if earlier:   # the plateau's rounds have not run: the 60 s rounds, said as such
+        # the plateau's rounds count once there are as many as C1's (a bench stopped midway has fewer): until then
+        # the 60 s rounds, said as such
+        partial = got["tiered"]["pairs"] if got["tiered"] and got["c1"] and \
+            got["tiered"]["pairs"] < got["c1"]["pairs"] else 0
+        earlier = not got["tiered"] or bool(partial)
+        if earlier:
             got["tiered"] = _stats(comparisons.get(EARLIER))
         if not all(got.values()):
             continue
@@ -140,13 +144,16 @@ def write() -> None:
             return (f"x{s['mean_speedup']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}], p = {s['p_value']:.3g}"
                     if s["ci_low"] is not None else f"x{s['mean_speedup']:.3f}")
 
-        warm = " (60 s warm-up, not the plateau)" if earlier else ""
+        warm = (" (60 s warm-up, not the plateau" + (f"; the plateau's rounds: {partial} so far" if partial else "")
+                + ")") if earlier else ""
         table.append(f"| {scenario} ({study}) | {cell(c1)} | {cell(tiered)}{warm} | "
                      f"{min(c1['pairs'], tiered['pairs'])} "
                      f"| {'**changed**' if changed else 'kept'}: {why} |")
         groups = {jit: got[jit]["group"] for jit in KEYS}
         if not earlier and comparisons.get(EARLIER):   # the 60 s rounds beside the plateau's
             groups["tiered, 60 s"] = _stats(comparisons[EARLIER])["group"]
+        if partial:   # and the plateau's first rounds beside the 60 s ones
+            groups = {**groups, "tiered": groups["tiered"], "tiered, plateau so far": _stats(comparisons[KEYS["tiered"]])["group"]}
         for jit, group in groups.items():
             for m in mechanism(db, study, group):
                 slope = f"{m['slope']:.2f}" if m["slope"] is not None else "-"
