@@ -128,9 +128,9 @@ def write() -> None:
         got = {jit: _stats(comparisons.get(key)) for jit, key in KEYS.items()}
         # the plateau's rounds count once there are as many as C1's (a bench stopped midway has fewer): until then
         # the 60 s rounds, said as such
-        partial = got["tiered"]["pairs"] if got["tiered"] and got["c1"] and \
-            got["tiered"]["pairs"] < got["c1"]["pairs"] else 0
-        earlier = not got["tiered"] or bool(partial)
+        plateau = got["tiered"]
+        partial = plateau["pairs"] if plateau and got["c1"] and plateau["pairs"] < got["c1"]["pairs"] else 0
+        earlier = not plateau or bool(partial)
         if earlier:
             got["tiered"] = _stats(comparisons.get(EARLIER))
         if not all(got.values()):
@@ -153,7 +153,7 @@ def write() -> None:
         if not earlier and comparisons.get(EARLIER):   # the 60 s rounds beside the plateau's
             groups["tiered, 60 s"] = _stats(comparisons[EARLIER])["group"]
         if partial:   # and the plateau's first rounds beside the 60 s ones
-            groups = {**groups, "tiered": groups["tiered"], "tiered, plateau so far": _stats(comparisons[KEYS["tiered"]])["group"]}
+            groups["tiered, plateau so far"] = plateau["group"]
         for jit, group in groups.items():
             for m in mechanism(db, study, group):
                 slope = f"{m['slope']:.2f}" if m["slope"] is not None else "-"
