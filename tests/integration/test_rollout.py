@@ -54,46 +54,53 @@ def _plan(tmp_path, capsys, config=CONFIG, table="shop.orders"):
     return out
 
 
+def _first_rollout(up, tmp_path, capsys):
+    """CONFIG's plan, dry run then applied, through the 2 nodes of `up`: (the plan, the store of its steps, the
+    cluster's status after)."""
+    first, port = up["members"][0]["address"], up["native_port"]
+    _schema(first, port, rf=2)
+    plan = _plan(tmp_path, capsys)
+    pids = [m["pid"] for m in up["members"]]
+
+    # without --apply: every step printed, nothing touched
+    assert main(["rollout", "--plan", str(plan), "--cluster", "local"]) == 0
+    said = capsys.readouterr().out
+    assert "dry run" in said and "restart" in said and "127.0.0.2" in said
+    assert [m["pid"] for m in cluster_cli(capsys, "status")[1]["members"]] == pids
+
+    study = tmp_path / "rollout.db"
+    code = main(["rollout", "--plan", str(plan), "--cluster", "local", "--apply", "--no-canary", "--study",
+                 str(study), "--json", "--node-timeout", "240"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["state"] == "done", (result["error"], result)
+    code, status = cluster_cli(capsys, "status")
+    assert code == 0 and status["up"]
+    assert all(m["pid"] not in pids for m in status["members"]), "both nodes restarted"
+    for m in status["members"]:   # the restart's cassandra.yaml key, the live one written for the next start too
+        conf = yaml.safe_load(open(f"{m['home']}/conf/cassandra.yaml"))
+        assert conf["memtable_flush_writers"] == 4 and conf["concurrent_reads"] == 48
+    count, compression = _read_all(first, port)
+    assert count == 200 and compression["class"].endswith("ZstdCompressor")
+
+    # the steps in the store, each node's restart and rewrite before the next node's start
+    store = open_store(str(study))
+    (found,) = [s for s in store.studies() if s["name"].startswith("rollout-")]
+    rows = [r for r in store.trials(found["id"]) if r["tag"] == "rollout-step"]
+    store.close()
+    steps = [(r["meta"]["rollout"]["kind"], r["meta"]["rollout"]["node"]) for r in rows]
+    node_steps = [n for k, n in steps if k in ("live", "restart", "rewrite")]
+    assert node_steps == ["127.0.0.1"] * 3 + ["127.0.0.2"] * 3, steps
+    restarts = [r for r in rows if r["meta"]["rollout"]["kind"] == "restart"]
+    assert all(str(r["state"]).endswith("COMPLETE") for r in rows)
+    assert restarts[0]["finished_at"] <= restarts[1]["started_at"], "never two nodes restarting at once"
+    return plan, study, status
+
+
 def test_a_plan_rolls_through_a_two_node_cluster_one_node_at_a_time(nosqltune_home, tmp_path, capsys):
     code, up = cluster_cli(capsys, "up", "--nodes", "2", "--heap", "768M")
     try:
         assert code == 0, up
-        first, port = up["members"][0]["address"], up["native_port"]
-        _schema(first, port, rf=2)
-        plan = _plan(tmp_path, capsys)
-        pids = [m["pid"] for m in up["members"]]
-
-        # without --apply: every step printed, nothing touched
-        assert main(["rollout", "--plan", str(plan), "--cluster", "local"]) == 0
-        said = capsys.readouterr().out
-        assert "dry run" in said and "restart" in said and "127.0.0.2" in said
-        assert [m["pid"] for m in cluster_cli(capsys, "status")[1]["members"]] == pids
-
-        study = tmp_path / "rollout.db"
-        code = main(["rollout", "--plan", str(plan), "--cluster", "local", "--apply", "--no-canary", "--study",
-                     str(study), "--json", "--node-timeout", "240"])
-        result = json.loads(capsys.readouterr().out)
-        assert code == 0 and result["state"] == "done", (result["error"], result)
-        code, status = cluster_cli(capsys, "status")
-        assert code == 0 and status["up"]
-        assert all(m["pid"] not in pids for m in status["members"]), "both nodes restarted"
-        for m in status["members"]:   # the restart's cassandra.yaml key, the live one written for the next start too
-            conf = yaml.safe_load(open(f"{m['home']}/conf/cassandra.yaml"))
-            assert conf["memtable_flush_writers"] == 4 and conf["concurrent_reads"] == 48
-        count, compression = _read_all(first, port)
-        assert count == 200 and compression["class"].endswith("ZstdCompressor")
-
-        # the steps in the store, each node's restart and rewrite before the next node's start
-        store = open_store(str(study))
-        (found,) = [s for s in store.studies() if s["name"].startswith("rollout-")]
-        rows = [r for r in store.trials(found["id"]) if r["tag"] == "rollout-step"]
-        store.close()
-        steps = [(r["meta"]["rollout"]["kind"], r["meta"]["rollout"]["node"]) for r in rows]
-        node_steps = [n for k, n in steps if k in ("live", "restart", "rewrite")]
-        assert node_steps == ["127.0.0.1"] * 3 + ["127.0.0.2"] * 3, steps
-        restarts = [r for r in rows if r["meta"]["rollout"]["kind"] == "restart"]
-        assert all(str(r["state"]).endswith("COMPLETE") for r in rows)
-        assert restarts[0]["finished_at"] <= restarts[1]["started_at"], "never two nodes restarting at once"
+        plan, study, status = _first_rollout(up, tmp_path, capsys)
 
         # the same command again: everything was done, nothing is redone
         pids = [m["pid"] for m in status["members"]]
@@ -102,6 +109,16 @@ def test_a_plan_rolls_through_a_two_node_cluster_one_node_at_a_time(nosqltune_ho
         again = json.loads(capsys.readouterr().out)
         assert again["state"] == "done" and again["steps_run"] == 1   # the check alone
         assert [m["pid"] for m in cluster_cli(capsys, "status")[1]["members"]] == pids
+    finally:
+        cluster_cli(capsys, "down")
+
+
+@pytest.mark.slow   # about 80 s more than the test above (4 more restarts): make test-all
+def test_a_second_plan_builds_on_the_first_and_its_rollback_returns_to_it(nosqltune_home, tmp_path, capsys):
+    code, up = cluster_cli(capsys, "up", "--nodes", "2", "--heap", "768M")
+    try:
+        assert code == 0, up
+        _, study, _ = _first_rollout(up, tmp_path, capsys)
 
         # a second plan builds on the first one's settings, and its rollback goes back to them, not to the
         # configuration the cluster started with

@@ -79,27 +79,28 @@ def test_compare_and_confirm_take_another_jit_stored_apart(study, capsys):
     assert main(["best", "--study", str(study), "--confirm", "--top", "1", "--rounds", "2", "--jit", "tiered",
                  "--format", "json"]) == 0
     confirmed = json.loads(capsys.readouterr().out)["confirm"]
-    assert confirmed["jit"] == "tiered" and confirmed["group"].endswith("-tiered-plateau")
+    assert confirmed["jit"] == "tiered" and confirmed["group"].endswith("-tiered-plateau120s")
     store = open_store(str(study))
     try:
         record = store.find_study("tune")["settings"]
         rows = [r for r in store.trials() if r["tag"] == "compare"]
     finally:
         store.close()
-    assert "x1-tiered-plateau" in record["compare"]
+    assert "x1-tiered-plateau120s" in record["compare"]
     assert rows and all(r["workload"]["harness"]["jit"] == "tiered" for r in rows)
-    assert all("-tiered-plateau" in r["meta"]["group"] for r in rows)
-    # tiered rounds warm up until the JIT's plateau (two 20 s windows within 5%, at most 300 s), whatever the
+    assert all("-tiered-plateau120s" in r["meta"]["group"] for r in rows)
+    # tiered rounds warm up until the JIT's plateau (at least 120 s, then two 20 s windows within 5%, at most 300
+    # s), whatever the
     # study's warm-up was; the loadgen is told the drift bound
     from nosqltune.workloads.spec import Workload
 
     assert all((r["workload"]["warmup_min_seconds"], r["workload"]["warmup_steady_window"],
-                r["workload"]["warmup_steady_drift"], r["workload"]["warmup_max_seconds"]) == (60, 20, 0.05, 300)
+                r["workload"]["warmup_steady_drift"], r["workload"]["warmup_max_seconds"]) == (120, 20, 0.05, 300)
                for r in rows)
     stored = {k: v for k, v in rows[0]["workload"].items() if k != "harness"}
     props = Workload.from_dict(stored).properties("run")
     assert props["warmup.steady.drift"] == 0.05 and props["warmup.steady.window"] == 20
-    assert props["warmup.minseconds"] == 60
+    assert props["warmup.minseconds"] == 120
     assert "warmup.steady.drift" not in Workload.from_dict({**stored, "warmup_steady_drift": None}).properties("run")
     assert main(["best", "--study", str(study), "--jit", "tiered"]) == 2       # --jit without --confirm
     assert "give --confirm too" in capsys.readouterr().err
@@ -154,7 +155,8 @@ def _comparison(data, speedup, pairs, *, warmup=None, jit=None):
 
 def test_the_growth_table_keeps_rounds_run_another_way_apart():
     """A fidelity check at x1 (a warm-up by time, more pairs) is not the growth run's x1; rounds at another JIT, or
-    warmed another way (the 60 s tiered rounds of before the plateau rule), are a growth of their own, and such
+    warmed another way (the 60 s tiered rounds of before the plateau rule, the plateau rule's rounds of its first
+    floor), are a growth of their own, and such
     rounds at one size only have no rows."""
     table = growth_table({
         "x1:best+latest": _comparison(1.0, 3.6, 3), "x1-data2:best+latest": _comparison(2.0, 1.4, 3),
@@ -162,12 +164,15 @@ def test_the_growth_table_keeps_rounds_run_another_way_apart():
         "x1-tiered": _comparison(1.0, 2.8, 10, jit="tiered"),
         "x1-tiered-plateau:best+latest": _comparison(1.0, 2.5, 4, jit="tiered"),
         "x1-data2-tiered-plateau:best+latest": _comparison(2.0, 1.2, 4, jit="tiered"),
+        "x1-tiered-plateau120s:best+latest": _comparison(1.0, 2.4, 5, jit="tiered"),   # the plateau rule's floor now
+        "x1-data2-tiered-plateau120s:best+latest": _comparison(2.0, 1.3, 5, jit="tiered"),
         "x1-data4-c1": _comparison(4.0, 1.1, 4, jit="c1"),
         "x1-warm45s": _comparison(1.0, 2.0, 3, warmup=45), "x1-data2-warm45s": _comparison(2.0, 1.5, 3, warmup=45),
     })
     got = [(r["variant"], r["multiple"], r["mean_speedup"], r["pairs"]) for r in table]
     assert got == [("", 1.0, 3.6, 3), ("", 2.0, 1.4, 3), ("tiered-plateau", 1.0, 2.5, 4),
-                   ("tiered-plateau", 2.0, 1.2, 4), ("warm45s", 1.0, 2.0, 3), ("warm45s", 2.0, 1.5, 3)]
+                   ("tiered-plateau", 2.0, 1.2, 4), ("tiered-plateau120s", 1.0, 2.4, 5),
+                   ("tiered-plateau120s", 2.0, 1.3, 5), ("warm45s", 1.0, 2.0, 3), ("warm45s", 2.0, 1.5, 3)]
     assert growth_table({"x1": _comparison(1.0, 3.6, 3), "x1-warm20s": _comparison(2.0, 1.0, 3, warmup=20)}) == []
 
 

@@ -129,6 +129,21 @@ def test_a_configuration_is_checked_with_the_trials_heap_and_its_defaults_filled
     disk_bound.check_rules({"memtable_heap_space": 600}, searched=["heap_size"])
 
 
+def test_force_runs_a_configuration_that_breaks_a_rule_with_a_warning(capsys):
+    """A best stored before a rule was added (disk-bound's SMAC best: memtables of 562 MiB on a 643 MiB heap) can
+    still be benchmarked as it was found, with --force; without it the rule refuses it."""
+    from nosqltune.cli import build_parser
+    from nosqltune.cli.options import _overrides
+
+    space = load_space("cassandra")
+    given = ["bench", "--set", "memtable_heap_space=562", "--set", "heap_size=643"]
+    with pytest.raises(KnobError, match="memtable_within_half_heap"):
+        _overrides(build_parser().parse_args(given), space)
+    assert _overrides(build_parser().parse_args([*given, "--force"]), space)["memtable_heap_space"] == 562
+    warned = capsys.readouterr().err
+    assert "warning: knob rule memtable_within_half_heap" in warned and "--force" in warned, warned
+
+
 def test_the_search_space_carries_the_rules_over_its_knobs(cassandra):
     # fixed values alone are checked before a study starts (tune's --set: test_bad_input), and a stored study is
     # read as it ran

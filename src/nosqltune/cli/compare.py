@@ -175,7 +175,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--jit", choices=["c1", "tiered"], default=None,
                    help="both JVMs' JIT for these rounds, whatever the study was tuned with (its trials ran c1 unless "
                         "tune said otherwise): tiered measures at production's JIT, whose plateau takes a minute or "
-                        "more on 2 cores, so its runs warm up at least 60 s, then until two 20 s windows of throughput "
+                        "more on 2 cores, so its runs warm up at least 120 s, then until two 20 s windows of throughput "
                         "agree within 5%%, at most 300 s (--warmup-seconds S: by time instead); stored as its own "
                         "comparison")
     p.add_argument("--warmup-seconds", type=int, default=None, metavar="S",

@@ -111,7 +111,8 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
     c.add_argument("--set", metavar="KNOB=VALUE", action="append", default=[], dest="assignments",
                    help="override one knob (repeatable); wins over --config")
     c.add_argument("--force", action="store_true",
-                   help="accept values outside the knob's tuning range (Cassandra still validates them)")
+                   help="accept values outside the knob's tuning range, and a configuration that breaks a knob rule "
+                        "(a best stored before the rule, say), with a warning (Cassandra still validates them)")
     h = parser.add_argument_group("harness")
     h.add_argument("--system", default=None, metavar="SYSTEM",
                    help="datastore: cassandra (default), redis (a local redis-server), or external (any datastore, "
@@ -279,11 +280,18 @@ def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):
 def _overrides(args: argparse.Namespace, space, searched: Any = ()) -> dict[str, Any]:
     """--config and --set over the scenario's knob values (those of the scenario's datastore), checked against the
     knob rules on the configuration the trial runs with (every other knob at its default, the heap the trial
-    settings'); rules over a knob of `searched` are the search's to keep."""
+    settings'); rules over a knob of `searched` are the search's to keep. With --force a broken rule is a warning."""
+    from ..knobs import KnobError
+
     scenario = {k: v for k, v in _scenario(args).knobs.items() if k in space}
     # the scenario's values are part of its environment (e.g. write-heavy's small memtable space)
     overrides = {**space.validate(scenario, allow_outside_range=True), **_given(args, space)}
-    space.check_rules(overrides, searched=searched)
+    try:
+        space.check_rules(overrides, searched=searched)
+    except KnobError as e:
+        if not getattr(args, "force", False):
+            raise
+        print(f"nosqltune: warning: {e} (run anyway: --force)", file=sys.stderr)
     return overrides
 
 
