@@ -4,14 +4,15 @@
 the default, C1 against tiered, in rounds that alternate the two JITs (round k of C1, then round k of tiered), then
 bench/results/fidelity.md.
 
-The runs of both JITs warm up to their JIT's plateau by time, not by operations: C1 for 20 s (its plateau comes
-within about 10 s, warmup_curve-c1.md), tiered for 180 s (disk-bound's tiered curves after a cold boot,
-warmup_curve-disk-bound.md: the default climbs until about 120 s on a slow day, then holds). Each run's measured phase
-is split in thirds: a run still on the JIT's slope shows its last third faster than its first. Two earlier kinds of
-tiered rounds stay in the stores: 60 s by time (2026-11-28, `x1-tiered`), not the plateau on the core-bound
-scenarios; and compare's adaptive rule (`x1-tiered-plateau`, at least 60 s then two 20 s windows within 5%), whose
-first 2 rounds on disk-bound ended the default's warm-up at 64 s, halfway up its climb. The page shows the 60 s
-rounds until the 180 s rounds have run.
+The runs of both JITs warm up to their JIT's plateau by time, not by operations: C1 for 30 s (its plateau comes
+within about 10 s, warmup_curve-c1.md), tiered for 150 s (disk-bound's tiered curves after a cold boot,
+warmup_curve-disk-bound.md: the default climbs until about 120 s on a slow day, then holds), both JITs' rounds run
+anew side by side. Each run's measured phase is split in thirds: a run still on the JIT's slope shows its last third
+faster than its first. Earlier rounds stay in the stores and on the page: C1 20 s and tiered 60 s by time (2026-11-28,
+`x1-warm20s`, `x1-tiered`; 60 s was not the plateau on the core-bound scenarios), and compare's adaptive rule with
+its first floor (`x1-tiered-plateau`, at least 60 s then two 20 s windows within 5%), whose first 2 rounds on
+disk-bound ended a default's warm-up at 64 s, halfway up its climb. The verdicts use the earlier rounds until all of
+this run's have run.
 
 A verdict changes when the C1 gain's 95% interval excludes 1 and the tiered one does not, or when the two gains
 differ by more than 15%. Needs root (the scenarios' memory cgroups and capped volumes); nothing else may run beside
@@ -134,10 +135,12 @@ def write(rounds: int = 10) -> None:
         comparisons = (study_settings(db, study) or {}).get("compare") or {}
         now = {jit: _stats(comparisons.get(key)) for jit, key in KEYS.items()}
         before = {jit: _stats(comparisons.get(key)) for jit, key in EARLIER.items()}
-        # these rounds count once all of them have run (a bench stopped midway has fewer): until then the earlier
-        # rounds, said as such
-        done = min((s["pairs"] for s in now.values() if s), default=0) if all(now.values()) else 0
-        complete = done >= rounds
+        # these rounds count once all of them have run (a bench stopped midway has fewer; a failed run is a round
+        # run, its pair left out of the statistics): until then the earlier rounds, said as such, or where there are
+        # none the rounds so far
+        ran = [(comparisons.get(key) or {}).get("runs", 0) // 2 for key in KEYS.values()]   # a default and a best
+        done = min(ran)
+        complete = done >= rounds or not all(before.values())
         got = now if complete else before
         if not all(got.values()):
             continue
@@ -151,7 +154,8 @@ def write(rounds: int = 10) -> None:
                     if s["ci_low"] is not None else f"x{s['mean_speedup']:.3f}")
 
         so_far = (f"; the {TIERED_WARMUP_S} s rounds: {done} so far" if done else "")
-        warm = "" if complete else f" (60 s warm-up, not the plateau{so_far})"
+        warm = (f" ({done} of {rounds} rounds so far)" if done < rounds else "") if complete else \
+            f" (60 s warm-up, not the plateau{so_far})"
         table.append(f"| {scenario} ({study}) | {cell(c1)} | {cell(tiered)}{warm} | "
                      f"{min(c1['pairs'], tiered['pairs'])} "
                      f"| {'**changed**' if changed else 'kept'}: {why} |")

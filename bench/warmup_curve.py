@@ -62,12 +62,14 @@ def scenario_curves(args: argparse.Namespace) -> None:
 
     db = RESULTS / "warmup_curve" / f"{args.scenario}.db"
     if not args.write_only:
-        if not args.study:
+        if not (args.study and args.study_name):
             raise SystemExit("--scenario runs the default and a study's best: give --study and --study-name")
+        if args.seconds < 320:
+            raise SystemExit("--seconds takes at least 320: the adaptive rule may warm up for 300 s")
         db.parent.mkdir(exist_ok=True)
         best = best_as_yaml(Path(args.study), args.study_name, db.parent / f"{args.scenario}-best.yaml")
         for name, extra in (("default", []), ("best", ["--config", str(best), "--force"])):
-            if not (db.exists() and study_rows(db, name)):
+            if not (db.exists() and [r for r in study_rows(db, name) if r["state"] == "COMPLETE"]):
                 # --force: a best stored before a knob rule it breaks runs as it was found (compare runs it so too)
                 nosqltune("bench", "--scenario", args.scenario, "--jit", "tiered", "--warmup-ops", "0",
                           "--operations", "100000000", "--max-seconds", str(args.seconds), *extra, "--study", str(db),
@@ -96,15 +98,19 @@ def scenario_curves(args: argparse.Namespace) -> None:
                      + " | ".join(f"{statistics.mean(c[t:t + 10]):,.0f}" for c in curves.values()) + " |")
     rule = ", ".join(f"{k.removeprefix('warmup_')} {v}" for k, v in TIERED_PLATEAU.items())
     lines += ["", f"Where each warm-up would end on these curves, and the next 20 s against the plateau (compare's "
-              f"adaptive rule for tiered rounds: {rule}):", "",
+              f"adaptive rule for tiered rounds: {rule}; its first floor was 60 s):", "",
               "| warm-up | " + " | ".join(f"{n}: ends at s | {n}: next 20 s / plateau" for n in curves) + " |",
               "|---|" + "---|---|" * len(curves)]
-    for label, stop in [("adaptive", lambda c: stop_of(c, TIERED_PLATEAU)),
+    floors = sorted({60, TIERED_PLATEAU["warmup_min_seconds"]})   # the rule's first floor beside today's
+    for label, stop in [*[(f"adaptive, floor {f} s", lambda c, f=f: stop_of(c, {**TIERED_PLATEAU,
+                                                                                  "warmup_min_seconds": f}))
+                          for f in floors],
                         *[(f"{t} s by time", lambda c, t=t: t) for t in FIXED_S]]:
         cells = []
         for c in curves.values():
             t = stop(c)
-            cells += [str(t), f"{statistics.mean(c[t:t + 20]) / statistics.mean(c[-tail:]):.0%}"]
+            after = c[t:t + 20]
+            cells += [str(t), f"{statistics.mean(after) / statistics.mean(c[-tail:]):.0%}" if after else "-"]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += ["", *kept_notes(RESULTS / f"warmup_curve-{args.scenario}.md", Path(__file__).name)]
     (RESULTS / f"warmup_curve-{args.scenario}.md").write_text("\n".join(lines) + "\n")

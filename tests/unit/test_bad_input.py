@@ -169,6 +169,8 @@ CASES = [
     case("a tuned knob also fixed", "tune --knobs rafiki5 --set concurrent_writes=16", "is tuned"),
     case("fixed memtables above half the heap", "tune --knobs rafiki5 --set memtable_heap_space=2048",
          "knob rule memtable_within_half_heap"),
+    case("fixed memtables above half the heap, forced", "tune --knobs rafiki5 --set memtable_heap_space=2048 --force",
+         "knob rule memtable_within_half_heap"),   # --force runs a rule-breaking configuration in bench, not a search
     case("design range upside down", "tune --design nodes=4..2", "LO < HI"),
     case("design and --nodes", "tune --design nodes=1..2 --nodes 2", "--nodes cannot also set it"),
     case("zero parallel", "tune --parallel 0", "--parallel must be at least 1"),

@@ -97,7 +97,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     settings = trial_settings(args)
     target = trial_target(settings)
     space = target.knob_space(settings)
-    overrides = _overrides(args, space)
+    overrides = _overrides(args, space, rules_warn=args.force)
     workload, _ = scenario_rate(args, settings, _build_workload(args))
     target.preflight(workload, settings)
     rows = run_trials(args.study, space, overrides, workload, settings, repeat=args.repeat, tag="bench",

@@ -111,8 +111,8 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
     c.add_argument("--set", metavar="KNOB=VALUE", action="append", default=[], dest="assignments",
                    help="override one knob (repeatable); wins over --config")
     c.add_argument("--force", action="store_true",
-                   help="accept values outside the knob's tuning range, and a configuration that breaks a knob rule "
-                        "(a best stored before the rule, say), with a warning (Cassandra still validates them)")
+                   help="accept values outside the knob's tuning range, and (bench) a configuration that breaks a knob "
+                        "rule, say a best stored before the rule, with a warning (Cassandra still validates them)")
     h = parser.add_argument_group("harness")
     h.add_argument("--system", default=None, metavar="SYSTEM",
                    help="datastore: cassandra (default), redis (a local redis-server), or external (any datastore, "
@@ -162,7 +162,7 @@ def _common(parser: argparse.ArgumentParser, *, repeat: int = 1, surrogate: bool
                         "copy the rest), copy, or reload (load afresh every trial)")
     h.add_argument("--jit", choices=["c1", "tiered"], default=DEFAULT_JIT,
                    help="JIT of both JVMs: c1 (compiled steady state within seconds; repeatable short trials) or "
-                        f"tiered (the JVM default; about a minute of warm-up on 2 cores) (default {DEFAULT_JIT})")
+                        f"tiered (the JVM default; one to two minutes of warm-up on 2 cores) (default {DEFAULT_JIT})")
     h.add_argument("--keep-nodes", action="store_true", help="keep each trial's node directory for inspection")
     h.add_argument("--nodes", type=int, default=1, metavar="N",
                    help="Cassandra: run each trial on a local cluster of N nodes (127.0.0.1..N) (default 1)")
@@ -277,10 +277,11 @@ def scenario_rate(args: argparse.Namespace, settings, workload, progress=None):
     return workload, f"throughput>={SUSTAINED * workload.target:g}"
 
 
-def _overrides(args: argparse.Namespace, space, searched: Any = ()) -> dict[str, Any]:
+def _overrides(args: argparse.Namespace, space, searched: Any = (), *, rules_warn: bool = False) -> dict[str, Any]:
     """--config and --set over the scenario's knob values (those of the scenario's datastore), checked against the
     knob rules on the configuration the trial runs with (every other knob at its default, the heap the trial
-    settings'); rules over a knob of `searched` are the search's to keep. With --force a broken rule is a warning."""
+    settings'); rules over a knob of `searched` are the search's to keep. `rules_warn` (bench's --force: a stored
+    best run as it was found) makes a broken rule a warning; a search's fixed values always keep the rules."""
     from ..knobs import KnobError
 
     scenario = {k: v for k, v in _scenario(args).knobs.items() if k in space}
@@ -289,7 +290,7 @@ def _overrides(args: argparse.Namespace, space, searched: Any = ()) -> dict[str,
     try:
         space.check_rules(overrides, searched=searched)
     except KnobError as e:
-        if not getattr(args, "force", False):
+        if not rules_warn:
             raise
         print(f"nosqltune: warning: {e} (run anyway: --force)", file=sys.stderr)
     return overrides
