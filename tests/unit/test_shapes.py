@@ -39,6 +39,26 @@ def test_the_heaps_share_is_kept_until_its_floor():
     assert derive(small, machine_cores=2).heap_mb == HEAP_FLOOR_MB
 
 
+def test_values_the_user_gives_make_the_rig_and_show_in_its_ratios():
+    """--records, --page-cache, --heap and the volume's flags given beside --node-shape win over the derived values,
+    and the rig that is printed and stored is the one that runs: a ratio they break says NOT kept, and why."""
+    shape = load_shape("gp3-node")
+    derived = derive(shape, machine_cores=2)
+    doubled = derive(shape, machine_cores=2, given={"records": 2 * derived.records})
+    ratio = {r.name: r for r in doubled.ratios}["data per page cache"]
+    assert doubled.records == 2 * derived.records and abs(ratio.rig / ratio.shape - 2) <= 0.1 and not ratio.kept
+    assert any("NOT kept: data per page cache" in line and "--records given" in line for line in doubled.lines())
+    # a smaller page cache lowers the memory cap, and the records follow it: the shape's ratio kept with less data
+    small = derive(shape, machine_cores=2, given={"page_cache_mb": derived.page_cache_mb // 2})
+    assert small.memory_mb == small.heap_mb + small.offheap_mb + derived.page_cache_mb // 2 < derived.memory_mb
+    assert {r.name: r for r in small.ratios}["data per page cache"].kept
+    assert abs(small.records / derived.records - 0.5) <= 0.01
+    capped = derive(shape, machine_cores=2, given={"iops": 4 * derived.volume["iops"], "heap_mb": 1024})
+    ratios = {r.name: r for r in capped.ratios}
+    assert capped.volume["iops"] == 4 * derived.volume["iops"] and not ratios["IOPS per core"].kept
+    assert capped.heap_mb == 1024 and ratios["MiB/s per core"].kept
+
+
 def test_more_data_against_memory_means_more_records_on_the_rig():
     a = derive(NodeShape("a", cores=8, memory_gib=32, data_gib=100), machine_cores=2)
     b = derive(NodeShape("b", cores=8, memory_gib=32, data_gib=200), machine_cores=2)

@@ -241,7 +241,7 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
     (irace23 has replication_factor) are left out of the search, so the design is what the flags say.
     Stored as a recipe (the knob set, the added ranges, what is left out), so a resume rebuilds it."""
     from .options import leave_out
-    from .harness import parse_design
+    from .harness import _size_mb, heap_mb, parse_design
 
     searched = parse_design(getattr(args, "design", None))
     if not searched and args.nodes == 1 and args.rf is None:
@@ -261,19 +261,23 @@ def _shape_names() -> list[str]:
 
 
 def _node_shape(args: argparse.Namespace):
-    """--node-shape: the rig derived from the shape, printed, its values made the flags' defaults (flags given win);
-    None without it."""
+    """--node-shape: the rig derived from the shape, printed, its values made the flags' defaults (flags given win,
+    and the rig printed and stored is the one they make, its ratios kept or lost by them); None without it."""
     if not args.node_shape:
         return None
     from ..shapes import derive, load_shape
 
-    from .harness import parse_design
+    from .harness import _size_mb, heap_mb, parse_design
 
     searched = parse_design(getattr(args, "design", None)).get("nodes", (1, 1))[1]
     if (args.system or "cassandra") != "cassandra" or (args.nodes or 1) > 1 or searched > 1:
         raise UsageError("--node-shape derives a single Cassandra node's rig: leave out --system, --nodes and a "
                          "--design of several nodes")
-    rig = derive(load_shape(args.node_shape))
+    given = {"heap_mb": heap_mb(args.heap) if args.heap else None,
+             "page_cache_mb": _size_mb(args.page_cache, "--page-cache") if args.page_cache else None,
+             "records": args.records, "iops": args.disk_iops, "mbps": args.disk_mbps,
+             "latency_ms": args.disk_latency_ms}
+    rig = derive(load_shape(args.node_shape), given=given)
     defaults = {"heap": f"{rig.heap_mb}M", "page_cache": f"{rig.page_cache_mb}M", "records": rig.records,
                 "server_cpus": rig.server_cpus(), "target": rig.target}
     if rig.volume:
@@ -569,7 +573,8 @@ def add_parsers(sub) -> None:
                         "file of cores, memory_gib, volume, data_gib and optionally rate. The rig is derived and "
                         "printed (records so that the data keeps the shape's ratio to the page cache, the volume's "
                         "caps per core, the node's cores, knob ranges at the shape's scale) with the ratios it "
-                        "cannot keep; flags given win over it; the study stores it and best shows it")
+                        "cannot keep; flags given win over it (a smaller --page-cache: fewer records at the same ratio), the ratios "
+                        "printed being the rig's that runs; the study stores it and best shows it")
     t.add_argument("--data-sizes", default=None, metavar="LIST",
                    help="multiples of the records, e.g. 1,2: every configuration runs at each size (the operations "
                         "held) and is ranked by its worst gain over the default at the same size, so that the best "

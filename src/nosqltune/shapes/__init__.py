@@ -190,22 +190,39 @@ class Rig:
                 "ratios": [{**asdict(r), "kept": r.kept} for r in self.ratios]}
 
 
+GIVEN_FLAGS = {"heap_mb": "--heap", "page_cache_mb": "--page-cache", "records": "--records", "iops": "--disk-iops",
+               "mbps": "--disk-mbps", "latency_ms": "--disk-latency-ms"}
+
+
 def derive(shape: NodeShape, memory_mb: int = RIG_MEMORY_MB, machine_cores: int | None = None,
-           row_bytes: float = YCSB_ROW_BYTES) -> Rig:
+           row_bytes: float = YCSB_ROW_BYTES, given: dict[str, Any] | None = None) -> Rig:
     """The rig for `shape` within a memory cap of `memory_mb` on a machine of `machine_cores` (default: this one's),
-    records counted in rows of `row_bytes`."""
+    records counted in rows of `row_bytes`. `given`: values the user set (GIVEN_FLAGS' keys), which the rig takes
+    instead of the derived ones; the ratios are the rig's that runs, so a given value shows as a ratio kept or lost.
+    A page cache given sets the memory cap (heap + beside it + page cache), and the records follow it: a smaller cap
+    keeps the shape's data against memory with fewer records."""
     from ..volumes import presets as volume_presets
+
+    given = {k: v for k, v in (given or {}).items() if v is not None}
+
+    def because(*keys: str) -> str:   # the flags behind a ratio's value, when the user gave them
+        flags = [GIVEN_FLAGS[k] for k in keys if k in given]
+        return " and ".join(flags) + " given" if flags else ""
 
     machine_cores = machine_cores or os.cpu_count() or 1
     shape_memory = shape.memory_gib * 1024
     heap_share = shape.default_heap_mb() / shape_memory
-    heap = max(HEAP_FLOOR_MB, int(heap_share * memory_mb))
-    page_cache = memory_mb - heap - OFFHEAP_MB
+    heap = given.get("heap_mb") or max(HEAP_FLOOR_MB, int(heap_share * memory_mb))
+    if "page_cache_mb" in given:
+        page_cache = given["page_cache_mb"]
+        memory_mb = heap + OFFHEAP_MB + page_cache
+    else:
+        page_cache = memory_mb - heap - OFFHEAP_MB
     if page_cache <= 0:
         raise UsageError(f"a memory cap of {memory_mb} MiB cannot hold the derived heap ({heap} MiB), {OFFHEAP_MB} "
                          "MiB beside it and a page cache: give a larger one")
     data_ratio = shape.data_gib * 1024 / shape.page_cache_mb()
-    records = int(data_ratio * page_cache * (1 << 20) / row_bytes)
+    records = given.get("records") or int(data_ratio * page_cache * (1 << 20) / row_bytes)
     node_cores = max(1, min(shape.cores, machine_cores - 1))
     scale = node_cores / shape.cores
     volume = None
@@ -216,23 +233,27 @@ def derive(shape: NodeShape, memory_mb: int = RIG_MEMORY_MB, machine_cores: int 
         iops = shape.iops or (preset.volume.read_iops if preset else None)
         mbps = shape.mbps or (preset.volume.read_mbps if preset else None)
         latency = shape.latency_ms if shape.latency_ms is not None else (preset.volume.latency_ms if preset else 0.0)
-        volume = {"preset": shape.volume, "iops": max(1, round(iops * scale)) if iops else None,
-                  "mbps": max(1, round(mbps * scale)) if mbps else None, "latency_ms": latency or 0.0}
+        volume = {"preset": shape.volume, "iops": given.get("iops") or (max(1, round(iops * scale)) if iops else None),
+                  "mbps": given.get("mbps") or (max(1, round(mbps * scale)) if mbps else None),
+                  "latency_ms": given.get("latency_ms", latency or 0.0)}
     target = int(shape.rate * scale) if shape.rate else None
     ranges = {"heap_size": [HEAP_FLOOR_MB, max(HEAP_FLOOR_MB, int(0.6 * memory_mb))],
               "concurrent_reads": [2, 32 * node_cores], "concurrent_writes": [2, 32 * node_cores],
               "concurrent_compactors": [1, max(2, node_cores)]}
-    ratios = [Ratio("data per page cache", data_ratio, records * row_bytes / (1 << 20) / page_cache, "x"),
+    ratios = [Ratio("data per page cache", data_ratio, records * row_bytes / (1 << 20) / page_cache, "x",
+                    because("records", "page_cache_mb")),
               Ratio("heap per memory", heap_share, heap / memory_mb, "",
-                    f"the rig's heap has a floor of {HEAP_FLOOR_MB} MiB"),
+                    because("heap_mb", "page_cache_mb") or f"the rig's heap has a floor of {HEAP_FLOOR_MB} MiB"),
               Ratio("memory beside the heap", shape.beside_heap_mb() / shape_memory, OFFHEAP_MB / memory_mb, "",
                     f"a node here needs {OFFHEAP_MB} MiB beside its heap"),
               Ratio("cores", shape.cores, node_cores, "",
                     f"this machine has {machine_cores}; the client takes one")]
     if volume and volume["iops"]:
-        ratios.append(Ratio("IOPS per core", (iops or 0) / shape.cores, volume["iops"] / node_cores))
+        ratios.append(Ratio("IOPS per core", (iops or 0) / shape.cores, volume["iops"] / node_cores, "",
+                            because("iops")))
     if volume and volume["mbps"]:
-        ratios.append(Ratio("MiB/s per core", (mbps or 0) / shape.cores, volume["mbps"] / node_cores))
+        ratios.append(Ratio("MiB/s per core", (mbps or 0) / shape.cores, volume["mbps"] / node_cores, "",
+                            because("mbps")))
     return Rig(shape, memory_mb, heap, OFFHEAP_MB, page_cache, records, node_cores, scale, volume, target, ranges,
                ratios)
 
