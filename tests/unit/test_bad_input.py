@@ -213,6 +213,8 @@ CASES = [
          "unknown knob", files={"s.db": STUDY, "mine.yaml": "concurent_writes: 64\n"}),
     case("a search at a data size the disk cannot hold", "tune --data-sizes 1,100000 --budget 4",
          "give fewer records"),
+    case("a node shape whose data the disk cannot hold", "tune --node-shape {tmp}/huge.yaml --budget 4",
+         "give fewer records", files={"huge.yaml": "cores: 8\nmemory_gib: 32\ndata_gib: 500000\n"}),
     case("compare at a data size the disk cannot hold, checked before the first size runs",
          ["compare", "--study", "{tmp}/s.db", "--data-growth", "1,100000", "--repeat", "2"],
          "give fewer records", files={"s.db": STUDY}),

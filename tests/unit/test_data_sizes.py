@@ -6,6 +6,7 @@ search's structure on the recorded surrogate."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -102,7 +103,10 @@ SEARCH = ["tune", "--system", "surrogate:cloud13", "--read-ratio", "0.95", "--di
 def test_a_search_runs_every_configuration_at_each_size(surrogate, tmp_path, capsys):
     path = tmp_path / "s.db"
     assert main([*SEARCH, "--budget", "12", "--data-sizes", "1,2", "--study", str(path), "--json"]) == 0
-    capsys.readouterr()
+    said = capsys.readouterr().err   # what the sizes cost, before the first trial: trials per configuration
+    assert "every configuration runs at each size" in said, said[-2000:]
+    cost = re.search(r"the search's (\d+) trials are (\d+) configurations", said)
+    assert cost and int(cost[1]) == 2 * int(cost[2]), said[-2000:]
     store = open_store(str(path))
     try:
         record = store.find_study("tune")["settings"]["tune"]

@@ -60,6 +60,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _check_parallel_fits(args, settings)
         full_space = search_space(settings, args.system)
         fresh = _new_run(args, full_space, settings, rig)
+        say = _progress(args)
+        for line in rig.lines() if rig else ():   # the derived rig, once every check of it has passed
+            say(line)
     if args.resume and not store_exists(args.study):
         raise UsageError(f"nothing to resume: no study store at {args.study} (give the --study of the run, or start "
                          "one without --resume)")
@@ -261,8 +264,9 @@ def _shape_names() -> list[str]:
 
 
 def _node_shape(args: argparse.Namespace):
-    """--node-shape: the rig derived from the shape, printed, its values made the flags' defaults (flags given win,
-    and the rig printed and stored is the one they make, its ratios kept or lost by them); None without it."""
+    """--node-shape: the rig derived from the shape (printed once the run's checks pass), its values made the flags'
+    defaults (flags given win, and the rig printed and stored is the one they make, its ratios kept or lost by
+    them); None without it."""
     if not args.node_shape:
         return None
     from ..shapes import derive, load_shape
@@ -286,9 +290,6 @@ def _node_shape(args: argparse.Namespace):
     for key, value in defaults.items():
         if getattr(args, key, None) is None and value is not None:
             setattr(args, key, value)
-    say = _progress(args)
-    for line in rig.lines():
-        say(line)
     return rig
 
 
@@ -359,6 +360,8 @@ def _new_run(args: argparse.Namespace, full_space, settings, rig=None):
         print("\n".join(replay_lines(replayed)), file=sys.stderr)
     system = args.system or "cassandra"
     target = trial_target(settings, system, seed=args.seed)
+    for workload in workloads:   # the data the disk can hold, the datastore's own checks: before any note
+        target.preflight(workload, settings)
     profiled = any(w.profile for w in workloads)
     if profiled or any(w.snapshot for w in workloads):   # the table's own options are its table knobs' defaults
         from ..tuning.workers import search_space
@@ -383,8 +386,6 @@ def _new_run(args: argparse.Namespace, full_space, settings, rig=None):
         searched_space = TuningSpace(subset, fixed)
     if hasattr(target, "check_searched"):   # a recorded dataset answers for its own knobs, as it measured them
         target.check_searched(subset, fixed)
-    for workload in workloads:
-        target.preflight(workload, settings)
     searched = len(searched_space.knobs)
     options: dict[str, Any] = {k: v for k, v in (("initial", args.initial),) if v is not None}
     if (args.parallel or 1) > 1 or args.executor:
