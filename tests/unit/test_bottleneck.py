@@ -136,7 +136,10 @@ def _copy_of_disk_bound(tmp_path) -> Path:
 
 
 def test_disk_bound_trials_of_the_committed_study_are_limited_by_the_cores(tmp_path):
-    verdicts = [(row, of_trial(row, cores=2)) for row in _rows(_copy_of_disk_bound(tmp_path))]
+    # the search's trials and impact_tuning.md's comparisons; not fidelity.md's rounds at other warm-ups and JITs (on
+    # a slow day 2 of the default's 10 C1 runs there had idle cores with a full page cache: memory)
+    verdicts = [(row, of_trial(row, cores=2)) for row in _rows(_copy_of_disk_bound(tmp_path))
+                if not any(k in json.loads(row["meta"] or "{}").get("group", "") for k in ("-x1-warm", "-x1-tiered"))]
     counts = Counter(v.limit for _, v in verdicts)
     assert counts["node-cores"] >= 0.85 * len(verdicts), counts
     # the default configuration's trials all are (node and client share 2 cores, impact_tuning.md)
