@@ -43,6 +43,8 @@ JITS = {"c1": ["--jit", "c1", "--warmup-seconds", str(C1_WARMUP_S)],
 # not the plateau), then compare's adaptive rule's 2 rounds on disk-bound (stopped: it ended a warm-up at 64 s)
 KEYS = {"c1": f"x1-warm{C1_WARMUP_S}s", "tiered": f"x1-tiered-warm{TIERED_WARMUP_S}s"}
 EARLIER = {"c1": "x1-warm20s", "tiered": "x1-tiered"}
+WARMUP_S = {"c1": C1_WARMUP_S, "tiered": TIERED_WARMUP_S}   # each JIT's warm-up, these rounds' and the earlier ones'
+EARLIER_WARMUP_S = {"c1": 20, "tiered": 60}
 ADAPTIVE = "x1-tiered-plateau"
 GAP = 0.15   # gains further apart than this change the verdict
 
@@ -146,8 +148,9 @@ def write(rounds: int = 10) -> None:
             continue
         c1, tiered = got["c1"], got["tiered"]
         changed, why = verdict(c1, tiered)
-        out[scenario] = {"c1": c1, "tiered": tiered, "changed": changed, "why": why, "warmups":
-                         f"C1 {C1_WARMUP_S} s, tiered {TIERED_WARMUP_S} s" if complete else "C1 20 s, tiered 60 s"}
+        warmups = WARMUP_S if complete else EARLIER_WARMUP_S
+        out[scenario] = {"c1": c1, "tiered": tiered, "changed": changed, "why": why,
+                         "warmups": f"C1 {warmups['c1']} s, tiered {warmups['tiered']} s"}
 
         def cell(s):
             return (f"x{s['mean_speedup']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}], p = {s['p_value']:.3g}"
@@ -155,13 +158,12 @@ def write(rounds: int = 10) -> None:
 
         so_far = (f"; the {TIERED_WARMUP_S} s rounds: {done} so far" if done else "")
         warm = (f" ({done} of {rounds} rounds so far)" if done < rounds else "") if complete else \
-            f" (60 s warm-up, not the plateau{so_far})"
+            f" ({EARLIER_WARMUP_S['tiered']} s warm-up, not the plateau{so_far})"
         table.append(f"| {scenario} ({study}) | {cell(c1)} | {cell(tiered)}{warm} | "
                      f"{min(c1['pairs'], tiered['pairs'])} "
                      f"| {'**changed**' if changed else 'kept'}: {why} |")
-        groups = {f"{jit}, {C1_WARMUP_S if jit == 'c1' else TIERED_WARMUP_S} s": s["group"]
-                  for jit, s in now.items() if s}
-        groups.update({f"{jit}, {20 if jit == 'c1' else 60} s (earlier)": s["group"] for jit, s in before.items() if s})
+        groups = {f"{jit}, {WARMUP_S[jit]} s": s["group"] for jit, s in now.items() if s}
+        groups.update({f"{jit}, {EARLIER_WARMUP_S[jit]} s (earlier)": s["group"] for jit, s in before.items() if s})
         if comparisons.get(ADAPTIVE):   # the adaptive rule's rounds with its first floor, stopped
             groups["tiered, adaptive rule (60 s floor)"] = _stats(comparisons[ADAPTIVE])["group"]
         for jit, group in groups.items():

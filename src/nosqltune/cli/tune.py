@@ -244,7 +244,7 @@ def design_knobs(args: argparse.Namespace, full_space, subset):
     (irace23 has replication_factor) are left out of the search, so the design is what the flags say.
     Stored as a recipe (the knob set, the added ranges, what is left out), so a resume rebuilds it."""
     from .options import leave_out
-    from .harness import _size_mb, heap_mb, parse_design
+    from .harness import parse_design
 
     searched = parse_design(getattr(args, "design", None))
     if not searched and args.nodes == 1 and args.rf is None:
