@@ -239,6 +239,10 @@ def test_knobs_lists_a_space_and_a_named_set(capsys):
     assert {k["name"] for k in listed} == {"concurrent_writes", "memtable_cleanup_threshold", "concurrent_compactors",
                                           "compaction_method", "file_cache_size"}
     assert all(k["description"] and k["applies"] for k in listed)
+    by_name = {k["name"]: k for k in listed}   # the bounds a knob file may widen a range to, and why if ours
+    assert by_name["concurrent_writes"]["bounds"] == [2, 8192] and by_name["concurrent_writes"]["bounds_why"]
+    assert by_name["memtable_cleanup_threshold"]["bounds"] == [0.01, 0.99]
+    assert by_name["memtable_cleanup_threshold"]["bounds_why"] is None
     assert main(["knobs", "redis"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("redis ") and "sets: " in out.splitlines()[0]

@@ -53,7 +53,8 @@ def cmd_knobs(args: argparse.Namespace) -> int:
     knobs = list(space)
     if args.json:
         print(json.dumps([{"name": k.name, "type": k.type, "range": k.range, "choices": k.choices,
-                           "default": k.default, "default_rule": k.default_rule, "unit": k.unit, "log": k.log,
+                           "bounds": k.bounds, "bounds_why": k.bounds_why, "default": k.default,
+                           "default_rule": k.default_rule, "unit": k.unit, "log": k.log,
                            "applies": k.applies, "key": k.key, "reload": k.reload, "live": k.live,
                            "condition": k.condition, "special": list(k.special), "best_practice": k.best_practice,
                            "description": k.description} for k in knobs]))

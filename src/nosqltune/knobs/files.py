@@ -183,7 +183,8 @@ def _build_knob(name: str, spec: Any, origin: str) -> Knob:
                 key=key, range=rng, choices=choices, unit=unit, log=log, value_map=value_map,
                 reload=spec.get("reload", False), live=spec.get("live"), condition=spec.get("condition"),
                 special=(), sources=tuple(sources), notes=spec.get("notes"),
-                default_rule=spec.get("default_rule"), bounds=bounds, best_practice=best, implies=implies,
+                default_rule=spec.get("default_rule"), bounds=bounds, bounds_why=spec.get("bounds_why"),
+                best_practice=best, implies=implies,
                 restaged=restaged)
     try:
         default = knob.coerce(spec["default"])

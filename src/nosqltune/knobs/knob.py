@@ -30,7 +30,7 @@ _LEGACY_SUFFIXES = ("_in_mb", "_in_kb", "_mb_per_sec", "_megabits_per_sec", "_in
 _KNOB_FIELDS = frozenset({
     "type", "range", "bounds", "choices", "default", "default_rule", "unit", "log", "applies", "key",
     "value_map", "reload", "live", "condition", "special", "description", "sources", "notes", "best_practice",
-    "implies", "restaged"})
+    "implies", "restaged", "bounds_why"})
 _REQUIRED_FIELDS = ("type", "default", "applies", "key", "description")
 _TOP_FIELDS = frozenset({"system", "version", "reference_setup", "knobs", "knob_sets", "rules"})
 _SET_FIELDS = frozenset({"description", "source", "knobs", "ranges", "choices"})
@@ -141,6 +141,7 @@ class Knob:
     notes: str | None = None
     default_rule: str | None = None
     bounds: tuple | None = None    # what the datastore accepts (None side: unbounded)
+    bounds_why: str | None = None  # why the upper bound is below the datastore's own (thread counts)
     best_practice: dict | None = field(default=None, hash=False)  # {rule, source}: a documented rule of thumb
     implies: dict | None = field(default=None, hash=False)  # enum choice -> {yaml key: value} it needs beside it
     # a reload knob that restored data can be brought to: {"when": condition, "component": file suffix}. Where
@@ -230,6 +231,18 @@ class Knob:
             lo = 0
         return lo, hi
 
+    def bounds_text(self, above: bool) -> str:
+        """The accepted values as an error message names them: the datastore's, or, for a value `above` a bound
+        narrower than the datastore's own (thread counts), that bound and why."""
+        lo, hi = self._accepted()
+        if self.bounds_why and not above:
+            hi = None   # the datastore's own upper bound is none
+        shown = (f"[{_num(lo)}, {_num(hi)}]" if lo is not None and hi is not None
+                 else f">= {_num(lo)}" if lo is not None else f"<= {_num(hi)}")
+        if above and self.bounds_why:
+            return f"the values it takes ({shown}: {self.bounds_why})"
+        return f"the values the datastore accepts ({shown})"
+
     def coerce(self, value: Any, *, allow_outside_range: bool = False) -> Any:
         """The typed value; KnobError (one line) for a wrong type or a value outside the tuning range."""
         typed = self._typed(value)
@@ -241,10 +254,8 @@ class Knob:
                                     f"[{_num(lo)}, {_num(hi)}]")
                 blo, bhi = self._accepted()
                 if (blo is not None and typed < blo) or (bhi is not None and typed > bhi):
-                    accepted = (f"[{_num(blo)}, {_num(bhi)}]" if blo is not None and bhi is not None
-                                else f">= {_num(blo)}" if blo is not None else f"<= {_num(bhi)}")
-                    raise KnobError(f"knob {self.name}={_num(typed)} is outside the values the datastore "
-                                    f"accepts ({accepted})")
+                    raise KnobError(f"knob {self.name}={_num(typed)} is outside "
+                                    f"{self.bounds_text(bhi is not None and typed > bhi)}")
         return typed
 
     def rendered(self, value: Any) -> Any:

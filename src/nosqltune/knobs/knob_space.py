@@ -268,9 +268,8 @@ def _narrow(knob: Knob, new_range: Any, new_choices: Any, origin: str, *, within
         else:
             blo, bhi = knob._accepted()
             if (blo is not None and lo < blo) or (bhi is not None and hi > bhi):
-                shown = f"[{_num(blo) if blo is not None else '-inf'}, {_num(bhi) if bhi is not None else 'inf'}]"
                 raise KnobError(f"{origin}: range [{_num(lo)}, {_num(hi)}] of knob {knob.name} goes beyond "
-                                f"the values the datastore accepts, its bounds {shown}")
+                                f"{knob.bounds_text(bhi is not None and hi > bhi)}")
         if knob.applies == "design" and not lo <= knob.default <= hi:
             # a design range may leave the default design out (nodes 2..4): its nearest end is the default
             changes["default"] = lo if knob.default < lo else hi
