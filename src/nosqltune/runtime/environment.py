@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import platform
 from pathlib import Path
 
 from .. import __version__
+from .paths import loadgen_dir
 
 
 def _cpu_model() -> str:
@@ -59,6 +62,24 @@ def _memory_gib() -> float | None:
     return None if kib is None else round(kib / 1024 / 1024, 1)
 
 
+@functools.lru_cache(maxsize=None)
+def _sources_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted([root / "pom.xml", *(root / "src" / "main").rglob("*")]):
+        if path.is_file():
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def loadgen_digest() -> str:
+    """A digest of the load generator's sources (its pom.xml and src/main): the client that measured a run is part
+    of what produced its figure, so runs of two versions of it are two environments, never mixed unseen."""
+    try:
+        return _sources_digest(loadgen_dir())
+    except Exception:  # a fingerprint never fails a run
+        return "unknown"
+
+
 def fingerprint(system: str, system_version: str) -> dict:
     from .java import java_executable, java_version
 
@@ -76,4 +97,5 @@ def fingerprint(system: str, system_version: str) -> dict:
         "system": system,
         "system_version": system_version,
         "nosqltune": __version__,
+        "loadgen": loadgen_digest(),
     }

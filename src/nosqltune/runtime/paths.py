@@ -6,7 +6,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import SetupError, UsageError
 
 
 def cache_dir() -> Path:
@@ -94,6 +94,14 @@ def maven_repo() -> Path:
 def repo_root() -> Path:
     """The source checkout (for the loadgen Maven module)."""
     return Path(__file__).resolve().parents[3]
+
+
+def loadgen_dir() -> Path:
+    """The loadgen Maven module: the checkout's loadgen/, or NOSQLTUNE_LOADGEN."""
+    path = Path(os.environ.get("NOSQLTUNE_LOADGEN", repo_root() / "loadgen"))
+    if not (path / "pom.xml").exists():
+        raise SetupError(f"loadgen module not found at {path} (set NOSQLTUNE_LOADGEN to the checkout's loadgen/)")
+    return path
 
 
 OWNER_FILE = ".owner"   # in a trial's folder: the process that made it (this machine's name, pid, start time)

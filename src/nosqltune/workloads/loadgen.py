@@ -7,15 +7,8 @@ import os
 from pathlib import Path
 
 from ..errors import SetupError
-from ..runtime.paths import repo_root
+from ..runtime.paths import loadgen_dir
 from ..runtime.java import read_classpath, require_java, run_maven
-
-
-def loadgen_dir() -> Path:
-    path = Path(os.environ.get("NOSQLTUNE_LOADGEN", repo_root() / "loadgen"))
-    if not (path / "pom.xml").exists():
-        raise SetupError(f"loadgen module not found at {path} (set NOSQLTUNE_LOADGEN to the checkout's loadgen/)")
-    return path
 
 
 def _newest_source_mtime(root: Path) -> float:
