@@ -40,9 +40,10 @@ import site.ycsb.measurements.exporter.TextMeasurementsExporter;
  * stderr every {@code status.interval} s), {@code -l label}.
  *
  * <p>In {@code -t} mode a warm-up phase runs first on the same threads, DB instances, session
- * and workload state, calling the bindings directly so that YCSB's measurements record nothing
- * (the measurements are also reset after the warm-up, so that what a workload records itself,
- * such as READ-MODIFY-WRITE, is dropped too). It is controlled by {@code warmup.operations}
+ * and workload state, through the same wrappers as the measured phase (so that the client's
+ * measuring code is compiled before the measured phase starts), and the measurements are reset
+ * after it: nothing it recorded, nor what a workload records itself (READ-MODIFY-WRITE), reaches
+ * the results. It is controlled by {@code warmup.operations}
  * (default 0), {@code warmup.maxseconds} (default 60, 0 = no time cap), {@code warmup.steady.window}
  * (seconds, default 0 = off), {@code warmup.steady.cv} (default 0.05) and {@code warmup.steady.drift}
  * (default off), and {@code warmup.minseconds} (default 0). The warm-up runs if
@@ -651,10 +652,16 @@ public final class PhasedClient {
     final double targetPerThread = target > 0 ? target / threadCount : 0;
     List<Worker> workers = new ArrayList<>();
     List<Thread> threads = new ArrayList<>();
+    // The warm-up's operations go through the measured phase's wrappers (YCSB's DBWrapper, a per-second latency
+    // recorder) into measurements dropped when it ends: the client's measuring code is compiled by the time the
+    // measured phase starts, which then does not begin on the client's cold code (a tiered JVM interprets it).
+    org.HdrHistogram.Recorder warmLatencies = new org.HdrHistogram.Recorder(3);
     for (int i = 0; i < threadCount; i++) {
       Worker w = new Worker(i, threadCount, dbs.get(i), workload, props, doTransactions,
           share(opCount, threadCount, i), targetPerThread, run);
-      w.warmDb = new DelegatingDB(dbs.get(i), false, run.warmErrors);
+      DBWrapper warm = new DBWrapper(new DelegatingDB(dbs.get(i), false, run.warmErrors, warmLatencies), tracer);
+      warm.init(); // DelegatingDB's init does nothing: the binding is initialized once, above
+      w.warmDb = warm;
       workers.add(w);
       Thread t = new Thread(w, "client-" + i);
       t.setDaemon(true);
@@ -749,18 +756,21 @@ public final class PhasedClient {
     System.err.println("[loadgen] " + (doTransactions ? "transaction" : "load") + " phase: "
         + (opCount > 0 ? opCount + " operations" : "unlimited operations") + ", " + threadCount + " threads"
         + (target > 0 ? ", target " + target + " ops/s" : ""));
-    long measureStartNs = System.nanoTime();
-    Monitor mon = new Monitor(doTransactions ? "run" : "load", label, run.measuredOps, measureStartNs,
-        status, statusInterval);
-    mon.probes.add(latencyProbe(latencies));
+    // The node's JMX connection and the cost probes are opened before the per-second series starts (a JMX connect
+    // takes a good part of a second in a fresh JVM): the series' first second holds operations from its start,
+    // as RunTime does, not the time the probes took to open.
     NodeInternals.Sampler node = internalsPort > 0
         ? NodeInternals.Sampler.open("127.0.0.1", internalsPort, props.getProperty("internals.keyspace", "ycsb"),
             props.getProperty("internals.table", "usertable"))
         : null;
+    NodeCost cost = NodeCost.open(props);
+    long measureStartNs = System.nanoTime();
+    Monitor mon = new Monitor(doTransactions ? "run" : "load", label, run.measuredOps, measureStartNs,
+        status, statusInterval);
+    mon.probes.add(latencyProbe(latencies));
     if (node != null) {
       mon.probes.add(node);
     }
-    NodeCost cost = NodeCost.open(props);
     cost.markStart();
     mon.start();
     long st = System.currentTimeMillis();

@@ -12,12 +12,16 @@ import site.ycsb.DBException;
 import site.ycsb.Status;
 import site.ycsb.StringByteIterator;
 
-/** In-memory binding for tests; counts init/cleanup calls to catch double initialization. */
+/**
+ * In-memory binding for tests; counts init/cleanup calls to catch double initialization, and the reads not called
+ * through YCSB's DBWrapper (the measured phase's wrapper, which the warm-up runs through too).
+ */
 public class MemoryDB extends DB {
   static final Map<String, Map<String, String>> DATA = new ConcurrentHashMap<>();
   static final AtomicInteger INITS = new AtomicInteger();
   static final AtomicInteger CLEANUPS = new AtomicInteger();
   static final AtomicInteger DOUBLE_INITS = new AtomicInteger();
+  static final AtomicInteger UNWRAPPED_READS = new AtomicInteger();
 
   private boolean initialized;
 
@@ -26,6 +30,7 @@ public class MemoryDB extends DB {
     INITS.set(0);
     CLEANUPS.set(0);
     DOUBLE_INITS.set(0);
+    UNWRAPPED_READS.set(0);
   }
 
   @Override
@@ -44,6 +49,9 @@ public class MemoryDB extends DB {
 
   @Override
   public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
+    if (!StackWalker.getInstance().walk(s -> s.anyMatch(f -> f.getClassName().equals("site.ycsb.DBWrapper")))) {
+      UNWRAPPED_READS.incrementAndGet();
+    }
     Map<String, String> row = DATA.get(key);
     if (row == null) {
       return Status.NOT_FOUND;
