@@ -9,7 +9,7 @@ import platform
 from pathlib import Path
 
 from .. import __version__
-from .paths import loadgen_dir
+from .paths import loadgen_dir, loadgen_sources
 
 
 def _cpu_model() -> str:
@@ -65,9 +65,8 @@ def _memory_gib() -> float | None:
 @functools.lru_cache(maxsize=None)
 def _sources_digest(root: Path) -> str:
     digest = hashlib.sha256()
-    for path in sorted([root / "pom.xml", *(root / "src" / "main").rglob("*")]):
-        if path.is_file():
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in loadgen_sources(root):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
 
 

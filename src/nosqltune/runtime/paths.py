@@ -104,6 +104,11 @@ def loadgen_dir() -> Path:
     return path
 
 
+def loadgen_sources(root: Path) -> list[Path]:
+    """What loadgen's jar is built from (its pom.xml and src/main), in a stable order."""
+    return sorted(p for p in [root / "pom.xml", *(root / "src" / "main").rglob("*")] if p.is_file())
+
+
 OWNER_FILE = ".owner"   # in a trial's folder: the process that made it (this machine's name, pid, start time)
 
 

@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import functools
 import os
-from pathlib import Path
 
 from ..errors import SetupError
-from ..runtime.paths import loadgen_dir
+from ..runtime.paths import loadgen_dir, loadgen_sources
 from ..runtime.java import read_classpath, require_java, run_maven
-
-
-def _newest_source_mtime(root: Path) -> float:
-    files = [root / "pom.xml", *root.rglob("src/**/*")]
-    return max(f.stat().st_mtime for f in files if f.is_file())
 
 
 @functools.lru_cache(maxsize=None)
@@ -23,8 +17,9 @@ def loadgen_classpath() -> tuple[str, ...]:
     jar = root / "target" / "nosqltune-loadgen.jar"
     cp_file = root / "target" / "classpath.txt"
     deps = read_classpath(cp_file)
+    newest_source = max(f.stat().st_mtime for f in loadgen_sources(root))
     for _ in range(2):   # a damaged jar found in the resolved classpath is removed, and fetched again
-        if deps is not None and jar.exists() and jar.stat().st_mtime >= _newest_source_mtime(root):
+        if deps is not None and jar.exists() and jar.stat().st_mtime >= newest_source:
             break
         run_maven(root / "pom.xml", ["package", "dependency:build-classpath",
                                      f"-Dmdep.outputFile={cp_file}", "-DskipTests"])
