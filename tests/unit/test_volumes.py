@@ -305,8 +305,10 @@ def test_what_a_killed_run_left_mounted_is_swept_by_the_next(tmp_path, latency_m
 @pytest.mark.skipif(bool(volume_usable() or delayfs.usable()), reason="no loop devices or no FUSE build here")
 def test_a_volume_with_a_latency_makes_each_io_wait(tmp_path):
     """Every 4 KiB O_DIRECT read of a file on a volume with 2 ms of latency takes at least 2 ms (delayfs waits
-    before it reads the image), where the same reads without it take a fraction of that; the volume is attached
-    through the served file, the mount's source names the image, and nothing is left after it is closed."""
+    before it reads the image), where the fastest of the same reads without it takes a fraction of that; the volume
+    is attached through the served file, the mount's source names the image, and nothing is left after it is closed.
+    Each read is timed alone and the bounds hold for the fastest one: the unit tests share the disk (two workers), so
+    a mean can carry another test's I/O (a mean of 1.95 ms without the latency was seen)."""
     import mmap
     import random
     import time
@@ -328,10 +330,12 @@ def test_a_volume_with_a_latency_makes_each_io_wait(tmp_path):
                     assert (f"delayfs:{os.path.realpath(image)}", served) in mounts()
                 fd = os.open(vol.point / "f.bin", os.O_RDONLY | os.O_DIRECT)
                 buf = mmap.mmap(-1, 4096)
-                started = time.monotonic()
+                times = []
                 for _ in range(100):
+                    started = time.monotonic()
                     os.preadv(fd, [buf], random.randrange(0, 2048) * 4096)
-                per_read[latency] = (time.monotonic() - started) / 100 * 1000
+                    times.append((time.monotonic() - started) * 1000)
+                per_read[latency] = min(times)
                 os.close(fd)
         assert per_read[2.0] >= 2.0 and per_read[0.0] < 1.0, per_read
     finally:
