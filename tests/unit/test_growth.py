@@ -121,6 +121,40 @@ def test_a_warmup_by_time_is_its_own_comparison(study, capsys):
     assert {r["workload"]["warmup_max_seconds"] for r in tuned} != {45}
 
 
+def test_more_operations_alone_is_its_own_comparison_at_every_size(study, capsys):
+    """`--operations N`: a longer measured phase with the records held (where --scale multiplies both), stored apart
+    from the study's own rounds; with --data-growth every size runs N and the growth table names the variant."""
+    store = open_store(str(study))
+    tuned_ops = {r["workload"]["operations"] for r in store.trials()}
+    store.close()
+    assert main(["compare", "--study", str(study), "--repeat", "2", "--operations", "123456", "--data-growth", "1,2",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(result["operations"] == 123456 for result in out["sizes"].values())
+    store = open_store(str(study))
+    try:
+        comparisons = store.find_study("tune")["settings"]["compare"]
+        rows = [r for r in store.trials() if r["tag"] == "compare"]
+    finally:
+        store.close()
+    assert set(comparisons) == {"x1-ops123456", "x1-data2-ops123456"} and 123456 not in tuned_ops
+    assert rows and {r["workload"]["operations"] for r in rows} == {123456}
+    assert len({r["workload"]["records"] for r in rows}) == 2
+    assert {r["variant"] for r in growth_table(comparisons)} == {"ops123456"}
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--operations", "0"], "--operations must be a positive integer"),
+    (["--operations", "-5"], "--operations must be a positive integer"),
+    (["--operations", "1000", "--scale", "2"], "give one of them"),
+])
+def test_bad_operations_are_one_line_and_run_nothing(study, capsys, flags, message):
+    assert main(["compare", "--study", str(study), "--repeat", "2", *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not [r for r in open_store(str(study)).trials() if r["tag"] == "compare"]
+
+
 @pytest.mark.parametrize("command", [["compare", "--repeat", "2"], ["best", "--confirm", "--rounds", "2"]])
 @pytest.mark.parametrize("seconds", ["0", "601", "-5"])
 def test_a_warmup_out_of_range_is_refused_before_any_run(study, capsys, command, seconds):

@@ -45,7 +45,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..surrogate.features import existing_store
 
     settings = CompareSettings(candidates=args.candidates, rounds=args.repeat, scale=args.scale, jit=args.jit,
-                               warmup_seconds=args.warmup_seconds,
+                               warmup_seconds=args.warmup_seconds, operations=args.operations,
                                metrics=tuple(m.strip() for m in args.metrics.split(",") if m.strip()))
     store = existing_store(args.study)
     try:
@@ -108,6 +108,7 @@ def format_comparison(result: dict[str, Any], unit: str) -> str:
     size = f"scale x{result['scale']:g}" + (f", data x{result['data']:g}" if result.get("data", 1) != 1 else "")
     size += f", JIT {result['jit']}" if result.get("jit") else ""
     size += f", warm-up {result['warmup_seconds']} s" if result.get("warmup_seconds") else ""
+    size += f", {result['operations']:,} operations per run" if result.get("operations") else ""
     lines = [f"{result['metric']} ({unit}), study {result['study_name']}, {size}: "
              "speedup = candidate / default of the same round (> 1 is better)"
              + (f"; best = {result['best_is']}" if result.get("best_is") and "best" in result["candidates"] else "")]
@@ -181,6 +182,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--warmup-seconds", type=int, default=None, metavar="S",
                    help="warm up each run for S seconds (by time, not operations) instead of the study's warm-up; "
                         "stored as its own comparison")
+    p.add_argument("--operations", type=int, default=None, metavar="N",
+                   help="measure N operations in every run instead of the study's, the records held: a longer "
+                        "measured phase, e.g. at the tiered JIT, whose faster runs measure fewer seconds; stored as "
+                        "its own comparison")
     p.add_argument("--data-growth", default=None, metavar="LIST",
                    help="data multiples, e.g. 1,2,4: the records multiplied and the operations held, the "
                         "candidates, the default and latest measured at each size in its own interleaved rounds "

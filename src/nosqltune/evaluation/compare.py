@@ -121,6 +121,7 @@ class CompareSettings:
     data: float = 1.0                 # records alone multiplied by this, operations held (one size of a growth test)
     jit: str | None = None            # both JVMs' JIT for these rounds (c1, tiered); None: the study's own
     warmup_seconds: int | None = None  # a warm-up by time instead of the study's (tiered: TIERED_PLATEAU)
+    operations: int | None = None     # the measured operations of every run instead of the study's (records held)
 
     def __post_init__(self) -> None:
         from ..objective import check_metric
@@ -134,6 +135,11 @@ class CompareSettings:
         if self.jit not in (None, "c1", "tiered"):
             raise UsageError(f"--jit takes c1 or tiered, got {self.jit!r}")
         check_warmup_seconds(self.warmup_seconds)
+        if self.operations is not None and self.operations <= 0:
+            raise UsageError(f"--operations must be a positive integer, got {self.operations}")
+        if self.operations is not None and self.scale != 1:
+            raise UsageError("--scale multiplies the operations with the records; --operations sets them: give one of "
+                             "them")
         if self.data != 1 and self.scale != 1:
             raise UsageError("--data-growth multiplies the records at equal work; --scale multiplies records and "
                              "operations: give one of them")
@@ -192,10 +198,14 @@ def _rig(study, settings: CompareSettings) -> tuple[Any, str | None, list]:
     jit = settings.jit if settings.jit and settings.jit != harness.jit else None   # fidelity: another JIT than tuned
     if jit:
         harness = replace(harness, jit=jit)
-    workloads = [Workload.from_dict(warmed_up(w if settings.scale == 1 and settings.data == 1 else
-                                              {**w, "records": int(w["records"] * settings.scale * settings.data),
-                                               "operations": int(w["operations"] * settings.scale)},
-                                              jit, settings.warmup_seconds)[0])
+
+    def sized(w: dict[str, Any]) -> dict[str, Any]:
+        if settings.scale != 1 or settings.data != 1:
+            w = {**w, "records": int(w["records"] * settings.scale * settings.data),
+                 "operations": int(w["operations"] * settings.scale)}
+        return {**w, "operations": settings.operations} if settings.operations else w
+
+    workloads = [Workload.from_dict(warmed_up(sized(w), jit, settings.warmup_seconds)[0])
                  for w in study.tune["workloads"]]
     return harness, jit, workloads
 
@@ -235,10 +245,12 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
     others = [k for k in candidates if k != "default"]
     suffix = "" if others == ["best"] else ":" + "+".join(others)
     _, warm = warmed_up({}, jit, settings.warmup_seconds)
-    size = f"x{settings.scale:g}" + (f"-data{settings.data:g}" if settings.data != 1 else "") + warm
+    size = (f"x{settings.scale:g}" + (f"-data{settings.data:g}" if settings.data != 1 else "") + warm
+            + (f"-ops{settings.operations}" if settings.operations else ""))
     result: dict[str, Any] = {"study_name": study.name, "system": study.system, "metric": objective.metric,
                               "best_is": best_source, "scale": settings.scale, "data": settings.data,
                               "jit": harness.jit, "warmup_seconds": settings.warmup_seconds,
+                              "operations": settings.operations,
                               "candidates": candidates, "workloads": {}, "runs": 0, "failed_runs": 0}
     if "best-practice" in candidates:
         result["best_practice"] = {"machine": facts, "rules": rules}
@@ -318,14 +330,14 @@ def growth_table(comparisons: dict[str, Any], min_sizes: int = 2) -> list[dict[s
     """From a study's stored comparisons: each data size's speedup of every candidate against the default, smallest
     size first (rows: multiple, workload, candidate, variant, mean_speedup, ci_low, ci_high, p_value, pairs). Only
     the comparisons at equal work (scale 1) are rows; one that is not a growth size counts as data x1. Rounds run
-    another way than the study's own (another JIT, a warm-up by time: the comparison key's suffix, e.g.
-    "tiered-plateau120s", "warm20s") are sizes of a growth of their own, `variant` naming it ("" for the study's own):
+    another way than the study's own (another JIT, a warm-up by time, another count of operations: the comparison
+    key's suffix, e.g. "tiered-plateau120s", "warm20s", "ops500000") are sizes of a growth of their own, `variant` naming it ("" for the study's own):
     a variant with fewer than `min_sizes` sizes has no rows (1: a growth run cut short shows its first size)."""
     rows = []
     for key, result in comparisons.items():
         if result.get("scale", 1) != 1 or not result.get("workloads"):
             continue   # another load: not a size of the study's growth
-        # x1[-dataN][-JIT[-plateauNs]][-warmSs][:candidates] -> the part after the size
+        # x1[-dataN][-JIT[-plateauNs]][-warmSs][-opsN][:candidates] -> the part after the size
         variant = "-".join(p for p in key.split(":")[0].split("-")[1:] if not p.startswith("data"))
         for workload, w in result["workloads"].items():
             for candidate, stats in (w.get("stats") or {}).items():
