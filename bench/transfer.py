@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """What tuning finds on your own workload, and whether a YCSB-tuned best carries over: on cloud-disk (limited by
-its volume's IOPS cap) and write-heavy (limited by the node's cores: about 1.5 of the 2, with flushes and
-compactions in every measured phase), a 60-trial search, confirmation included, for
+its volume's IOPS cap) and disk-bound (limited by the node's cores), a 60-trial search, confirmation included, for
 each shipped profile (time series, messaging, key-value) and for YCSB B uniform; then every best measured on every
 workload against the default in interleaved cold rounds (`compare`): 10 rounds for a workload's own best and for
 YCSB's best on it, 3 rounds for the other profiles' bests. bench/results/workloads.md.
@@ -9,7 +8,7 @@ YCSB's best on it, 3 rounds for the other profiles' bests. bench/results/workloa
 The strategy is the one bench/results/strategies_v5.md ranks first: GP with LlamaTune (8 synthetic dimensions,
 x2.025 of the default on the recorded landscape, GP alone x2.015 beside it). On real cold trials GP alone found
 more (strategies_real.md: x3.62 against x2.48); the ranking asked for is the recorded one. Every search of a
-scenario searches the same knobs, the scenario's set (cloud on cloud-disk; on write-heavy v5 less the compaction
+scenario searches the same knobs, the scenario's set (cloud on cloud-disk; on disk-bound v5 less the compaction
 strategy, bench/transfer_v5.yaml: v5's compaction choices leave out the time-series table's own TimeWindow), so that
 a cell tells workloads apart, not knob sets; a profile's table options stay its knobs' defaults, and neither set
 changes a table's compaction. A best is exported as the
@@ -24,17 +23,16 @@ in other rounds, and 3 pairs cannot be significant: their smallest p is 0.25). G
 at least x1.2 over the YCSB-tuned best, both p < 0.05.
 
 Machine time, said before anything runs (`--plan` prints it alone), from the trial times stored by earlier studies
-of the same scenarios' SMAC studies: 480 search trials at 117 s (cloud-disk) and 67 s (write-heavy), builds
-included, then 298 comparison runs at 43-73 s: about 22 machine hours on 2026-11-30's figures, about twice the 10-12
-first guessed. The core-bound half was first planned on disk-bound, whose cores bind too (at both JITs in
-fidelity.md), but its search trials took 211 s (a build of 2M records in most of them): 20 machine hours for that
-half against write-heavy's 10, whose data (100K rows) builds in seconds. One store per scenario (bench/results/transfer/SCENARIO.db), one
+of the same scenarios' SMAC studies: 480 search trials at 117 s (cloud-disk) and 211 s (disk-bound: a build in
+most of its trials), builds included, then 298 comparison runs at 43-58 s: about 28 machine hours on 2026-11-29's
+figures, more than twice the 10-12 first guessed. A search that builds less often than SMAC did (disk-bound's
+irace trials took 73 s) costs less. One store per scenario (bench/results/transfer/SCENARIO.db), one
 study per workload, so `nosqltune report` draws each. Needs root (memory cgroups, capped volumes); nothing else may
 run beside it. Resumable: a study resumes (tune --resume), a comparison continues its rounds, and each phase skips
 what is stored.
 
     python3 bench/transfer.py --plan
-    python3 bench/transfer.py [--scenarios cloud-disk,write-heavy] [--budget 60] [--rounds 10] [--few 3]
+    python3 bench/transfer.py [--scenarios cloud-disk,disk-bound] [--budget 60] [--rounds 10] [--few 3]
     python3 bench/transfer.py --write-only
 """
 
@@ -49,7 +47,7 @@ from pathlib import Path
 from common import (RESULTS, ROOT, compare, export_best, kept_notes, log, machines, nosqltune, paired, ratio_text,  # bench/
                     study_rows, study_settings)
 
-SCENARIOS = ("cloud-disk", "write-heavy")
+SCENARIOS = ("cloud-disk", "disk-bound")
 YCSB = "ycsb-b"
 # a profile's statements are smaller than YCSB's 1 KB rows and run faster: more operations keep its measured phase
 # near the scenario's 20 s (bench/profile_study.py measured the time-series profile at this size on cloud-disk)
@@ -60,14 +58,14 @@ WORKLOADS = {YCSB: ["--workload", "ycsb-b", "--distribution", "uniform"],
              "keyvalue": ["--workload", "profile:keyvalue", *PROFILE_SIZES]}
 STRATEGY = ["--optimizer", "gp", "--space-adapter", "llamatune", "--llamatune-dims", "8"]
 METRICS = "throughput,cpu-per-op,io-per-op,bytes-per-op"   # I/Os where the node has a volume of its own
-KNOBS = {"cloud-disk": "cloud", "write-heavy": str(Path(__file__).with_name("transfer_v5.yaml"))}   # one per scenario
+KNOBS = {"cloud-disk": "cloud", "disk-bound": str(Path(__file__).with_name("transfer_v5.yaml"))}   # one per scenario
 FOLDER = RESULTS / "transfer"
 TRANSFER_RATIO, ALPHA = 0.95, 0.05
 GOAL_OVER_DEFAULT, GOAL_OVER_YCSB = 1.5, 1.2
 # trial seconds measured before on each scenario (a search trial with its share of dataset builds; a comparison
 # run), from the stored studies named here: what the plan's hours rest on
 MEASURED = {"cloud-disk": (RESULTS / "impact" / "cloud-disk.db", "smac"),
-            "write-heavy": (RESULTS / "impact" / "write-heavy.db", "smac")}
+            "disk-bound": (RESULTS / "impact" / "disk-bound.db", "smac")}
 
 
 def db_of(scenario: str) -> Path:
