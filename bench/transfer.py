@@ -26,7 +26,10 @@ Machine time, said before anything runs (`--plan` prints it alone), from the tri
 of the same scenarios' SMAC studies: 480 search trials at 117 s (cloud-disk) and 211 s (disk-bound: a build in
 most of its trials), builds included, then 298 comparison runs at 43-58 s: about 28 machine hours on 2026-11-29's
 figures, more than twice the 10-12 first guessed. A search that builds less often than SMAC did (disk-bound's
-irace trials took 73 s) costs less. One store per scenario (bench/results/transfer/SCENARIO.db), one
+irace trials took 73 s) costs less. write-heavy's trials are a third as long, but it is no core-bound case here:
+a study's workloads replace a scenario's mix (write90), so none would write heavily, and what is left of it is 100K
+rows in memory, in-memory's case, where no study found more than x1.10 and every best would "transfer" for want of a
+gain. One store per scenario (bench/results/transfer/SCENARIO.db), one
 study per workload, so `nosqltune report` draws each. Needs root (memory cgroups, capped volumes); nothing else may
 run beside it. Resumable: a study resumes (tune --resume), a comparison continues its rounds, and each phase skips
 what is stored.

@@ -659,8 +659,9 @@ public final class PhasedClient {
     for (int i = 0; i < threadCount; i++) {
       Worker w = new Worker(i, threadCount, dbs.get(i), workload, props, doTransactions,
           share(opCount, threadCount, i), targetPerThread, run);
+      // not init(): it would only read the error-latency properties (for measurements that are dropped) and print
+      // them, a second line per thread beside the measured wrapper's
       DBWrapper warm = new DBWrapper(new DelegatingDB(dbs.get(i), false, run.warmErrors, warmLatencies), tracer);
-      warm.init(); // DelegatingDB's init does nothing: the binding is initialized once, above
       w.warmDb = warm;
       workers.add(w);
       Thread t = new Thread(w, "client-" + i);

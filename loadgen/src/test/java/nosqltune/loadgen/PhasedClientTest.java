@@ -140,6 +140,22 @@ class PhasedClientTest {
   }
 
   @Test
+  void eachThreadsWrapperSaysItsSettingsOnce() throws Exception {
+    MemoryDB.reset();
+    PrintStream before = System.err;
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    try {
+      run("-t", "-db", MemoryDB.class.getName(), "-threads", "3", "-p", "recordcount=100",
+          "-p", "operationcount=300", "-p", "warmup.operations=300");
+    } finally {
+      System.setErr(before);
+    }
+    long said = err.toString(StandardCharsets.UTF_8).lines().filter(l -> l.startsWith("DBWrapper:")).count();
+    assertEquals(3, said, "one DBWrapper line per thread (the warm-up's wrapper says nothing)");
+  }
+
+  @Test
   void aPhaseShorterThanOneSecondStillHasOneSample() throws Exception {
     // 200 unthrottled operations on an in-memory store end within milliseconds: no full second is ever
     // sampled, and the series still holds one sample over the whole phase, with the probes aligned to it
