@@ -29,6 +29,21 @@ def test_the_presets_derive_a_rig_that_keeps_their_proportions(name):
     assert any("NOT kept: cores 8" in line for line in rig.lines())
 
 
+def test_a_local_drives_read_ahead_is_linuxs_default_and_the_rigs_disk_says_its_own():
+    """A shape without a volume runs on this machine's disk as it is set: its read-ahead (8 MiB here) is a ratio the
+    rig keeps only when the disk is at Linux's 128 KiB (read_ahead.md: mmap 16x slower at 8 MiB than at 8 KiB). A
+    volume's read-ahead is its preset's on the rig too, so it is no ratio."""
+    local = load_shape("local-ssd-node")
+    ahead = {r.name: r for r in derive(local, machine_cores=2, disk_read_ahead_kb=8192).ratios}["read-ahead"]
+    assert (ahead.shape, ahead.rig, ahead.kept) == (128, 8192, False)
+    assert any("NOT kept: read-ahead 128 KiB on the shape, 8,192 KiB on the rig" in line
+               for line in derive(local, machine_cores=2, disk_read_ahead_kb=8192).lines())
+    assert {r.name: r for r in derive(local, machine_cores=2, disk_read_ahead_kb=128).ratios}["read-ahead"].kept
+    assert "read-ahead" not in {r.name for r in derive(local, machine_cores=2).ratios}   # not found: not said
+    gp3 = derive(load_shape("gp3-node"), machine_cores=2, disk_read_ahead_kb=8192)
+    assert "read-ahead" not in {r.name for r in gp3.ratios}
+
+
 def test_the_heaps_share_is_kept_until_its_floor():
     big = NodeShape("big", cores=4, memory_gib=64, data_gib=100)          # 8 GiB heap: 12.5% of memory
     rig = derive(big, memory_mb=8192, machine_cores=2)

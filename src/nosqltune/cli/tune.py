@@ -281,7 +281,11 @@ def _node_shape(args: argparse.Namespace):
              "page_cache_mb": _size_mb(args.page_cache, "--page-cache") if args.page_cache else None,
              "records": args.records, "iops": args.disk_iops, "mbps": args.disk_mbps,
              "latency_ms": args.disk_latency_ms}
-    rig = derive(load_shape(args.node_shape), given=given)
+    from ..runtime.environment import read_ahead_kb
+    from ..runtime.paths import nearest_existing, work_dir
+
+    rig = derive(load_shape(args.node_shape), given=given,
+                 disk_read_ahead_kb=read_ahead_kb(nearest_existing(work_dir())[0]))
     defaults = {"heap": f"{rig.heap_mb}M", "page_cache": f"{rig.page_cache_mb}M", "records": rig.records,
                 "server_cpus": rig.server_cpus(), "target": rig.target}
     if rig.volume:

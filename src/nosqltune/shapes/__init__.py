@@ -178,7 +178,8 @@ class Rig:
                "  knob ranges: " + ", ".join(f"{k} [{v[0]:g}, {v[1]:g}]" for k, v in self.ranges.items())]
         for r in self.ratios:
             state = "kept" if r.kept else "NOT kept"
-            out.append(f"  {state}: {r.name} {r.shape:.3g}{r.unit} on the shape, {r.rig:.3g}{r.unit} on the rig"
+            out.append(f"  {state}: {r.name} {_figure(r.shape)}{r.unit} on the shape, {_figure(r.rig)}{r.unit} on "
+                       "the rig"
                        + (f" ({r.why})" if r.why and not r.kept else ""))
         return out
 
@@ -190,18 +191,26 @@ class Rig:
                 "ratios": [{**asdict(r), "kept": r.kept} for r in self.ratios]}
 
 
+def _figure(value: float) -> str:
+    """A ratio's value: three significant digits, a whole number of a thousand or more in full (8,192)."""
+    return f"{value:,.0f}" if value >= 1000 and value == int(value) else f"{value:.3g}"
+
+
 GIVEN_FLAGS = {"heap_mb": "--heap", "page_cache_mb": "--page-cache", "records": "--records", "iops": "--disk-iops",
                "mbps": "--disk-mbps", "latency_ms": "--disk-latency-ms"}
 
 
 def derive(shape: NodeShape, memory_mb: int = RIG_MEMORY_MB, machine_cores: int | None = None,
-           row_bytes: float = YCSB_ROW_BYTES, given: dict[str, Any] | None = None) -> Rig:
+           row_bytes: float = YCSB_ROW_BYTES, given: dict[str, Any] | None = None,
+           disk_read_ahead_kb: int | None = None) -> Rig:
     """The rig for `shape` within a memory cap of `memory_mb` on a machine of `machine_cores` (default: this one's),
     records counted in rows of `row_bytes`. `given`: values the user set (GIVEN_FLAGS' keys), which the rig takes
     instead of the derived ones; the ratios are the rig's that runs, so a given value shows as a ratio kept or lost.
     A page cache given sets the memory cap (heap + beside it + page cache), and the records follow it: a smaller cap
-    keeps the shape's data against memory with fewer records."""
-    from ..volumes import presets as volume_presets
+    keeps the shape's data against memory with fewer records. `disk_read_ahead_kb`: the read-ahead of the disk the
+    rig's nodes keep their data on, for a shape without a volume (its local drive at Linux's default, where the rig's
+    data sits on this machine's disk as it is set; a volume gets its preset's read-ahead on both)."""
+    from ..volumes import DEFAULT_READ_AHEAD_KB, presets as volume_presets
 
     given = {k: v for k, v in (given or {}).items() if v is not None}
 
@@ -254,6 +263,10 @@ def derive(shape: NodeShape, memory_mb: int = RIG_MEMORY_MB, machine_cores: int 
     if volume and volume["mbps"]:
         ratios.append(Ratio("MiB/s per core", (mbps or 0) / shape.cores, volume["mbps"] / node_cores, "",
                             because("mbps")))
+    if volume is None and disk_read_ahead_kb:
+        ratios.append(Ratio("read-ahead", DEFAULT_READ_AHEAD_KB, disk_read_ahead_kb, " KiB",
+                            "the rig's data is on this machine's disk, set as it is; a memory-mapped read that faults "
+                            "reads this much around its page"))
     return Rig(shape, memory_mb, heap, OFFHEAP_MB, page_cache, records, node_cores, scale, volume, target, ranges,
                ratios)
 
