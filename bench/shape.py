@@ -151,6 +151,8 @@ def write(shapes: list[str]) -> None:
     for shape in found:
         rows = [r for r in counted_rows(db_of(shape), "gp") if r["tag"] == "compare" and r["state"] == "COMPLETE"
                 and not r["meta"].get("group", "").startswith("confirm")]
+        if not rows:
+            continue   # not compared yet
         lines += ["", f"The mechanism on {shape} (means over each candidate's comparison runs at each size):", "",
                   *mechanism_table(rows)]
     path.write_text("\n".join(lines) + "\n")
