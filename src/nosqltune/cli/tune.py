@@ -545,7 +545,7 @@ def add_parsers(sub) -> None:
                     "the best configuration found.\n\nExamples:\n"
                     "  nosqltune tune --workload ycsb-a --knobs irace23 --optimizer irace --budget 200 --study runs/a.db\n"
                     "  nosqltune tune --workload read95 --knobs vorstella5 --optimizer gp --objective p99-read --budget 25\n"
-                    "  nosqltune tune --workload ycsb-a,ycsb-b --optimizer smac --constraint p99-read<=5\n"
+                    "  nosqltune tune --workload ycsb-a,ycsb-b --optimizer smac --constraint 'p99-read<=5'\n"
                     "  nosqltune tune --objective cpu-per-op --target 4000 --budget 30\n"
                     "  nosqltune tune --nodes 3 --rf 3 --knobs eppinger   # knobs for a fixed design (a local cluster)\n"
                     "  nosqltune tune --design nodes=2..4,rf=1..3 --knobs eppinger   # the design searched too\n"
