@@ -143,3 +143,31 @@ def test_a_write_waits_the_store_wait_in_all_even_behind_another_thread_of_ours(
         assert 1.8 <= waited < 2.8, waited        # before: the heartbeat's remaining 1.3 s, then 2 s of its own
         store.update_meta(trial, {"result": 1})   # the lock let go: writes go through again
         assert store.trial(trial)["meta"]["result"] == 1
+
+
+def test_a_command_that_only_reads_leaves_a_committed_store_as_it_was(tmp_path, capsys):
+    """`export` opens a store in SQLite's read-only mode: a store checkpointed for git (no write-ahead log) keeps
+    every byte, where opening it for writing switches it to WAL; a store of an older schema is migrated, since it
+    cannot be read as it is, and then exported."""
+    from nosqltune.cli import main
+
+    path = tmp_path / "committed.db"
+    store = open_store(path)
+    store.start_trial(store.study("tune"), {"concurrent_writes": 8}, {"name": "ycsb-a"})
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA journal_mode=DELETE")
+    before = path.read_bytes()
+    assert main(["export", "--study", str(path), "--format", "json"]) == 0
+    assert '"concurrent_writes": 8' in capsys.readouterr().out
+    assert path.read_bytes() == before and not Path(f"{path}-wal").exists()
+    open_store(path).close()
+    assert path.read_bytes()[18:20] == b"\x02\x02"           # what opening for writing does: WAL in the header
+
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as db:
+        db.executescript(OLD_SCHEMA.replace("@META@", ""))
+    assert main(["export", "--study", str(old), "--format", "json"]) == 0
+    assert '"concurrent_writes": 8' in capsys.readouterr().out
+    with sqlite3.connect(old) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

@@ -41,7 +41,7 @@ def flatten(row: dict[str, Any]) -> dict[str, Any]:
 def cmd_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..surrogate.features import existing_store
+    from ..store import open_for_reading
 
     if args.out:
         folder = Path(args.out).absolute().parent
@@ -49,7 +49,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise UsageError(f"--out {args.out} is a folder: give a file name, e.g. {Path(args.out) / 'trials.csv'}")
         if not folder.is_dir():
             raise UsageError(f"--out {args.out}: there is no folder {folder}: create it, or write elsewhere")
-    store = existing_store(args.study)
+    store = open_for_reading(args.study)
     try:
         studies = {s["id"]: s for s in store.studies()}
         if args.study_name:

@@ -14,8 +14,8 @@ from .sql import SCHEMA_VERSION
 from .sqlite import SqliteStore
 
 __all__ = ["LEASE_TTL_S", "SCHEMA_VERSION", "Lease", "SqliteStore", "Store", "StudyBusy", "TrialState",
-           "is_server_url", "open_existing_store", "open_reader", "open_store", "public_url", "side_folder", "store_exists",
-           "store_path"]
+           "is_server_url", "open_existing_store", "open_for_reading", "open_reader", "open_store", "public_url",
+           "side_folder", "store_exists", "store_path"]
 
 SERVER_SCHEMES = ("postgresql://", "postgres://")
 
@@ -125,6 +125,31 @@ def open_reader(url_or_path: str) -> Store:
         raise
     except Exception as exc:   # sqlite3.OperationalError (a file this user cannot read) and the like
         raise UsageError(f"cannot open the study store {path}: {str(exc).splitlines()[0]}") from None
+
+
+def open_for_reading(url_or_path: str) -> Store:
+    """An existing store for a command that only reads it (export). A SQLite file without a write-ahead log (a store
+    checkpointed for git) is read in SQLite's read-only mode, so it stays byte for byte as it was: opening it for
+    writing would switch it to the log. Opened as usual: a file in the log's mode already (read-only, SQLite would
+    leave the log's side files behind), a store of an older schema (it is migrated, since it cannot be read as it
+    is), a server."""
+    path = None if is_server_url(url_or_path) else store_path(url_or_path)
+    if path is None or not path.is_file() or _write_ahead_logged(path):
+        return open_existing_store(url_or_path)
+    store = open_reader(url_or_path)
+    if store.schema_version >= SCHEMA_VERSION:
+        return store
+    store.close()
+    return open_existing_store(url_or_path)
+
+
+def _write_ahead_logged(path: Path) -> bool:
+    """Whether a SQLite file's header says write-ahead logging (its read and write versions, bytes 18-19, are 2)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(20)[18:20] == b"\x02\x02"
+    except OSError:
+        return False
 
 
 def _make_parents(path: Path) -> list[Path]:

@@ -59,7 +59,8 @@ class SqliteStore(SqlStore):
                                        timeout=BUSY_WAIT_S, isolation_level=None, check_same_thread=False)
             self._db.row_factory = sqlite3.Row
             try:
-                if "studies" not in self._schema(self._db)[1]:
+                self.schema_version, tables = self._schema(self._db)
+                if "studies" not in tables:
                     raise UsageError(f"{self.path} is not a nosqltune study store (it has no studies): give --study "
                                      "another file")
             except sqlite3.DatabaseError as exc:
