@@ -171,3 +171,23 @@ def test_a_command_that_only_reads_leaves_a_committed_store_as_it_was(tmp_path, 
     assert '"concurrent_writes": 8' in capsys.readouterr().out
     with sqlite3.connect(old) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_best_leaves_a_committed_study_as_it_was(tmp_path, capsys, monkeypatch, surrogate_cache):
+    """`best` without rounds to run only reads (as `report` and `export`, which open the store the same way): a study
+    checkpointed for git keeps every byte."""
+    from nosqltune.cli import main
+
+    monkeypatch.setenv("NOSQLTUNE_CACHE", str(surrogate_cache))
+    path = tmp_path / "study.db"
+    assert main(["tune", "--system", "surrogate:cloud13", "--read-ratio", "0.95", "--distribution", "uniform",
+                 "--optimizer", "random", "--budget", "4", "--seed", "1", "--study", str(path), "--json"]) == 0
+    store = open_store(path)
+    store.checkpoint()
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA journal_mode=DELETE")
+    before = path.read_bytes()
+    assert main(["best", "--study", str(path)]) == 0
+    assert "best" in capsys.readouterr().out.lower()
+    assert path.read_bytes() == before and not Path(f"{path}-wal").exists()

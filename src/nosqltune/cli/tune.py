@@ -437,7 +437,7 @@ def _new_run(args: argparse.Namespace, full_space, settings, rig=None):
 
 def cmd_best(args: argparse.Namespace) -> int:
     from ..evaluation.study import open_study
-    from ..store import open_store
+    from ..store import open_for_reading, open_store
 
     if args.json and args.format not in (None, "json"):
         raise UsageError(f"--json prints the best as JSON on stdout: give --json or --format {args.format}, not both")
@@ -446,7 +446,8 @@ def cmd_best(args: argparse.Namespace) -> int:
         raise UsageError(f"no study store at {args.study}: give the --study of a tuning run")
     if (args.jit or args.warmup_seconds) and not args.confirm:
         raise UsageError("--jit and --warmup-seconds set --confirm's rounds: give --confirm too")
-    store = open_store(args.study)
+    # only reading (no rounds to run): a store committed to git stays as it was
+    store = open_store(args.study) if args.confirm or args.ablation else open_for_reading(args.study)
     try:
         study = open_study(store, args.study, args.study_name, "best")
         from ..evaluation.confirmation import production_jit

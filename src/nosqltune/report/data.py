@@ -45,9 +45,9 @@ class TuningView:
 
 def load_views(path: str, study_name: str | None = None) -> list[TuningView]:
     """The tuning studies of the store at `path` (`study_name` only); UsageError when there is none."""
-    from ..surrogate.features import existing_store
+    from ..store import open_for_reading
 
-    store = existing_store(path)
+    store = open_for_reading(path)
     try:
         views = tuning_views(store, study_name)
     finally:

@@ -83,9 +83,9 @@ class OnlineView:
 def load_report(path: str, study_name: str | None = None) -> tuple[list[TuningView], list[OnlineView]]:
     """What a report shows of the store at `path`: its tuning studies and its online runs, `study_name` only when
     given; UsageError when there is neither."""
-    from ..surrogate.features import existing_store
+    from ..store import open_for_reading
 
-    store = existing_store(path)
+    store = open_for_reading(path)
     try:
         views, runs = tuning_views(store, study_name), load_online_views(store, study_name)
     finally:
