@@ -185,7 +185,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--operations", type=int, default=None, metavar="N",
                    help="measure N operations in every run instead of the study's, the records held: a longer "
                         "measured phase, e.g. at the tiered JIT, whose faster runs measure fewer seconds; stored as "
-                        "its own comparison")
+                        "its own comparison (default: the study's)")
     p.add_argument("--data-growth", default=None, metavar="LIST",
                    help="data multiples, e.g. 1,2,4: the records multiplied and the operations held, the "
                         "candidates, the default and latest measured at each size in its own interleaved rounds "
