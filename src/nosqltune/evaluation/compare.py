@@ -331,8 +331,8 @@ def growth_table(comparisons: dict[str, Any], min_sizes: int = 2) -> list[dict[s
     size first (rows: multiple, workload, candidate, variant, mean_speedup, ci_low, ci_high, p_value, pairs). Only
     the comparisons at equal work (scale 1) are rows; one that is not a growth size counts as data x1. Rounds run
     another way than the study's own (another JIT, a warm-up by time, another count of operations: the comparison
-    key's suffix, e.g. "tiered-plateau120s", "warm20s", "ops500000") are sizes of a growth of their own, `variant` naming it ("" for the study's own):
-    a variant with fewer than `min_sizes` sizes has no rows (1: a growth run cut short shows its first size)."""
+    key's suffix, e.g. "tiered-plateau120s", "warm20s", "ops500000") are sizes of a growth of their own, `variant`
+    naming it ("" for the study's own): a variant with fewer than `min_sizes` sizes has no rows (1: a growth run cut short shows its first size)."""
     rows = []
     for key, result in comparisons.items():
         if result.get("scale", 1) != 1 or not result.get("workloads"):

@@ -133,7 +133,7 @@ def open_for_reading(url_or_path: str) -> Store:
     writing would switch it to the log. Opened as usual: a file in the log's mode already (read-only, SQLite would
     leave the log's side files behind), a store of an older schema (it is migrated, since it cannot be read as it
     is), a server."""
-    path = None if is_server_url(url_or_path) else store_path(url_or_path)
+    path = store_path(url_or_path)   # None for a server
     if path is None or not path.is_file() or _write_ahead_logged(path):
         return open_existing_store(url_or_path)
     store = open_reader(url_or_path)
