@@ -1,6 +1,6 @@
 """`nosqltune rollout` on a real local cluster: a plan of export-config with a live setting, a restart and a
-rewrite, applied node after node (never two down), dry run by default, resumable; and in make test-all, 3 nodes at
-RF 3 under a QUORUM trace with the canary's verdict."""
+rewrite, applied node after node (never two down), dry run by default, resumable; 3 nodes at RF 3 under a QUORUM
+trace with the canary's verdict. `make test` runs only the refusals (no node starts); the rest is make test-all."""
 
 import json
 import time
@@ -96,6 +96,7 @@ def _first_rollout(up, tmp_path, capsys):
     return plan, study, status
 
 
+@pytest.mark.slow   # about 75 s (4 node starts): make test-all; the refusals below stay in make test
 def test_a_plan_rolls_through_a_two_node_cluster_one_node_at_a_time(nosqltune_home, tmp_path, capsys):
     code, up = cluster_cli(capsys, "up", "--nodes", "2", "--heap", "768M")
     try:
