@@ -97,17 +97,20 @@ def mechanism_table(rows: list[dict]) -> list[str]:
     def held(r):   # the share of the data in the page cache, as the trial's bottleneck check read it
         return (((r["internals"] or {}).get("bottleneck") or {}).get("utilisation") or {}).get("data_in_memory")
 
+    def shown(value, spec, scale=1):   # a figure no run measured (I/Os: only a volume of the node's own counts them)
+        return "-" if value != value else format(value / scale, spec)
+
     lines = ["| records | candidate | runs | ops/s | I/Os per op | KB read per op | node CPU us/op | data in memory | "
              "limited by |", "|---|---|---|---|---|---|---|---|---|"]
     for (records, candidate), runs in sorted(groups.items()):
         in_memory = mean(runs, held)
         limits = [((r["internals"] or {}).get("bottleneck") or {}).get("limit") for r in runs]
         limits = [x for x in limits if x]
-        lines.append(f"| {records:,} | {candidate} | {len(runs)} | {mean(runs, summary('throughput_ops_s')):,.0f} | "
-                     f"{mean(runs, summary('node_io_per_op')):.2f} | "
-                     f"{mean(runs, summary('node_bytes_per_op')) / 1000:.1f} | "
-                     f"{mean(runs, summary('node_cpu_us_per_op')):.0f} | "
-                     f"{'-' if in_memory != in_memory else f'{in_memory:.0%}'} | "
+        lines.append(f"| {records:,} | {candidate} | {len(runs)} | "
+                     f"{shown(mean(runs, summary('throughput_ops_s')), ',.0f')} | "
+                     f"{shown(mean(runs, summary('node_io_per_op')), '.2f')} | "
+                     f"{shown(mean(runs, summary('node_bytes_per_op')), '.1f', 1000)} | "
+                     f"{shown(mean(runs, summary('node_cpu_us_per_op')), '.0f')} | {shown(in_memory, '.0%')} | "
                      f"{max(set(limits), key=limits.count) if limits else '-'} |")
     return lines
 
