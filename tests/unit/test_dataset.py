@@ -417,3 +417,23 @@ def test_sweep_removes_a_folder_half_given_up_or_half_copied_back(tmp_path):
         (dataset.root / stray / "ks").mkdir(parents=True)
     sweep(tmp_path)
     assert sorted(p.name for p in dataset.root.iterdir()) == ["data", "last_used", "meta.json"]
+
+
+def test_a_cassandra_build_asks_room_for_its_peak_before_it_starts(tmp_path, monkeypatch):
+    """The loaded SSTables and their compactions' output sit side by side while a build settles: the cache makes
+    room for both before the build, not only once the dataset is published (a budget near the disk's room was
+    exceeded by a whole dataset otherwise)."""
+    from nosqltune.knobs import load_space
+    from nosqltune.systems.cassandra import trial
+    from nosqltune.systems.cassandra.config import place
+    from nosqltune.systems.settings import TrialSettings
+    from nosqltune.workloads.spec import make_workload
+
+    asked = {}
+    monkeypatch.setattr(trial, "create_dataset", lambda dataset, build, expected_bytes=None:
+                        asked.setdefault("bytes", expected_bytes))
+    workload = make_workload("ycsb-b", records=1_000_000)
+    trial.build_dataset(Dataset(key="k", root=tmp_path / "k"), workload, place(load_space("cassandra"), {}),
+                        TrialSettings())
+    once = trial.dataset_bytes(workload)
+    assert once > 10**9 and asked["bytes"] >= 2 * once

@@ -76,6 +76,10 @@ def preflight(workload: Workload, settings: TrialSettings) -> None:
 
 
 DISK_SLACK = 2.2   # a dataset in the cache and the node's copy of it (or its volume image), with room to compact
+# a build at its peak: the loaded SSTables and, while they compact, their compactions' output beside them. The cache
+# makes room for this much before a build (10.4M records, 11.4 GB, built with a budget set near the disk's room
+# and no room asked for: the disk's free space fell from 13.5 to 2.1 GB during its compactions)
+BUILD_PEAK = 2.0
 
 
 def dataset_bytes(workload: Workload, replication_factor: int = 1) -> int:
@@ -265,7 +269,9 @@ def build_dataset(dataset: Dataset, workload: Workload, placed: PlacedConfig, se
                 "drain_s": drain_s, "settle_s": max(x["settle_s"] for x in settled), "table_options": table_options,
                 "pending_compactions_stored": sum(x["pending"] for x in settled), "created_at": time.time()}
 
-    return create_dataset(dataset, build)
+    # least recently used datasets evicted first to fit the budget with the build's peak beside them
+    peak = dataset_bytes(workload, settings.cassandra.loaded_design()["replication_factor"]) * BUILD_PEAK
+    return create_dataset(dataset, build, expected_bytes=int(peak))
 
 
 class _Servers:
