@@ -63,13 +63,6 @@ def db_of(shape: str) -> Path:
     return FOLDER / f"{shape}.db"
 
 
-def has_volume(shape: str) -> bool:
-    from nosqltune.shapes import load_shape
-
-    found = load_shape(shape)
-    return bool(found.volume or found.iops or found.mbps or found.latency_ms)
-
-
 def one_x_without_volume() -> Path:
     """ONE_X_YAML less the knobs that set the node's own volume (`applies: volume`), as ONE_X_LOCAL_YAML."""
     import yaml
@@ -128,8 +121,9 @@ def arithmetic(shape: str) -> tuple[float, str]:
 
 def run(shapes: list[str], budget: int, rounds: int) -> None:
     FOLDER.mkdir(parents=True, exist_ok=True)
+    from nosqltune.shapes import load_shape
+
     export_best(*ONE_X, ONE_X_YAML)
-    local = one_x_without_volume()
     for shape in shapes:
         db = db_of(shape)
         resume = ["--resume"] if study_rows(db, "gp") else []
@@ -140,7 +134,7 @@ def run(shapes: list[str], budget: int, rounds: int) -> None:
                       "--objective", "throughput", "--study", str(db), "--study-name", "gp", *resume, capture=False,
                       ok=(0, 1))
         ops = ["--operations", str(COMPARE_OPERATIONS[shape])] if shape in COMPARE_OPERATIONS else []
-        one_x = ONE_X_YAML if has_volume(shape) else local
+        one_x = ONE_X_YAML if load_shape(shape).has_volume() else one_x_without_volume()
         compare("--study", str(db), "--study-name", "gp", "--candidates", f"best,{one_x}", "--data-growth", "1,2",
                 "--repeat", str(rounds), *ops)
 

@@ -63,6 +63,10 @@ class NodeShape:
     def from_dict(cls, data: dict[str, Any]) -> "NodeShape":
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
+    def has_volume(self) -> bool:
+        """Whether the node's data sits on a volume of its own (a preset, or caps given by figures)."""
+        return bool(self.volume or self.iops or self.mbps)
+
     def default_heap_mb(self) -> int:
         """Cassandra's default heap for the shape's memory: max(min(1/2 RAM, 1 GiB), min(1/4 RAM, 8 GiB))."""
         memory = self.memory_gib * 1024
@@ -235,7 +239,7 @@ def derive(shape: NodeShape, memory_mb: int = RIG_MEMORY_MB, machine_cores: int 
     node_cores = max(1, min(shape.cores, machine_cores - 1))
     scale = node_cores / shape.cores
     volume = None
-    if shape.volume or shape.iops or shape.mbps:
+    if shape.has_volume():
         preset = volume_presets().get(shape.volume) if shape.volume else None
         if shape.volume and preset is None:
             raise UsageError(f"node shape {shape.name}: unknown volume preset {shape.volume!r}")
