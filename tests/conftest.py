@@ -17,6 +17,27 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.skip(reason="slow test: run it with NOSQLTUNE_SLOW=1 (make test-all)"))
 
 
+@pytest.fixture()
+def bench_script(monkeypatch):
+    """A script of bench/, imported by name for the test and forgotten after it, with bench/common.py (bench/ is
+    no package): `bench_script("faults")`."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "bench"))
+    loaded: list[str] = []
+
+    def load(name: str):
+        import importlib
+
+        for module in (name, "common"):
+            if module in sys.modules:
+                monkeypatch.delitem(sys.modules, module)
+            loaded.append(module)
+        return importlib.import_module(name)
+
+    yield load
+    for module in loaded:
+        sys.modules.pop(module, None)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def shipped_scenario_sizes(tmp_path_factory):
     """The tests see the scenarios' shipped sizes, not a calibration this machine's user stored in their cache

@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 @pytest.fixture()
-def faults(monkeypatch):
-    """bench/faults.py, imported for the test and forgotten after it (bench/ is no package)."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    for name in ("faults", "common"):
-        if name in sys.modules:
-            monkeypatch.delitem(sys.modules, name)
-    import faults as module
-
-    yield module
-    for name in ("faults", "common"):
-        sys.modules.pop(name, None)
+def faults(bench_script):
+    return bench_script("faults")
 
 
 ROWS = [{"kind": "fault", "fault": "datastore-kill", "phase": "measure", "system": "redis", "time": 1.0e9,
