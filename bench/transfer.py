@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What tuning finds on your own workload, and whether a YCSB-tuned best carries over: on cloud-disk (limited by
-its volume's IOPS cap) and disk-bound (limited by the node's cores), a 60-trial search, confirmation included, for
+its volume's IOPS cap) and disk-bound (limited by the node's cores), a 60-trial search, then its confirmation, for
 each shipped profile (time series, messaging, key-value) and for YCSB B uniform; then every best measured on every
 workload against the default in interleaved cold rounds (`compare`): 10 rounds for a workload's own best and for
 YCSB's best on it, 3 rounds for the other profiles' bests. bench/results/workloads.md.
@@ -25,14 +25,14 @@ at least x1.2 over the YCSB-tuned best, both p < 0.05.
 Machine time, said before anything runs (`--plan` prints it alone), from the trial times stored by the same
 scenarios' SMAC studies, counting only the trials whose left-out knobs hold their defaults (disk-bound's Leveled
 trials built for 363 s, its others for 32-36 s): 480 search trials at 117 s (cloud-disk) and 105 s (disk-bound),
-builds included, then 298 comparison runs at 43-81 s: about 25 machine hours on 2026-11-30's count, twice the 10-12
-first guessed (the count before it kept the Leveled trials and said 32). write-heavy's trials are a third as long,
-but it is no core-bound case here: a study's workloads replace a scenario's mix (write90), so none would write
-heavily, and what is left of it is 100K rows in memory, in-memory's case, where no study found more than x1.10 and
-every best would "transfer" for want of a gain. One store per scenario (bench/results/transfer/SCENARIO.db), one
-study per workload, so `nosqltune report` draws each. Needs root (memory cgroups, capped volumes); nothing else may
-run beside it. Resumable: a study resumes (tune --resume), a comparison continues its rounds, and each phase skips
-what is stored.
+builds included, 96 confirmation runs, then 298 comparison runs at 43-81 s: about 27 machine hours on 2026-11-30's
+count, twice the 10-12 first guessed (the count before it kept the Leveled trials and said 32). write-heavy's
+trials are a third as long, but it is no core-bound case here: a study's workloads replace a scenario's mix
+(write90), so none would write heavily, and what is left of it is 100K rows in memory, in-memory's case, where no
+study found more than x1.10 and every best would "transfer" for want of a gain. One store per scenario
+(bench/results/transfer/SCENARIO.db), one study per workload, so `nosqltune report` draws each. Needs root
+(memory cgroups, capped volumes); nothing else may run beside it. Resumable: a study resumes (tune --resume), a
+comparison continues its rounds, and each phase skips what is stored.
 
     python3 bench/transfer.py --plan
     python3 bench/transfer.py [--scenarios cloud-disk,disk-bound] [--budget 60] [--rounds 10] [--few 3]
@@ -83,6 +83,14 @@ def label(workload: str) -> str:
     return f"{workload}-best"
 
 
+def tune_budget(search: int) -> int:
+    """tune's --budget for a search of `search` trials: tune's budget counts its confirmation's runs too (the top
+    configurations and the default, each in every round), so a budget of 60 would search 48 trials."""
+    from nosqltune.evaluation.confirmation import CONFIRM_ROUNDS, CONFIRM_TOP
+
+    return search + (CONFIRM_TOP + 1) * CONFIRM_ROUNDS
+
+
 def matrix_runs(budget: int, rounds: int, few: int) -> tuple[int, int]:
     """(search trials, comparison runs) per scenario: each target runs its own best and YCSB's best beside the
     default for `rounds` rounds (YCSB's own: its best alone), and the other bests beside the default for `few`."""
@@ -127,16 +135,16 @@ def plan(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
         trial = statistics.mean(searched) if searched else 120.0
         run = statistics.mean(compared_s) if compared_s else trial
         searches, compared = matrix_runs(budget, rounds, few)
+        confirms = (tune_budget(budget) - budget) * len(WORKLOADS)
         # profiles run 100,000 operations against YCSB's 30,000 at about three times the rate: about the same time;
-        # a best on another workload's data may need a dataset build of its own, and the searches' confirmations
-        # run tiered, warmed up to the JIT's plateau (1-5 minutes): a fifth more on the comparisons, about 150 s more on
-        # a fifth of the trials
-        hours = (searches * (trial + 0.2 * 150.0) + compared * run * 1.2) / 3600
+        # a best on another workload's data may need a dataset build of its own (a fifth more on the comparisons);
+        # the confirmations run tiered, warmed up to the JIT's plateau (120 s or more) before a comparison's run
+        hours = (searches * trial + confirms * (run + 150.0) + compared * run * 1.2) / 3600
         total += hours
         log(f"{scenario}: {searches} search trials at about {trial:.0f} s (builds included; {db.name}'s {name} "
-            f"study, {len(searched)} trials of the knobs searched here), then {compared} comparison runs at about "
-            f"{run:.0f} s "
-            f"({len(compared_s)} measured): about {hours:.1f} machine hours")
+            f"study, {len(searched)} trials of the knobs searched here), {confirms} confirmation runs and "
+            f"{compared} comparison runs at about {run:.0f} s ({len(compared_s)} measured; a confirmation's 150 s "
+            f"more): about {hours:.1f} machine hours")
     log(f"in all: about {total:.1f} machine hours, nothing else running beside")
 
 
@@ -150,8 +158,8 @@ def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
                 resume = ["--resume"] if study_rows(db, workload) else []
                 begin = [] if resume else ["--scenario", scenario, *args, "--knobs", KNOBS[scenario], *STRATEGY,
                                            "--objective", "throughput"]
-                nosqltune("tune", *begin, *resume, "--budget", str(budget), "--study", str(db), "--study-name",
-                          workload, capture=False)
+                nosqltune("tune", *begin, *resume, "--budget", str(tune_budget(budget)), "--study", str(db),
+                          "--study-name", workload, capture=False)
                 checkpoint(db)   # a commit between sessions holds every finished search
             best = export_best(db, workload, best_file(scenario, workload))
             if best.get("best_status") != "confirmed":
@@ -290,8 +298,9 @@ def write(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
     path = RESULTS / "workloads.md"
     lines = ["# What tuning finds on your workload, and whether a YCSB-tuned best carries over", "",
              "Generated by `python3 bench/transfer.py`: per scenario and workload, `nosqltune tune --scenario "
-             f"SCENARIO WORKLOAD --knobs KNOBS {' '.join(STRATEGY)} --budget {budget} --objective throughput "
-             "--study bench/results/transfer/SCENARIO.db --study-name WORKLOAD` (the workloads: "
+             f"SCENARIO WORKLOAD --knobs KNOBS {' '.join(STRATEGY)} --budget {tune_budget(budget)} --objective "
+             f"throughput --study bench/results/transfer/SCENARIO.db --study-name WORKLOAD` ({budget} trials of "
+             "search, then its confirmation's runs; the workloads: "
              + "; ".join(f"{w}: `{' '.join(a)}`" for w, a in WORKLOADS.items())
              + f"), then on each workload's study `nosqltune compare --candidates OWN-best.yaml,{YCSB}-best.yaml "
              f"--repeat {rounds} --metrics {METRICS}` and `nosqltune compare --candidates OTHERS --repeat {few} "
@@ -362,7 +371,7 @@ def _yaml(path: Path) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
-    p.add_argument("--budget", type=int, default=60)
+    p.add_argument("--budget", type=int, default=60, help="trials of each search; its confirmation runs beside")
     p.add_argument("--rounds", type=int, default=10, help="rounds of a workload's own best and YCSB's best on it")
     p.add_argument("--few", type=int, default=3, help="rounds of the other profiles' bests")
     p.add_argument("--plan", action="store_true", help="print the machine time only")

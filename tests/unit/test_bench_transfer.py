@@ -27,3 +27,10 @@ def test_the_plan_leaves_out_trials_that_set_a_knob_the_search_leaves_out(transf
 def test_the_disk_bound_searches_leave_out_the_compaction_strategy_and_the_cloud_set_nothing(transfer):
     assert set(transfer.left_out("disk-bound")) == {"compaction_method", "ucs_scaling_parameters"}
     assert transfer.left_out("cloud-disk") == []
+
+
+def test_a_search_of_60_trials_asks_tune_for_60_plus_its_confirmation(transfer):
+    from nosqltune.evaluation.confirmation import CONFIRM_ROUNDS, CONFIRM_TOP, confirm_plan
+
+    budget = transfer.tune_budget(60)
+    assert confirm_plan(budget, 1, CONFIRM_TOP, CONFIRM_ROUNDS)["search_budget"] == 60
