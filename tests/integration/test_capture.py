@@ -130,6 +130,8 @@ def replayed(path, pace: str, study, capsys) -> dict:
     return row
 
 
+@pytest.mark.slow   # about 75 s with its recording (a node, then a replay on another): make test-all; the snapshot
+# replay below keeps a real node's replay in make test
 def test_a_profiles_run_recorded_and_replayed_as_fast_as_answered(keyvalue_capture, tmp_path, capsys):
     """The recorded capture holds the run's statements, its kinds and its pace; replayed as fast as the node answers
     (the keys are the data's), every kind is measured apart and the replay outruns four times the recorded pace."""
