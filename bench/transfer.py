@@ -106,11 +106,7 @@ def matrix_runs(budget: int, rounds: int, few: int) -> tuple[int, int]:
 def left_out(scenario: str) -> list[str]:
     """The knobs a scenario's searches leave out of their knob set (a knob file's `leave_out`; none for a set)."""
     path = Path(KNOBS[scenario])
-    if not path.is_file():
-        return []
-    import yaml
-
-    return list((yaml.safe_load(path.read_text()) or {}).get("leave_out") or [])
+    return list(_yaml(path).get("leave_out") or []) if path.is_file() else []
 
 
 def reachable(rows: list[dict], knobs: list[str]) -> list[dict]:
