@@ -3,7 +3,8 @@
 its volume's IOPS cap) and disk-bound (limited by the node's cores), a 60-trial search, then its confirmation, for
 each shipped profile (time series, messaging, key-value) and for YCSB B uniform; then every best measured on every
 workload against the default in interleaved cold rounds (`compare`): 10 rounds for a workload's own best and for
-YCSB's best on it, 3 rounds for the other profiles' bests. bench/results/workloads.md.
+YCSB's best on it (run as soon as the profile's search is confirmed), 3 rounds for the other profiles' bests.
+bench/results/workloads.md.
 
 The strategy is the one bench/results/strategies_v5.md ranks first: GP with LlamaTune (8 synthetic dimensions,
 x2.025 of the default on the recorded landscape, GP alone x2.015 beside it). On real cold trials GP alone found
@@ -92,15 +93,11 @@ def tune_budget(search: int) -> int:
 
 
 def matrix_runs(budget: int, rounds: int, few: int) -> tuple[int, int]:
-    """(search trials, comparison runs) per scenario: each target runs its own best and YCSB's best beside the
-    default for `rounds` rounds (YCSB's own: its best alone), and the other bests beside the default for `few`."""
-    searches = budget * len(WORKLOADS)
-    runs = 0
-    for target in WORKLOADS:
-        close = 2 if target == YCSB else 3        # default, own best (and YCSB's best)
-        others = len(WORKLOADS) - (1 if target == YCSB else 2)
-        runs += rounds * close + few * (1 + others)
-    return searches, runs
+    """(search trials, comparison runs) per scenario, counted from its steps: a comparison runs the default and each
+    of its bests in every round."""
+    todo = steps(SCENARIOS[0], rounds, few)
+    return (budget * sum(s[0] == "search" for s in todo),
+            sum(s[3] * (1 + len(s[2])) for s in todo if s[0] == "compare"))
 
 
 def left_out(scenario: str) -> list[str]:
@@ -144,37 +141,58 @@ def plan(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
     log(f"in all: about {total:.1f} machine hours, nothing else running beside")
 
 
+def steps(scenario: str, rounds: int, few: int) -> list[tuple]:
+    """The order of a scenario's work: ("search", workload) or ("compare", target, best files, rounds). Each
+    profile's search is followed at once by the comparison its row is judged by (its own best and YCSB's, beside the
+    default, in `rounds` rounds), so the goal's cell is measured as soon as the time-series search is confirmed, not
+    after every search; then YCSB's own best on YCSB, then the other profiles' bests on each workload in `few`."""
+    out: list[tuple] = []
+    for workload in WORKLOADS:
+        out.append(("search", workload))
+        if workload != YCSB:
+            out.append(("compare", workload, [best_file(scenario, workload), best_file(scenario, YCSB)], rounds))
+    out.append(("compare", YCSB, [best_file(scenario, YCSB)], rounds))
+    for target in WORKLOADS:
+        others = [best_file(scenario, w) for w in WORKLOADS if w not in (target, YCSB)]
+        if others:
+            out.append(("compare", target, others, few))
+    return out
+
+
 def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
     for scenario in scenarios:
         db = db_of(scenario)
         db.parent.mkdir(parents=True, exist_ok=True)
         (FOLDER / scenario).mkdir(parents=True, exist_ok=True)
-        for workload, args in WORKLOADS.items():   # the searches, each confirmed within its budget
-            if not (study_settings(db, workload) or {}).get("confirm"):   # a confirmed search is done: not replayed
-                resume = ["--resume"] if study_rows(db, workload) else []
-                begin = [] if resume else ["--scenario", scenario, *args, "--knobs", KNOBS[scenario], *STRATEGY,
-                                           "--objective", "throughput"]
-                nosqltune("tune", *begin, *resume, "--budget", str(tune_budget(budget)), "--study", str(db),
-                          "--study-name", workload, capture=False)
-                checkpoint(db)   # a commit between sessions holds every finished search
-            best = export_best(db, workload, best_file(scenario, workload))
-            if best.get("best_status") != "confirmed":
-                raise SystemExit(f"{scenario}/{workload}: the best is {best.get('best_status')!r}, not confirmed. If "
-                                 "the search stopped early, this command again resumes it; if its confirmation's runs "
-                                 "failed (`nosqltune export --study-name WORKLOAD`: they are not run again), confirm "
-                                 "it anew with `nosqltune best --confirm`")
-        for target in WORKLOADS:   # every best on every workload
-            close = [best_file(scenario, target)] + ([] if target == YCSB else [best_file(scenario, YCSB)])
-            others = [best_file(scenario, w) for w in WORKLOADS if w not in (target, YCSB)]
-            for files, repeat in ((close, rounds), (others, few)):
-                if not files:
-                    continue
+        for step in steps(scenario, rounds, few):
+            if step[0] == "search":
+                search(scenario, step[1], budget)
+            else:
                 # a failed run (stored with its reason, its round's pair left out; a resumed compare does not run it
                 # again) does not stop the matrix: the cell is drawn from the pairs that completed, the page counts
                 # the misses
+                _, target, files, repeat = step
                 compare("--study", str(db), "--study-name", target, "--candidates", ",".join(str(f) for f in files),
                         "--repeat", str(repeat), "--metrics", METRICS)
         checkpoint(db)
+
+
+def search(scenario: str, workload: str, budget: int) -> None:
+    """A workload's search and its confirmation (resumed if stored in part, skipped if confirmed), its best exported."""
+    db = db_of(scenario)
+    if not (study_settings(db, workload) or {}).get("confirm"):   # a confirmed search is done: not replayed
+        resume = ["--resume"] if study_rows(db, workload) else []
+        begin = [] if resume else ["--scenario", scenario, *WORKLOADS[workload], "--knobs", KNOBS[scenario],
+                                   *STRATEGY, "--objective", "throughput"]
+        nosqltune("tune", *begin, *resume, "--budget", str(tune_budget(budget)), "--study", str(db),
+                  "--study-name", workload, capture=False)
+        checkpoint(db)   # a commit between sessions holds every finished search
+    best = export_best(db, workload, best_file(scenario, workload))
+    if best.get("best_status") != "confirmed":
+        raise SystemExit(f"{scenario}/{workload}: the best is {best.get('best_status')!r}, not confirmed. If "
+                         "the search stopped early, this command again resumes it; if its confirmation's runs "
+                         "failed (`nosqltune export --study-name WORKLOAD`: they are not run again), confirm "
+                         "it anew with `nosqltune best --confirm`")
 
 
 def checkpoint(db: Path) -> None:

@@ -34,3 +34,24 @@ def test_a_search_of_60_trials_asks_tune_for_60_plus_its_confirmation(transfer):
 
     budget = transfer.tune_budget(60)
     assert confirm_plan(budget, 1, CONFIRM_TOP, CONFIRM_ROUNDS)["search_budget"] == 60
+
+
+def test_each_profiles_goal_comparison_runs_as_soon_as_its_search_is_confirmed(transfer):
+    todo = transfer.steps("cloud-disk", 10, 3)
+    names = [(s[0], s[1], [f.stem for f in s[2]], s[3]) if s[0] == "compare" else s for s in todo]
+    at = names.index(("search", "timeseries"))
+    assert names[at + 1] == ("compare", "timeseries", ["timeseries-best", "ycsb-b-best"], 10)
+    assert names.index(("search", "messaging")) > at + 1
+    # YCSB's search comes first: every profile's comparison needs its best
+    assert names[0] == ("search", "ycsb-b")
+    # every best meets every workload: 4 own or YCSB cells per row in 10 rounds, the rest in 3
+    met = {(target, best) for s in names if s[0] == "compare" for target, best in [(s[1], b) for b in s[2]]}
+    assert len(met) == 16
+    assert all(s[3] == 3 for s in names if s[0] == "compare" and "ycsb-b-best" not in s[2]
+               and f"{s[1]}-best" not in s[2])
+
+
+def test_the_plan_counts_the_runs_its_steps_make(transfer):
+    # each compare runs the default beside its bests in every round: 4 rows' close cells (3 of them with YCSB's
+    # best) in 10 rounds, 4 rows' other bests in 3
+    assert transfer.matrix_runs(60, 10, 3) == (240, 10 * (3 * 3 + 2) + 3 * (3 + 3 + 3 + 4))
