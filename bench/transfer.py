@@ -14,8 +14,10 @@ strategy, bench/transfer_v5.yaml: v5's compaction choices leave out the time-ser
 a cell tells workloads apart, not knob sets; a profile's table options stay its knobs' defaults, and neither set
 changes a table's compaction. A best is exported as the
 settings its confirmation changed from the default (not every searched knob), so it carries no table's own
-options onto another table. The comparisons run at the studies' C1 JIT (the searches' own), while the searches'
-confirmations ran tiered: the page says so.
+options onto another table. The searches ran at C1; their confirmations and every comparison run tiered, as a node
+in production does, each run warmed up to the JIT's plateau (`compare --jit tiered`: at least 120 s). The first
+confirmations showed why: on the time-series profile the default is limited by the node's cores at C1 and by the
+volume's IOPS cap at tiered, and its bests' gains were x2-x2.8 at tiered against +30% in the C1 search.
 
 A best **transfers** to a workload when it reaches at least x0.95 of that workload's own best there and the two
 are not significantly different (Wilcoxon signed-rank over the 10 rounds they share, p >= 0.05), or significantly
@@ -25,10 +27,11 @@ at least x1.2 over the YCSB-tuned best, both p < 0.05.
 
 Machine time, said before anything runs (`--plan` prints it alone), from the trial times stored by the same
 scenarios' SMAC studies, counting only the trials whose left-out knobs hold their defaults (disk-bound's Leveled
-trials built for 363 s, its others for 32-36 s): 480 search trials at 117 s (cloud-disk) and 105 s (disk-bound),
-builds included, 96 confirmation runs, then 298 comparison runs at 43-81 s: about 27 machine hours on 2026-11-30's
-count, twice the 10-12 first guessed (the count before it kept the Leveled trials and said 32). write-heavy's
-trials are a third as long, but it is no core-bound case here: a study's workloads replace a scenario's mix
+trials built for 363 s, its others for 32-36 s), and, once this bench has stored trials of a scenario, from its own:
+480 search trials, 96 confirmation runs and 298 comparison runs, the last two tiered (150-230 s a run with its
+warm-up). On 2026-11-30, with cloud-disk's first two searches stored (66 s a trial, 175 s a tiered run): about 37
+machine hours, three times the 10-12 first guessed; the tiered comparisons add about 13 of them to what C1's would
+take. write-heavy's trials are a third as long, but it is no core-bound case here: a study's workloads replace a scenario's mix
 (write90), so none would write heavily, and what is left of it is 100K rows in memory, in-memory's case, where no
 study found more than x1.10 and every best would "transfer" for want of a gain. One store per scenario
 (bench/results/transfer/SCENARIO.db), one study per workload, so `nosqltune report` draws each. Needs root
@@ -66,6 +69,10 @@ KNOBS = {"cloud-disk": "cloud", "disk-bound": str(Path(__file__).with_name("tran
 FOLDER = RESULTS / "transfer"
 TRANSFER_RATIO, ALPHA = 0.95, 0.05
 GOAL_OVER_DEFAULT, GOAL_OVER_YCSB = 1.5, 1.2
+# every comparison at the JIT a node in production runs, as the searches' confirmations: the C1 searches' ranking, the
+# tiered JIT's verdict (the default's bottleneck itself moves between them: cores at C1, the IOPS cap at tiered)
+JIT = ["--jit", "tiered"]
+TIERED_WARMUP_S = 150.0   # a tiered run's warm-up beside its C1 time: cloud-disk's first confirmations, 120-241 s
 # trial seconds measured before on each scenario (a search trial with its share of dataset builds; a comparison
 # run), from the stored studies named here: what the plan's hours rest on
 MEASURED = {"cloud-disk": (RESULTS / "impact" / "cloud-disk.db", "smac"),
@@ -117,8 +124,9 @@ def reachable(rows: list[dict], knobs: list[str]) -> list[dict]:
 
 
 def plan(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
-    """The machine time, before anything runs."""
-    total = 0.0
+    """The machine time, before anything runs: from the same scenario's stored SMAC study, or, once this bench has
+    stored trials of its own, from those (search trials and tiered runs), with the hours already spent."""
+    total = left = 0.0
     for scenario in scenarios:
         db, name = MEASURED[scenario]
         rows = [r for r in study_rows(db, name) if r["state"] == "COMPLETE"]
@@ -126,19 +134,30 @@ def plan(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
                     if r["tag"] != "compare"]
         compared_s = [r["timings"].get("total_s", 0.0) for r in rows if r["tag"] == "compare"]
         trial = statistics.mean(searched) if searched else 120.0
-        run = statistics.mean(compared_s) if compared_s else trial
+        # the confirmations and the comparisons run tiered, warmed up to the JIT's plateau (120 s or more) before
+        # each run
+        tiered = (statistics.mean(compared_s) if compared_s else trial) + TIERED_WARMUP_S
+        source = f"{db.name}'s {name} study: {len(searched)} trials of the knobs searched here"
+        own = [r for w in WORKLOADS for r in study_rows(db_of(scenario), w)]
+        own_searched = [r["timings"]["total_s"] for r in own if r["tag"] != "compare" and r["state"] == "COMPLETE"]
+        own_tiered = [r["timings"]["total_s"] for r in own if r["tag"] == "compare" and r["state"] == "COMPLETE"]
+        if own_searched:
+            trial = statistics.mean(own_searched)
+            tiered = statistics.mean(own_tiered) if own_tiered else tiered
+            source = (f"this bench's own: {len(own_searched)} search trials, {len(own_tiered)} tiered runs of "
+                      f"{db_of(scenario).name}")
+        spent = sum(r["timings"].get("total_s", 0.0) for r in own) / 3600
         searches, compared = matrix_runs(budget, rounds, few)
         confirms = (tune_budget(budget) - budget) * len(WORKLOADS)
         # profiles run 100,000 operations against YCSB's 30,000 at about three times the rate: about the same time;
-        # a best on another workload's data may need a dataset build of its own (a fifth more on the comparisons);
-        # the confirmations run tiered, warmed up to the JIT's plateau (120 s or more) before a comparison's run
-        hours = (searches * trial + confirms * (run + 150.0) + compared * run * 1.2) / 3600
+        # a best on another workload's data may need a dataset build of its own (a fifth more on the comparisons)
+        hours = (searches * trial + (confirms + compared * 1.2) * tiered) / 3600
         total += hours
-        log(f"{scenario}: {searches} search trials at about {trial:.0f} s (builds included; {db.name}'s {name} "
-            f"study, {len(searched)} trials of the knobs searched here), {confirms} confirmation runs and "
-            f"{compared} comparison runs at about {run:.0f} s ({len(compared_s)} measured; a confirmation's 150 s "
-            f"more): about {hours:.1f} machine hours")
-    log(f"in all: about {total:.1f} machine hours, nothing else running beside")
+        left += max(hours - spent, 0.0)
+        log(f"{scenario}: {searches} search trials at about {trial:.0f} s (builds included), {confirms} confirmation "
+            f"runs and {compared} comparison runs, tiered, at about {tiered:.0f} s ({source}): about {hours:.1f} "
+            f"machine hours, {spent:.1f} spent")
+    log(f"in all: about {total:.1f} machine hours, about {left:.1f} left, nothing else running beside")
 
 
 def steps(scenario: str, rounds: int, few: int) -> list[tuple]:
@@ -173,7 +192,7 @@ def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
                 # the misses
                 _, target, files, repeat = step
                 compare("--study", str(db), "--study-name", target, "--candidates", ",".join(str(f) for f in files),
-                        "--repeat", str(repeat), "--metrics", METRICS)
+                        "--repeat", str(repeat), "--metrics", METRICS, *JIT)
         checkpoint(db)
 
 
@@ -317,16 +336,17 @@ def write(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
              "search, then its confirmation's runs; the workloads: "
              + "; ".join(f"{w}: `{' '.join(a)}`" for w, a in WORKLOADS.items())
              + f"), then on each workload's study `nosqltune compare --candidates OWN-best.yaml,{YCSB}-best.yaml "
-             f"--repeat {rounds} --metrics {METRICS}` and `nosqltune compare --candidates OTHERS --repeat {few} "
-             f"--metrics {METRICS}`; `nosqltune report --study bench/results/transfer/SCENARIO.db` draws every study of a "
+             f"--repeat {rounds} --metrics {METRICS} {' '.join(JIT)}` and `nosqltune compare --candidates OTHERS "
+             f"--repeat {few} --metrics {METRICS} {' '.join(JIT)}`; `nosqltune report --study bench/results/transfer/SCENARIO.db` draws every study of a "
              "scenario. The strategy: GP with LlamaTune (8 dimensions), the first of "
              "strategies_v5.md's ranking; each scenario's searches search its knob set ("
              + ", ".join(f"{s}: {Path(k).name if '/' in k else k}" for s, k in KNOBS.items())
              + "). A best is the settings its confirmation "
              f"changed. A best transfers when it reaches x{TRANSFER_RATIO} of the workload's own best there and the "
              f"two are not significantly different over the rounds they share (p >= {ALPHA}), or it is better; in "
-             f"the {few}-round cells the ratio alone decides. The comparisons run at the studies' C1 JIT; the "
-             "searches' confirmations ran tiered.", ""]
+             f"the {few}-round cells the ratio alone decides. The searches ran at the studies' C1 JIT; their "
+             "confirmations and every comparison ran tiered (`--jit tiered`), each run warmed up to the JIT's plateau "
+             "(at least 120 s), as a node in production runs.", ""]
     lines += kept_notes(path, Path(__file__).name)
     ran = [s for s in scenarios if db_of(s).exists()]
     if not ran:

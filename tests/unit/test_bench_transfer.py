@@ -55,3 +55,38 @@ def test_the_plan_counts_the_runs_its_steps_make(transfer):
     # each compare runs the default beside its bests in every round: 4 rows' close cells (3 of them with YCSB's
     # best) in 10 rounds, 4 rows' other bests in 3
     assert transfer.matrix_runs(60, 10, 3) == (240, 10 * (3 * 3 + 2) + 3 * (3 + 3 + 3 + 4))
+
+
+def test_every_comparison_of_the_matrix_runs_at_the_tiered_jit(transfer, monkeypatch):
+    calls = []
+    monkeypatch.setattr(transfer, "search", lambda *a: calls.append(("search", a[1])))
+    monkeypatch.setattr(transfer, "compare", lambda *args: calls.append(("compare", args)))
+    monkeypatch.setattr(transfer, "checkpoint", lambda db: None)
+    monkeypatch.setattr(transfer.Path, "mkdir", lambda self, **kw: None)   # run() makes its folders: none here
+    transfer.run(["cloud-disk"], 60, 10, 3)
+    compares = [args for kind, args in calls if kind == "compare"]
+    assert len(compares) == len([s for s in transfer.steps("cloud-disk", 10, 3) if s[0] == "compare"])
+    for args in compares:
+        at = args.index("--jit")
+        assert args[at + 1] == "tiered"
+    assert [c[1] for c in calls if c[0] == "search"] == list(transfer.WORKLOADS)
+
+
+def test_the_plan_takes_this_benchs_own_times_once_it_has_stored_trials(transfer, monkeypatch):
+    said = []
+    monkeypatch.setattr(transfer, "log", said.append)
+    theirs = [_trial(100), _trial(100)] + [dict(_trial(50), tag="compare")]
+    mine = [_trial(60), _trial(80), dict(_trial(200), tag="compare"), dict(_trial(30), state="FAIL")]
+
+    def rows(db, name):
+        if db == transfer.MEASURED["cloud-disk"][0]:
+            return theirs
+        return mine if (db, name) == (transfer.db_of("cloud-disk"), "ycsb-b") else []
+
+    monkeypatch.setattr(transfer, "study_rows", rows)
+    transfer.plan(["cloud-disk"], 60, 10, 3)
+    searches, compared = transfer.matrix_runs(60, 10, 3)
+    confirms = (transfer.tune_budget(60) - 60) * len(transfer.WORKLOADS)
+    hours = (searches * 70 + (confirms + compared * 1.2) * 200) / 3600   # own means: 70 s a trial, 200 s tiered
+    assert f"about {hours:.1f} machine hours, {(60 + 80 + 200 + 30) / 3600:.1f} spent" in said[0]
+    assert "this bench's own: 2 search trials, 1 tiered runs" in said[0]
