@@ -123,27 +123,33 @@ def reachable(rows: list[dict], knobs: list[str]) -> list[dict]:
     return [r for r in rows if all(r["config"].get(k) == first.get(k) for k in knobs)]
 
 
+def earlier_times(scenario: str) -> tuple[float, float, str]:
+    """A search trial's and a tiered run's seconds on a scenario, from its stored SMAC study (the trials whose
+    left-out knobs hold their defaults), and where they come from."""
+    db, name = MEASURED[scenario]
+    rows = [r for r in study_rows(db, name) if r["state"] == "COMPLETE"]
+    searched = [r["timings"].get("total_s", 0.0) for r in reachable(rows, left_out(scenario)) if r["tag"] != "compare"]
+    compared_s = [r["timings"].get("total_s", 0.0) for r in rows if r["tag"] == "compare"]
+    trial = statistics.mean(searched) if searched else 120.0
+    # the confirmations and the comparisons run tiered, warmed up to the JIT's plateau (120 s or more) before each run
+    tiered = (statistics.mean(compared_s) if compared_s else trial) + TIERED_WARMUP_S
+    return trial, tiered, f"{db.name}'s {name} study: {len(searched)} trials of the knobs searched here"
+
+
 def plan(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
     """The machine time, before anything runs: from the same scenario's stored SMAC study, or, once this bench has
     stored trials of its own, from those (search trials and tiered runs), with the hours already spent."""
     total = left = 0.0
     for scenario in scenarios:
-        db, name = MEASURED[scenario]
-        rows = [r for r in study_rows(db, name) if r["state"] == "COMPLETE"]
-        searched = [r["timings"].get("total_s", 0.0) for r in reachable(rows, left_out(scenario))
-                    if r["tag"] != "compare"]
-        compared_s = [r["timings"].get("total_s", 0.0) for r in rows if r["tag"] == "compare"]
-        trial = statistics.mean(searched) if searched else 120.0
-        # the confirmations and the comparisons run tiered, warmed up to the JIT's plateau (120 s or more) before
-        # each run
-        tiered = (statistics.mean(compared_s) if compared_s else trial) + TIERED_WARMUP_S
-        source = f"{db.name}'s {name} study: {len(searched)} trials of the knobs searched here"
         own = [r for w in WORKLOADS for r in study_rows(db_of(scenario), w)]
         own_searched = [r["timings"]["total_s"] for r in own if r["tag"] != "compare" and r["state"] == "COMPLETE"]
         own_tiered = [r["timings"]["total_s"] for r in own if r["tag"] == "compare" and r["state"] == "COMPLETE"]
+        if own_searched and own_tiered:   # the earlier study is read only for what this bench has not measured yet
+            trial, tiered = statistics.mean(own_searched), statistics.mean(own_tiered)
+        else:
+            trial, tiered, source = earlier_times(scenario)
+            trial = statistics.mean(own_searched) if own_searched else trial
         if own_searched:
-            trial = statistics.mean(own_searched)
-            tiered = statistics.mean(own_tiered) if own_tiered else tiered
             source = (f"this bench's own: {len(own_searched)} search trials, {len(own_tiered)} tiered runs of "
                       f"{db_of(scenario).name}")
         spent = sum(r["timings"].get("total_s", 0.0) for r in own) / 3600
