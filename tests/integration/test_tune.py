@@ -1,5 +1,5 @@
 """`nosqltune tune` on real Cassandra, one run per optimizer family (random: the shared study below; SMAC: the
-resume test and irace through R, both in `make test-all`), and `best`, `compare`, `report`, `export` on one
+resume test; irace through R; all in `make test-all`), and `best`, `compare`, `report`, `export` on one
 shared real study. The other optimizers (gp, rafiki, surrogate-sa) run against the recorded surrogate in the
 unit tests."""
 
@@ -42,6 +42,8 @@ def latency_study(nosqltune_home, tmp_path_factory):
     return study
 
 
+@pytest.mark.slow   # 40 s: make test-all (make test keeps a real tune on Redis, tests/integration/test_redis.py, and
+#                     real Cassandra trials in test_security.py and test_capture.py; the loop on the recorded surrogate)
 def test_random_search_on_the_nodes_cpu_per_operation(latency_study, capsys):
     rows = open_store(str(latency_study)).trials()
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE"]
