@@ -144,14 +144,14 @@ def plan(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
         own = [r for w in WORKLOADS for r in study_rows(db_of(scenario), w)]
         own_searched = [r["timings"]["total_s"] for r in own if r["tag"] != "compare" and r["state"] == "COMPLETE"]
         own_tiered = [r["timings"]["total_s"] for r in own if r["tag"] == "compare" and r["state"] == "COMPLETE"]
-        if own_searched and own_tiered:   # the earlier study is read only for what this bench has not measured yet
-            trial, tiered = statistics.mean(own_searched), statistics.mean(own_tiered)
-        else:
-            trial, tiered, source = earlier_times(scenario)
-            trial = statistics.mean(own_searched) if own_searched else trial
+        # the earlier study is read only for what this bench has not measured yet
+        trial, tiered, source = earlier_times(scenario) if not (own_searched and own_tiered) else (0.0, 0.0, "")
         if own_searched:
+            trial = statistics.mean(own_searched)
             source = (f"this bench's own: {len(own_searched)} search trials, {len(own_tiered)} tiered runs of "
                       f"{db_of(scenario).name}")
+        if own_tiered:
+            tiered = statistics.mean(own_tiered)
         spent = sum(r["timings"].get("total_s", 0.0) for r in own) / 3600
         searches, compared = matrix_runs(budget, rounds, few)
         confirms = (tune_budget(budget) - budget) * len(WORKLOADS)
