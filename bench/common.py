@@ -1,5 +1,5 @@
-"""What the benchmark scripts share: a timestamped log line, running `nosqltune` from this checkout, and the
-hand-written notes a generated results file keeps."""
+"""What the benchmark scripts share: a timestamped log line, running `nosqltune` from this checkout, a stop at a
+trial boundary past a deadline (`--stop-at`), and the hand-written notes a generated results file keeps."""
 
 from __future__ import annotations
 
@@ -7,11 +7,20 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
+
+
+# set when a Deadline's stop is due (a trial finished past it): nosqltune() then starts no command and ends the bench
+# when the running one returns; RUNNING holds the command nosqltune() runs, if any; HANDOVER makes one thread alone
+# signal it (the watcher, or nosqltune() when the stop came while it started the command)
+STOPPED = threading.Event()
+RUNNING: list[subprocess.Popen | None] = [None]
+HANDOVER = threading.Lock()
 
 
 def log(message: str) -> None:
@@ -21,7 +30,8 @@ def log(message: str) -> None:
 def nosqltune(*args: str, capture: bool = True, ok: tuple[int, ...] = (0,)) -> str:
     """Run one nosqltune command of this checkout; its stdout when `capture` (progress stays on stderr). A
     command that exits with a code outside `ok` ends the benchmark with the code in the message (the run can
-    be resumed)."""
+    be resumed). Once a Deadline's stop is due, it starts no command, and a command it ran ends the benchmark
+    whatever its exit code."""
     cmd = [sys.executable, "-m", "nosqltune", *args]
     log(" ".join(cmd[2:]))
     # the command in a session of its own, and every stop (kill, Ctrl-C, a closed terminal) passed on to it, so that
@@ -35,19 +45,133 @@ def nosqltune(*args: str, capture: bool = True, ok: tuple[int, ...] = (0,)) -> s
             raise SystemExit(f"stopped by signal {signum} before {cmd[3]} started")
         started[0].send_signal(signum)
 
+    if STOPPED.is_set():
+        raise SystemExit(f"stopped at the deadline before {cmd[3]} started; the same command resumes")
     before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
         started.append(subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
                                         start_new_session=True, stdout=subprocess.PIPE if capture else None,
                                         text=True))
         proc = started[0]
+        with HANDOVER:
+            RUNNING[0] = proc
+            if STOPPED.is_set():   # the deadline's stop came while it started: the watcher found nothing to signal
+                proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate()
     finally:
+        with HANDOVER:
+            RUNNING[0] = None
         for sig, handler in before.items():
             signal.signal(sig, handler)
+    if STOPPED.is_set():   # the deadline's stop, not a failure: the same command resumes
+        raise SystemExit(f"stopped at the deadline after a finished trial ({cmd[3]} exited {proc.returncode}); "
+                         "the same command resumes")
     if proc.returncode not in ok:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
     return out or ""
+
+
+def deadline_time(text: str, now: float | None = None) -> float:
+    """`HH:MM` as the epoch seconds of its next occurrence (today, or tomorrow once past); ValueError otherwise."""
+    import datetime
+
+    clock = datetime.datetime.strptime(text, "%H:%M").time()
+    today = datetime.datetime.fromtimestamp(time.time() if now is None else now)
+    at = datetime.datetime.combine(today.date(), clock)
+    if at <= today:
+        at += datetime.timedelta(days=1)
+    return at.timestamp()
+
+
+def finished_trials(stores) -> int:
+    """How many trials the SQLite stores `stores` (paths; missing ones count none) hold finished, read-only; a trial
+    a resumed command marks interrupted (one a hard stop left running) is no trial that finished."""
+    import sqlite3
+
+    total = 0
+    for db in stores:
+        if not Path(db).exists():
+            continue
+        with sqlite3.connect(f"{Path(db).absolute().as_uri()}?mode=ro", uri=True, timeout=30) as conn:
+            total += conn.execute("SELECT count(*) FROM trials WHERE finished_at IS NOT NULL AND "
+                                  "(failure_kind IS NULL OR failure_kind != 'interrupted')").fetchone()[0]
+    return total
+
+
+class Deadline:
+    """A long benchmark's stop at a trial boundary: once `at` (epoch seconds) has passed, the first trial that
+    finishes in `stores()` (the stores the bench writes) stops the command nosqltune() runs as a stop from outside
+    does (SIGTERM: the command ends its trial and stops its nodes), and the bench ends at its next nosqltune() call
+    or when that command returns. A resumed run loses only the trial begun since, which it runs again; a comparison
+    continues its rounds. `stop` replaces the signal and `armed` is set once the count at the deadline is read
+    (tests)."""
+
+    def __init__(self, at: float, stores, poll_s: float = 5.0, stop=None):
+        self.at, self.stores, self.poll_s = at, stores, poll_s
+        self.stop = stop or _stop_running
+        self.armed = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="deadline", daemon=True)
+
+    def start(self) -> "Deadline":
+        log(f"stopping after the first trial that finishes past {time.strftime('%a %H:%M', time.localtime(self.at))}")
+        self.thread.start()
+        return self
+
+    def _count(self) -> int:
+        """The finished trials now; a store that cannot be read yet (a new one without its tables, a lock held
+        past the timeout) is read again, never the end of the watch."""
+        while True:
+            try:
+                return finished_trials(self.stores())
+            except Exception as exc:  # noqa: BLE001 - any failed read: try again rather than never stop
+                log(f"deadline: the stores could not be read ({exc}); reading them again")
+                time.sleep(self.poll_s)
+
+    def _watch(self) -> None:
+        while time.time() < self.at:
+            time.sleep(min(self.poll_s, max(self.at - time.time(), 0.0)))
+        before = self._count()
+        self.armed.set()
+        log(f"deadline passed with {before} finished trials: stopping after the next one")
+        while self._count() <= before:
+            time.sleep(self.poll_s)
+        with HANDOVER:
+            STOPPED.set()
+            self.stop()
+
+
+def _stop_running() -> None:
+    proc = RUNNING[0]
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+
+
+def stop_at_option(parser, then: str = "") -> None:
+    """A bench's `--stop-at HH:MM` (None when not given): see until()."""
+    import argparse
+
+    def clock(text: str) -> float:
+        try:
+            return deadline_time(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a time of day as HH:MM (24 hours)") from None
+
+    parser.add_argument("--stop-at", metavar="HH:MM", type=clock,
+                        help=f"past this time, stop after the next trial that finishes{' ' + then if then else ''} "
+                             "(the same command resumes; only the trial begun since runs again)")
+
+
+def until(at: float | None, stores, work) -> None:
+    """work(), stopped by a Deadline at `at` (if given) over the stores `stores()`: a stop at the deadline returns
+    (logged), any other end of work() is its own."""
+    if at is not None:
+        Deadline(at, stores).start()
+    try:
+        work()
+    except SystemExit as stop:
+        if not STOPPED.is_set():
+            raise
+        log(str(stop))
 
 
 def compare(*args: str) -> dict:

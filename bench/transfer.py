@@ -36,10 +36,13 @@ take. write-heavy's trials are a third as long, but it is no core-bound case her
 study found more than x1.10 and every best would "transfer" for want of a gain. One store per scenario
 (bench/results/transfer/SCENARIO.db), one study per workload, so `nosqltune report` draws each. Needs root
 (memory cgroups, capped volumes); nothing else may run beside it. Resumable: a study resumes (tune --resume), a
-comparison continues its rounds, and each phase skips what is stored.
+comparison continues its rounds, and each phase skips what is stored. `--stop-at HH:MM` ends it when the first
+trial finishes past that time (a session's end; noticed within 5 s, the trial begun in them runs again on resume),
+the store checkpointed and the page written.
 
     python3 bench/transfer.py --plan
     python3 bench/transfer.py [--scenarios cloud-disk,disk-bound] [--budget 60] [--rounds 10] [--few 3]
+                              [--stop-at HH:MM]
     python3 bench/transfer.py --write-only
 """
 
@@ -52,7 +55,7 @@ import sys
 from pathlib import Path
 
 from common import (RESULTS, ROOT, compare, export_best, kept_notes, log, machines, nosqltune, paired, ratio_text,  # bench/
-                    study_rows, study_settings)
+                    stop_at_option, study_rows, study_settings, until)
 
 SCENARIOS = ("cloud-disk", "disk-bound")
 YCSB = "ycsb-b"
@@ -189,17 +192,23 @@ def run(scenarios: list[str], budget: int, rounds: int, few: int) -> None:
         db = db_of(scenario)
         db.parent.mkdir(parents=True, exist_ok=True)
         (FOLDER / scenario).mkdir(parents=True, exist_ok=True)
-        for step in steps(scenario, rounds, few):
-            if step[0] == "search":
-                search(scenario, step[1], budget)
-            else:
-                # a failed run (stored with its reason, its round's pair left out; a resumed compare does not run it
-                # again) does not stop the matrix: the cell is drawn from the pairs that completed, the page counts
-                # the misses
-                _, target, files, repeat = step
-                compare("--study", str(db), "--study-name", target, "--candidates", ",".join(str(f) for f in files),
-                        "--repeat", str(repeat), "--metrics", METRICS, *JIT)
-        checkpoint(db)
+        try:
+            for step in steps(scenario, rounds, few):
+                if step[0] == "search":
+                    search(scenario, step[1], budget)
+                else:
+                    # a failed run (stored with its reason, its round's pair left out; a resumed compare does not run
+                    # it again) does not stop the matrix: the cell is drawn from the pairs that completed, the page
+                    # counts the misses
+                    _, target, files, repeat = step
+                    compare("--study", str(db), "--study-name", target, "--candidates",
+                            ",".join(str(f) for f in files), "--repeat", str(repeat), "--metrics", METRICS, *JIT)
+        finally:   # a stop too leaves the store as one file, as it is committed; the first error stays the one told
+            if db.exists():
+                try:
+                    checkpoint(db)
+                except Exception as exc:  # noqa: BLE001
+                    log(f"the checkpoint of {db} failed: {exc}")
 
 
 def search(scenario: str, workload: str, budget: int) -> None:
@@ -416,6 +425,7 @@ def main() -> int:
     p.add_argument("--few", type=int, default=3, help="rounds of the other profiles' bests")
     p.add_argument("--plan", action="store_true", help="print the machine time only")
     p.add_argument("--write-only", action="store_true")
+    stop_at_option(p, "and write the page")
     a = p.parse_args()
     scenarios = [s for s in a.scenarios.split(",") if s]
     unknown = [s for s in scenarios if s not in MEASURED]
@@ -427,7 +437,7 @@ def main() -> int:
         return 0
     FOLDER.mkdir(parents=True, exist_ok=True)
     if not a.write_only:
-        run(scenarios, a.budget, a.rounds, a.few)
+        until(a.stop_at, lambda: [db_of(s) for s in scenarios], lambda: run(scenarios, a.budget, a.rounds, a.few))
     write(scenarios, a.budget, a.rounds, a.few)
     return 0
 

@@ -90,3 +90,78 @@ def test_the_plan_takes_this_benchs_own_times_once_it_has_stored_trials(transfer
     hours = (searches * 70 + (confirms + compared * 1.2) * 200) / 3600   # own means: 70 s a trial, 200 s tiered
     assert f"about {hours:.1f} machine hours, {(60 + 80 + 200 + 30) / 3600:.1f} spent" in said[0]
     assert "this bench's own: 2 search trials, 1 tiered runs" in said[0]
+
+
+
+def _store(path, finished: int, failure_kind=None):
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS trials (id INTEGER PRIMARY KEY, finished_at REAL, failure_kind TEXT)")
+        conn.executemany("INSERT INTO trials (finished_at, failure_kind) VALUES (?, ?)",
+                         [(1.0, failure_kind)] * finished)
+        conn.execute("INSERT INTO trials (finished_at) VALUES (NULL)")   # a trial under way counts none
+
+
+def test_a_deadline_stops_after_the_first_trial_that_finishes_past_it_not_before(bench_script, tmp_path):
+    import subprocess
+    import time
+
+    common = bench_script("common")
+    db = tmp_path / "a store.db"   # a path a URI must escape
+    _store(db, 3)
+    running = common.RUNNING[0] = subprocess.Popen(["sleep", "30"])
+    try:
+        watch = common.Deadline(time.time() - 1, lambda: [db, tmp_path / "missing.db"], poll_s=0.05).start()
+        assert watch.armed.wait(5.0)
+        # no trial finished since the deadline: no stop; nor when a resumed command marks a cut trial interrupted
+        _store(db, 1, failure_kind="interrupted")
+        assert not common.STOPPED.wait(0.4)
+        assert running.poll() is None
+        _store(db, 1)   # the first past it: the running command is stopped as a stop from outside stops it
+        assert common.STOPPED.wait(5.0)
+        assert running.wait(5.0) == -15
+    finally:
+        running.kill()
+        running.wait()
+
+
+def test_a_deadline_waits_for_its_time(bench_script, tmp_path):
+    import time
+
+    common = bench_script("common")
+    _store(tmp_path / "s.db", 1)
+    watch = common.Deadline(time.time() + 60, lambda: [tmp_path / "s.db"], poll_s=0.05, stop=lambda: None).start()
+    _store(tmp_path / "s.db", 2)
+    assert not watch.armed.wait(0.3) and not common.STOPPED.is_set()
+
+
+def test_a_stopped_bench_starts_no_further_command_and_ends_quietly(bench_script):
+    common = bench_script("common")
+    common.STOPPED.set()
+    with pytest.raises(SystemExit, match="the same command resumes"):
+        common.nosqltune("--version")
+    common.until(None, list, lambda: common.nosqltune("--version"))   # the deadline's stop: no error
+    common.STOPPED.clear()
+
+    def fails():
+        raise SystemExit("failed (1): nosqltune tune")
+
+    with pytest.raises(SystemExit, match="failed"):   # any other end is the bench's own
+        common.until(None, list, fails)
+
+
+def test_a_deadline_is_the_next_time_of_that_clock_and_a_bad_one_is_refused(bench_script):
+    import argparse
+    import datetime
+
+    common = bench_script("common")
+    noon = datetime.datetime(2026, 11, 30, 12, 0).timestamp()
+    assert common.deadline_time("13:30", now=noon) - noon == 5400
+    assert common.deadline_time("11:00", now=noon) - noon == 23 * 3600
+    parser = argparse.ArgumentParser()
+    common.stop_at_option(parser)
+    assert parser.parse_args([]).stop_at is None
+    with pytest.raises(SystemExit) as refused:   # argparse's error: exit 2 with the reason
+        parser.parse_args(["--stop-at", "25:00"])
+    assert refused.value.code == 2
