@@ -10,9 +10,11 @@ DAY = 86_400.0
 T0 = time.mktime((2026, 11, 26, 12, 0, 0, 0, 0, 0))
 
 
-def run(cpu_mb_s=None, cpu_us=None, *, day=0, candidate="default", env=1, state="COMPLETE", workload="ycsb-a"):
+def run(cpu_mb_s=None, cpu_us=None, *, day=0, candidate="default", env=1, state="COMPLETE", workload="ycsb-a",
+        jit=None):
+    harness = {"scenario": "in-memory", **({"jit": jit} if jit else {})}
     return {"state": state, "started_at": T0 + day * DAY, "environment_id": env,
-            "workload": {"name": workload, "harness": {"scenario": "in-memory"}},
+            "workload": {"name": workload, "harness": harness},
             "meta": {"candidate": candidate, "round": 0},
             "internals": {"machine_probe": {"cpu_mb_s": cpu_mb_s}} if cpu_mb_s else {},
             "metrics": {"summary": {"node_cpu_us_per_op": cpu_us}}}
@@ -91,3 +93,15 @@ def test_the_default_cpu_per_operation_is_compared_within_one_workload_only():
     check = check_machines(rows)
     assert not check.apart and check.ratio == 1.0
     assert check_machines([run(2000, 250), run(1500, 600, day=1, workload="write90")]).by == "the CPU probe"
+
+
+def test_the_default_cpu_per_operation_is_compared_within_one_jit_only():
+    """C1 costs the node about three times tiered's CPU per operation on one machine: a C1 default against a tiered
+    one is no evidence of two machines; the same JIT on both days still is, and so is the probe."""
+    c1_day, tiered_day = run(2000, 562, jit="c1"), [run(2000, 172, day=1, jit="tiered") for _ in range(3)]
+    check = check_machines([c1_day, *tiered_day])
+    assert not check.apart and check.ratio == 1.0
+    assert [g.workload for g in check.groups] == ["ycsb-a (in-memory, c1)", "ycsb-a (in-memory, tiered)"]
+    slower = check_machines([run(2000, 562, jit="c1"), run(2000, 172 * 1.5, day=1, jit="c1")])
+    assert slower.apart and slower.by == "the default's node CPU per operation"
+    assert check_machines([c1_day, run(3400, 172, day=1, jit="tiered")]).by == "the CPU probe"

@@ -10,8 +10,9 @@ by more than a tolerance (20%) are named:
 - the CPU probe, `cpu_mb_s` (SHA-256 MB/s of one core, best of five passes): no datastore setting changes it;
 - the default configuration's node CPU per operation (`node_cpu_us_per_op`), where the default ran in the group:
   the datastore's own cost on that machine, which the probe does not always follow (a busy neighbour slows the
-  node but not always the probe's best pass). It is compared only between groups of the same workload (another
-  mix or scenario costs another CPU per operation on the same machine).
+  node but not always the probe's best pass). It is compared only between groups of the same workload at the same
+  JIT (another mix or scenario costs another CPU per operation on the same machine, and so does C1 against tiered
+  compilation: the key-value default cost 562 us per operation at C1 and 172 at tiered on one machine).
 
 A group is one environment on one day (UTC) unless the caller groups otherwise (by study, by store). Runs without
 a probe (stores older than the probes, online windows before they carried one) count as unknown: a group with
@@ -93,11 +94,14 @@ def cpu_per_op_of(row: Mapping[str, Any]) -> float | None:
 
 
 def workload_of(row: Mapping[str, Any]) -> str | None:
-    """The workload a stored run measured (its name, with the scenario it ran in)."""
+    """The workload a stored run measured (its name, with the scenario it ran in and its JIT where stored)."""
     workload = row.get("workload") or {}
     harness = workload.get("harness") or {}
     name = workload.get("name")
-    return None if name is None else f"{name} ({harness.get('scenario', '-')})"
+    if name is None:
+        return None
+    jit = harness.get("jit")
+    return f"{name} ({harness.get('scenario', '-')}" + (f", {jit})" if jit else ")")
 
 
 def by_day(row: Mapping[str, Any]) -> str:
