@@ -320,26 +320,35 @@ def _cell_text(cell: dict | None, own: bool) -> str:
 
 
 def picture(scenario: str, found: dict[str, dict[str, dict]]) -> Path | None:
-    """The matrix as a heat map: each cell's gain over the default."""
+    """The matrix as a heat map of the verdict's figure: each best's throughput over the workload's own best (in the
+    rounds they shared), coloured around the x0.95 the rule asks; each cell also says its gain over the default,
+    which moves with the machine where the node's cores bind a best (its rows may have run on different days)."""
     names = list(WORKLOADS)
-    grid = [[(found.get(t, {}).get(s) or {}).get("vs_default", {}).get("mean_speedup") for s in names] for t in names]
-    if not any(v is not None for row in grid for v in row):
+    cell = lambda t, s: found.get(t, {}).get(s) or {}   # noqa: E731
+    over_default = [[cell(t, s).get("vs_default", {}).get("mean_speedup") for s in names] for t in names]
+    over_own = [[1.0 if s == t and over_default[i][j] is not None else (cell(t, s).get("vs_own") or {}).get("mean_ratio")
+                 for j, s in enumerate(names)] for i, t in enumerate(names)]
+    if not any(v is not None for row in over_default for v in row):
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.colors import TwoSlopeNorm
 
-    fig, ax = plt.subplots(figsize=(6.4, 5.0))
-    shown = [[v if v is not None else float("nan") for v in row] for row in grid]
-    image = ax.imshow(shown, cmap="viridis")
+    fig, ax = plt.subplots(figsize=(7.2, 5.6))
+    shown = [[min(max(v, 0.5), 1.5) if v is not None else float("nan") for v in row] for row in over_own]
+    image = ax.imshow(shown, cmap="RdYlGn", norm=TwoSlopeNorm(vmin=0.5, vcenter=TRANSFER_RATIO, vmax=1.5))
     ax.set_xticks(range(len(names)), [f"best of {n}" for n in names], rotation=30, ha="right")
     ax.set_yticks(range(len(names)), [f"on {n}" for n in names])
-    for i, row in enumerate(grid):
-        for j, v in enumerate(row):
-            if v is not None:
-                ax.text(j, i, f"x{v:.2f}", ha="center", va="center", color="white" if v < 1.5 else "black")
-    fig.colorbar(image, ax=ax, label="throughput over the default")
+    for i in range(len(names)):
+        for j in range(len(names)):
+            own, gain = over_own[i][j], over_default[i][j]
+            if gain is None:
+                continue
+            text = ("own best" if i == j else f"x{own:.2f} of own" if own is not None else "-") + f"\nx{gain:.2f} default"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8)
+    fig.colorbar(image, ax=ax, label=f"throughput over the workload's own best (x{TRANSFER_RATIO}: the rule's edge)")
     ax.set_title(f"{scenario}: every best on every workload")
     fig.tight_layout()
     path = FOLDER / f"matrix-{scenario}.png"

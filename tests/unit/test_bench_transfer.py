@@ -195,3 +195,15 @@ def test_a_deadline_is_the_next_time_of_that_clock_and_a_bad_one_is_refused(benc
     with pytest.raises(SystemExit) as refused:   # argparse's error: exit 2 with the reason
         parser.parse_args(["--stop-at", "25:00"])
     assert refused.value.code == 2
+
+
+def test_the_picture_colours_each_cell_by_its_ratio_to_the_own_best(transfer, monkeypatch, tmp_path):
+    import matplotlib.image
+
+    monkeypatch.setattr(transfer, "FOLDER", tmp_path)
+    found = {"timeseries": {"timeseries": {"vs_default": {"mean_speedup": 2.0}},
+                            "ycsb-b": {"vs_default": {"mean_speedup": 1.3}, "vs_own": {"mean_ratio": 0.65}}},
+             "ycsb-b": {"ycsb-b": {"vs_default": {"mean_speedup": 2.4}}}}
+    path = transfer.picture("cloud-disk", found)
+    assert path == tmp_path / "matrix-cloud-disk.png" and matplotlib.image.imread(path).shape[2] == 4
+    assert transfer.picture("cloud-disk", {}) is None                 # nothing measured: no picture
