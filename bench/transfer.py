@@ -257,9 +257,10 @@ def cells(scenario: str) -> dict[str, dict[str, dict]]:
                     name = label(source)
                     if name not in measured.get("stats", {}):
                         continue
-                    rounds, shares = len(measured["values"][name]), measured["values"].get(label(target)) is not None
+                    rounds, own_values = len(measured["values"][name]), measured["values"].get(label(target))
                     if source in found and (found[source]["rounds"] > rounds or (
-                            found[source]["rounds"] == rounds and found[source]["own"] is not None and not shares)):
+                            found[source]["rounds"] == rounds and found[source]["own"] is not None
+                            and own_values is None)):
                         continue   # measured in more rounds elsewhere, or as often beside the own best: that decides
                     also = measured.get("also") or {}
                     found[source] = {
@@ -268,7 +269,7 @@ def cells(scenario: str) -> dict[str, dict[str, dict]]:
                         .get(name), "cpu_us_per_op": _mean((also.get("cpu-per-op") or {}).get("values", {}).get(name)),
                         "io_per_op": _mean((also.get("io-per-op") or {}).get("values", {}).get(name)),
                         "bytes_per_op": _mean((also.get("bytes-per-op") or {}).get("values", {}).get(name)),
-                        "own": measured["values"].get(label(target)),
+                        "own": own_values,
                         "machines_apart": bool((measured.get("machines") or {}).get("apart"))}
         own = found.get(target)
         for source, cell in found.items():
@@ -324,7 +325,9 @@ def picture(scenario: str, found: dict[str, dict[str, dict]]) -> Path | None:
     rounds they shared), coloured around the x0.95 the rule asks; each cell also says its gain over the default,
     which moves with the machine where the node's cores bind a best (its rows may have run on different days)."""
     names = list(WORKLOADS)
-    cell = lambda t, s: found.get(t, {}).get(s) or {}   # noqa: E731
+    def cell(target: str, source: str) -> dict:
+        return found.get(target, {}).get(source) or {}
+
     over_default = [[cell(t, s).get("vs_default", {}).get("mean_speedup") for s in names] for t in names]
     over_own = [[1.0 if s == t and over_default[i][j] is not None else (cell(t, s).get("vs_own") or {}).get("mean_ratio")
                  for j, s in enumerate(names)] for i, t in enumerate(names)]
