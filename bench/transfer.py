@@ -269,7 +269,7 @@ def cells(scenario: str) -> dict[str, dict[str, dict]]:
                         .get(name), "cpu_us_per_op": _mean((also.get("cpu-per-op") or {}).get("values", {}).get(name)),
                         "io_per_op": _mean((also.get("io-per-op") or {}).get("values", {}).get(name)),
                         "bytes_per_op": _mean((also.get("bytes-per-op") or {}).get("values", {}).get(name)),
-                        "own": own_values,
+                        "own": own_values, "unsettled": (measured.get("unsettled") or {}).get(name),
                         "machines_apart": bool((measured.get("machines") or {}).get("apart"))}
         own = found.get(target)
         for source, cell in found.items():
@@ -302,6 +302,8 @@ def _cell_text(cell: dict | None, own: bool) -> str:
     failed = sum(v is None for v in cell["values"])
     if failed:   # a failed run leaves its round's pair out
         text += f" ({failed} of {len(cell['values'])} runs failed)"
+    if cell.get("unsettled"):   # warm-ups that ended at their time cap: more work behind those runs' measurement
+        text += f" ({cell['unsettled']} of {len(cell['values'])} warm-ups reached no plateau)"
     if cell["vs_default"].get("p_value") is not None:
         text += f", p {cell['vs_default']['p_value']:.3f}"
     if not own and cell.get("vs_own", {}).get("mean_ratio") is not None:

@@ -87,6 +87,17 @@ def test_a_three_round_cell_is_judged_against_the_own_best_of_its_own_rounds(tra
     assert cells["ycsb-b"]["vs_own"]["mean_ratio"] == pytest.approx(4000 / 6000)
 
 
+def test_a_cell_says_how_many_of_its_warmups_reached_no_plateau(transfer, monkeypatch):
+    beside = _measured({"default": [2238.0, 2234.0, 2222.0], "messaging-best": [6309.0, 6079.0, 6578.0],
+                        "keyvalue-best": [2842.0, 3793.0, 6429.0]})
+    beside["workloads"]["profile-timeseries"]["unsettled"] = {"default": 0, "messaging-best": 0, "keyvalue-best": 2}
+    monkeypatch.setattr(transfer, "study_settings",
+                        lambda db, name: {"compare": {"new": beside}} if name == "timeseries" else None)
+    cells = transfer.cells("cloud-disk")["timeseries"]
+    assert "2 of 3 warm-ups reached no plateau" in transfer._cell_text(cells["keyvalue"], own=False)
+    assert "plateau" not in transfer._cell_text(cells["messaging"], own=False)
+
+
 def test_every_comparison_of_the_matrix_runs_at_the_tiered_jit(transfer, monkeypatch):
     calls = []
     monkeypatch.setattr(transfer, "search", lambda *a: calls.append(("search", a[1])))

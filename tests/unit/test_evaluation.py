@@ -74,3 +74,23 @@ def test_interleaved_runs_are_stored_and_resumed(tmp_path):
 def test_a_run_in_progress_shows_the_read_p99_a_latency_study_is_judged_by():
     assert run_summary({"throughput_ops_s": 5336.4, "read_p99_ms": 2.851}) == "5,336 ops/s, read p99 2.85 ms"
     assert run_summary({"throughput_ops_s": 7000.0}) == "7,000 ops/s"  # a write-only run has no read p99
+
+
+def test_a_warmup_that_reached_no_plateau_is_counted_and_printed():
+    """Two runs of three ended their warm-up at its cap (on messaging: 1.6M operations and 80 compactions behind
+    them against 0.9M and 17 for the run that settled); a failed run and a run without the record count for none."""
+    from nosqltune.cli.compare import _metric_lines
+    from nosqltune.evaluation.compare import unsettled
+
+    def run(steady):
+        return {"metrics": {"warmup": {"steady": steady, "runtime_ms": 300000 if not steady else 137000}}}
+
+    rows = [run(False), run(False), run(True), None, {"metrics": {}}]
+    assert unsettled(rows, steady_window=20) == 2
+    assert unsettled(rows, steady_window=0) is None            # a warm-up by time or count has no plateau to reach
+    assert unsettled([run(True)] * 3, steady_window=20) == 0
+    measured = {"values": {"default": [2238.0, 2234.0, 2222.0], "keyvalue-best": [2842.0, 3793.0, 6429.0]},
+                "stats": {}, "unsettled": {"default": 0, "keyvalue-best": 2}}
+    said = [line for line in _metric_lines(measured) if "plateau" in line]
+    assert said == ["  keyvalue-best: 2 of 3 warm-ups reached no plateau before their time cap: those runs did more "
+                    "work before measuring than the others"]

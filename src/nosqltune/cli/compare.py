@@ -142,6 +142,10 @@ def _metric_lines(w: dict[str, Any]) -> list[str]:
     for label, said in (w.get("bottlenecks") or {}).items():
         if said:
             lines.append(f"  {label} {said['line']} ({said['of']} of {said['trials']} runs)")
+    for label, count in (w.get("unsettled") or {}).items():
+        if count:
+            lines.append(f"  {label}: {count} of {len(w['values'][label])} warm-ups reached no plateau before their "
+                         "time cap: those runs did more work before measuring than the others")
     return lines
 
 

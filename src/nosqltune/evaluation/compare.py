@@ -32,6 +32,16 @@ def run_summary(summary: dict[str, Any]) -> str:
     return line + (f", read p99 {summary['read_p99_ms']:.2f} ms" if summary.get("read_p99_ms") is not None else "")
 
 
+def unsettled(rows: list[dict | None], steady_window: int) -> int | None:
+    """How many of the runs warmed up to a plateau (`steady_window` > 0) ended their warm-up at its time cap
+    without one; None where the warm-up had no plateau rule. On a workload that writes, such a run did more work
+    before its measured phase than its neighbours (more data, more compaction behind it), so its pair compares two
+    states of the node as well as two configurations."""
+    if not steady_window:
+        return None
+    return sum(1 for r in rows if r and ((r.get("metrics") or {}).get("warmup") or {}).get("steady") is False)
+
+
 def run_interleaved(store, study_id: int, candidates: dict[str, dict[str, Any]], rounds: int,
                     runner: Callable[[dict[str, Any]], Any], *, workload_info: dict, environment_id: int | None = None,
                     say: Callable[[str], None] = lambda _: None, group: str | None = None) -> dict[str, list[dict | None]]:
@@ -285,6 +295,9 @@ def compare_study(study, settings: CompareSettings, say: Callable[[str], None] =
             main = per_metric.pop(objective.metric)
             main["bottlenecks"] = {k: most_common([v for v in (of_trial(r, harness.flat()) for r in runs_of if r)
                                                    if v is not None]) for k, runs_of in runs.items()}
+            settling = {k: unsettled(runs_of, workload.warmup_steady_window) for k, runs_of in runs.items()}
+            if any(settling.values()):
+                main["unsettled"] = settling
             # a comparison resumed on another day may pair runs of two machine speeds: said, with the figures
             machines = check_machines([r for v in runs.values() for r in v if r], environments=store.environments())
             if machines.apart:
