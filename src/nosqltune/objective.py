@@ -64,6 +64,20 @@ def metric_value(name: str, summary: dict[str, Any]) -> float | None:
     return max(values) if values else None
 
 
+def metric_keys(name: str, summary: dict[str, Any]) -> list[str]:
+    """The keys of a trial's summary that metric_value reads for `name` (to scale a metric's figures alike)."""
+    if name == "throughput":
+        return ["throughput_ops_s"]
+    if name in COST_METRICS:
+        return [COST_METRICS[name]]
+    stat, _, op = name.partition("-")
+    if op != "all":
+        return [f"{op}_{stat}_ms"]
+    if stat == "avg":
+        return ["all_avg_ms"]
+    return [k for k in summary if k.endswith(f"_{stat}_ms") and not k.startswith("cleanup_")]
+
+
 def check_metric(name: str, what: str = "objective") -> str:
     name = name.strip().lower()
     if name not in _metric_names():

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ..objective import COST_METRICS
+from .machine_reference import home_summary
 
 T_MIN = 3.0            # the elasticity is used when its t statistic is at least this ...
 DOF_MIN = 6            # ... on at least this many degrees of freedom (runs - configurations)
@@ -199,7 +200,7 @@ class Denoiser:
         out = []
         for row in point.rows:
             if row["meta"]["instance"] == name and row["state"] == "COMPLETE":
-                value = metric_value(self.objective.metric, row["metrics"]["summary"])
+                value = metric_value(self.objective.metric, home_summary(row, self.objective.metric))
                 if value is not None and value >= 0:
                     out.append((float(value), probe_of(row, self.probe)))
                     if self.centre is None and out[-1][1] is not None:
@@ -239,7 +240,7 @@ class Denoiser:
         """What a trial's row keeps: its corrected value, the factor used, and its configuration's flag."""
         from ..objective import metric_value
 
-        value = metric_value(self.objective.metric, row["metrics"]["summary"]) if row["state"] == "COMPLETE" else None
+        value = metric_value(self.objective.metric, home_summary(row, self.objective.metric)) if row["state"] == "COMPLETE" else None
         factor = self.elasticity.factor(probe_of(row, self.probe))
         return {"denoised": round(value * factor, 9) if value is not None else None,
                 "denoise_factor": round(factor, 6), "unstable": point.unstable}

@@ -9,6 +9,9 @@ again. Should a replayed suggestion differ from the stored one (a changed librar
 given to the optimizer as an observation and the loop goes on (irace, which cannot take observations,
 stops with an error instead).
 
+A study resumed on another machine (another environment fingerprint) first runs the default there as the
+machine's reference, and every run is valued as on the study's first machine (tuning.machine_reference).
+
 A failed trial (refused configuration, crash, timeout, too many failed operations) never stops the study:
 the optimizer is told a penalty (the worst value seen so far), and the loop goes on.
 """
@@ -29,6 +32,8 @@ from ..systems.base import TrialResult
 from ..objective import Evaluation, Objective
 from .cost import BuildPacer
 from .denoise import Denoiser
+from .machine_reference import FACTOR_KEY, REFERENCE_KEY, MachineFactors, home_summary, machine_factors, \
+    needs_reference
 
 TAG = "tune"
 
@@ -141,6 +146,7 @@ class TuningLoop:
         self.ask_seconds: list[float] = []
         self._phase: Callable[[str], None] = self.display.trial_phase
         self.denoiser = Denoiser(self.objective, self.points, space.key)
+        self.machine = MachineFactors(self.objective.metric)
 
     def trial_phase(self, message: str) -> None:
         """A running trial's progress (the runner's `progress` callback): shown by the display and stored on the
@@ -166,10 +172,11 @@ class TuningLoop:
                 self.seconds_used += row["finished_at"] - row["started_at"]
         return groups
 
-    def _run(self, point: Point, suggestion: Suggestion, workload: str, repeat: bool = False) -> dict:
+    def _run(self, point: Point, suggestion: Suggestion, workload: str, repeat: bool = False,
+             reference: bool = False) -> dict:
         meta = {"suggestion": point.number, "kind": point.kind, "optimizer": self.spec.optimizer,
                 "instance": workload, **({"opt": suggestion.meta} if suggestion.meta else {}),
-                **({"repeat": True} if repeat else {}),
+                **({"repeat": True} if repeat else {}), **({REFERENCE_KEY: True} if reference else {}),
                 **({"replaced": point.replaced} if point.replaced else {})}
         trial_id = self.store.start_trial(self.study_id, point.config, self.workload_info(workload), tag=TAG,
                                           environment_id=self.environment_id, meta=meta)
@@ -182,7 +189,34 @@ class TuningLoop:
             self._phase = self.display.trial_phase
         self.trials_used += 1
         self.seconds_used += time.monotonic() - began
+        factor = self.machine.of(row)
+        if factor is not None:
+            self._keep(row, {FACTOR_KEY: factor})
         return row
+
+    # ------------------------------------------------------------------ machines
+    def _reference(self, point: Point, default: Suggestion) -> None:
+        """On a machine the study's default has not run on, run it there first (once per workload, budget
+        permitting): the machine's reference (tuning.machine_reference)."""
+        missing = needs_reference(point.rows, self.environment_id, list(self.spec.workloads))
+        if not missing or self._budget_left(len(missing)) is not None:
+            return
+        self.display.note(f"this machine (environment {self.environment_id}) is not the one the study's default "
+                          f"ran on: running the default here first, as its reference ({len(missing)} trial(s))")
+        for name in missing:
+            point.rows.append(self._run(point, default, name, reference=True))
+
+    def _rebase(self, rows: list[dict]) -> None:
+        """Each stored run's factor to the study's first machine, kept on its row (what best and report read)."""
+        unique = list({r["id"]: r for r in rows}.values())
+        self.machine = machine_factors(unique, self.objective.metric)
+        for row in unique:
+            factor = self.machine.of(row)
+            if (row.get("meta") or {}).get(FACTOR_KEY) != factor:
+                self._keep(row, {FACTOR_KEY: factor})
+        said = self.machine.describe()
+        if said:
+            self.display.note(said)
 
     # ------------------------------------------------------------------ values
     def _worst(self) -> float | None:
@@ -203,16 +237,16 @@ class TuningLoop:
             return self.denoiser.evaluate(point, workloads, evaluation, refit=refit)
         return evaluation, None
 
-    @staticmethod
-    def _summaries(point: Point, workloads: list[str]) -> list[dict | None]:
-        """The mean summary of the point's runs on each workload (None where one failed or none ran)."""
+    def _summaries(self, point: Point, workloads: list[str]) -> list[dict | None]:
+        """The mean summary of the point's runs on each workload (None where one failed or none ran), each run's
+        objective figures as on the study's first machine."""
         from .results import _mean_summary
 
         out = []
         for name in workloads:
             rows = [r for r in point.rows if r["meta"]["instance"] == name]
             ok = rows and all(r["state"] == TrialState.COMPLETE.value for r in rows)
-            out.append(_mean_summary([r["metrics"]["summary"] for r in rows]) if ok else None)
+            out.append(_mean_summary([home_summary(r, self.objective.metric) for r in rows]) if ok else None)
         return out
 
     def _evaluate(self, point: Point, workloads: list[str]) -> None:
@@ -261,9 +295,13 @@ class TuningLoop:
         reason = "optimizer finished"
         try:
             number = 0
-            if self.spec.include_default and not optimizer.picks_instances:
-                default = Suggestion(self.space.default())
-                point = Point(0, default.config, "default", rows=list(stored.get(0, [])))
+            default = Suggestion(self.space.default())
+            point = Point(0, default.config, "default", rows=list(stored.get(0, [])))
+            with_default = self.spec.include_default and not optimizer.picks_instances
+            if with_default:
+                self._reference(point, default)
+            self._rebase([r for rows in stored.values() for r in rows] + point.rows)
+            if with_default:
                 replayed += bool(point.rows)
                 if not self._complete(point, default, self.spec.workloads):
                     return self._finish("budget")

@@ -86,7 +86,12 @@ class TerminalDisplay(Display):
         if row["state"] == "COMPLETE":
             from ..objective import metric_value
 
+            from .machine_reference import FACTOR_KEY, home_summary
+
             result = _value(metric_value(loop.objective.metric, row["metrics"]["summary"]), unit)
+            if (row.get("meta") or {}).get(FACTOR_KEY):
+                home = metric_value(loop.objective.metric, home_summary(row, loop.objective.metric))
+                result += f" ({_value(home, unit)} on the study's first machine)"
             if evaluation is not None and not evaluation.feasible and evaluation.value is not None:
                 result += " (breaks a constraint)"
         else:

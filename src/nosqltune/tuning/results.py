@@ -10,6 +10,7 @@ import orjson
 from ..knobs.space import TuningSpace
 from ..objective import Objective
 from .cost import format_split, result_hours, time_split
+from .machine_reference import home_summary
 
 
 def _mean_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -40,7 +41,8 @@ def _group_key(canonical: dict[str, Any]) -> bytes:
 def configurations(rows: list[dict], objective: Objective, workloads: list[str],
                    space: TuningSpace) -> list[dict[str, Any]]:
     """One entry per distinct configuration: its trials, mean summary per workload, value and feasibility.
-    A configuration with a failed trial has value None; one not measured on every workload is `partial`."""
+    A configuration with a failed trial has value None; one not measured on every workload is `partial`. A run
+    on another machine than the study's first counts as on the first (its `machine_factor`: tuning.machine_reference)."""
     groups: dict[str, list[dict]] = {}
     canonical: dict[str, dict[str, Any]] = {}
     for row in counted(rows):
@@ -59,7 +61,7 @@ def configurations(rows: list[dict], objective: Objective, workloads: list[str],
             if row["state"] != "COMPLETE":
                 failed = True
             else:
-                per_workload.setdefault(row["meta"]["instance"], []).append(row["metrics"]["summary"])
+                per_workload.setdefault(row["meta"]["instance"], []).append(home_summary(row, objective.metric))
         return {w: _mean_summary(per_workload[w]) for w in workloads if w in per_workload}, failed
 
     reference = None

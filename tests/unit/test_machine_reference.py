@@ -1,0 +1,140 @@
+"""A study resumed on another machine: the default re-run there as its reference, and every run valued as on the
+study's first machine (tuning.machine_reference). The machines are analytic: the second runs every configuration at
+a fixed share of its speed, as the transfer study's second host did (0.4)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nosqltune.knobs.space import TuningSpace
+from nosqltune.objective import metric_keys, metric_value
+from nosqltune.store import open_store
+from nosqltune.tuning.loop import Outcome, TuneSpec, TuningLoop
+from nosqltune.tuning.machine_reference import FACTOR_KEY, REFERENCE_KEY, home_summary, machine_factors, \
+    needs_reference
+from nosqltune.tuning.results import best_configuration
+
+from . import analytic
+
+SLOW = 0.4
+
+
+@pytest.fixture(scope="module")
+def space():
+    return TuningSpace(analytic.space())
+
+
+def machine(speed: float):
+    def run(config, workload):
+        value = analytic.throughput(config) * speed
+        return Outcome("COMPLETE", summary={"throughput_ops_s": value, "read_p99_ms": 1e5 / value})
+    return run
+
+
+def loop_on(store, env: int, runner, space, tmp_path, budget: int, metric: str = "throughput"):
+    spec = TuneSpec(optimizer="random", workloads=["w"], budget=budget, seed=4,
+                    objective={"metric": metric, "constraints": []})
+    return TuningLoop(store, store.study("t"), spec, space, runner, workdir=tmp_path / "random", environment_id=env)
+
+
+def two_machines(space, tmp_path, metric="throughput", first=6, budget=14):
+    store = open_store(":memory:")
+    fast, slow = store.environment({"cpu_model": "AMD EPYC"}), store.environment({"cpu_model": "Intel Xeon"})
+    loop_on(store, fast, machine(1.0), space, tmp_path, first, metric).run()
+    second = loop_on(store, slow, machine(SLOW), space, tmp_path, budget, metric)
+    second.run()
+    return store, second, fast, slow
+
+
+def test_a_resume_on_another_machine_runs_the_default_there_first(space, tmp_path):
+    store, loop, fast, slow = two_machines(space, tmp_path)
+    rows = store.trials(store.study("t"))
+    assert len(rows) == 14
+    assert [r["environment_id"] for r in rows[:6]] == [fast] * 6
+    reference = rows[6]
+    assert reference["environment_id"] == slow and reference["meta"][REFERENCE_KEY] is True
+    assert reference["meta"]["kind"] == "default" and reference["config"] == space.default()
+    assert not any(r["meta"].get(REFERENCE_KEY) for r in rows[7:])
+    # every run on the slow machine carries the factor the two default runs give: 1 / 0.4
+    assert all(r["meta"][FACTOR_KEY] == pytest.approx(1 / SLOW) for r in rows[6:])
+    assert not any(r["meta"].get(FACTOR_KEY) for r in rows[:6])
+
+
+def test_every_run_is_valued_as_on_the_first_machine(space, tmp_path):
+    store, loop, _, _ = two_machines(space, tmp_path)
+    rows = store.trials(store.study("t"))
+    for row in rows:   # what the optimizer was told: the configuration's value on the first machine
+        assert -row["meta"]["cost"] == pytest.approx(analytic.throughput(row["config"]))
+    # best and report read the same values as the loop: the best of all 13 configurations at its first-machine value
+    found = best_configuration(rows, loop.objective, ["w"], loop.space)
+    assert found["value"] == pytest.approx(max(analytic.throughput(r["config"]) for r in rows))
+    assert found["value"] == pytest.approx(loop.best.evaluation.value)
+    assert loop.default_point.evaluation.value == pytest.approx(analytic.throughput(space.default()))
+
+
+def test_uncorrected_the_slow_machine_s_runs_would_lose(space, tmp_path):
+    """The defect this fixes: a configuration measured only on the slow machine is told 0.4 of its value."""
+    store, loop, _, slow = two_machines(space, tmp_path)
+    late = [r for r in store.trials(store.study("t")) if r["environment_id"] == slow]
+    raw = [metric_value("throughput", r["metrics"]["summary"]) for r in late]
+    valued = [metric_value("throughput", home_summary(r, "throughput")) for r in late]
+    assert all(v == pytest.approx(x / SLOW) for v, x in zip(valued, raw))
+
+
+def test_a_latency_objective_is_brought_home_too(space, tmp_path):
+    store, loop, _, _ = two_machines(space, tmp_path, metric="p99-read")
+    rows = store.trials(store.study("t"))
+    assert rows[6]["meta"][FACTOR_KEY] == pytest.approx(SLOW)   # latencies 1/0.4 as long: multiplied by 0.4
+    for row in rows:
+        assert row["meta"]["cost"] == pytest.approx(1e5 / analytic.throughput(row["config"]))
+
+
+def test_the_same_machine_runs_no_reference(space, tmp_path):
+    store = open_store(":memory:")
+    env = store.environment({"cpu_model": "AMD EPYC"})
+    loop_on(store, env, machine(1.0), space, tmp_path, 5).run()
+    loop_on(store, env, machine(1.0), space, tmp_path, 9).run()
+    rows = store.trials(store.study("t"))
+    assert len(rows) == 9 and not any(r["meta"].get(REFERENCE_KEY) or r["meta"].get(FACTOR_KEY) for r in rows)
+    assert [r["meta"]["suggestion"] for r in rows] == list(range(9))
+
+
+def test_no_reference_when_the_budget_is_spent(space, tmp_path):
+    store = open_store(":memory:")
+    fast, slow = store.environment({"cpu_model": "A"}), store.environment({"cpu_model": "B"})
+    loop_on(store, fast, machine(1.0), space, tmp_path, 5).run()
+    loop_on(store, slow, machine(SLOW), space, tmp_path, 5).run()
+    assert len(store.trials(store.study("t"))) == 5
+
+
+def test_a_third_machine_and_the_one_without_a_reference():
+    def row(i, env, kind, value, instance="w"):
+        return {"id": i, "state": "COMPLETE", "environment_id": env, "started_at": i,
+                "meta": {"kind": kind, "instance": instance}, "metrics": {"summary": {"throughput_ops_s": value}}}
+
+    rows = [row(1, 1, "default", 100.0), row(2, 1, "suggested", 150.0), row(3, 2, "default", 50.0),
+            row(4, 2, "default", 30.0), row(5, 2, "suggested", 60.0), row(6, 3, "suggested", 10.0)]
+    factors = machine_factors(rows, "throughput")
+    assert factors.home == 1 and factors.factors == {(2, "w"): pytest.approx(2.5)}   # 100 / mean(50, 30)
+    assert factors.of(rows[4]) == pytest.approx(2.5) and factors.of(rows[1]) is None and factors.of(rows[5]) is None
+    assert factors.unreferenced == (3,)
+    assert "environment 3" in factors.describe() and "as measured" in factors.describe()
+    assert needs_reference(rows[:1], 3, ["w"]) == ["w"] and needs_reference(rows[:1], 1, ["w"]) == []
+    assert needs_reference([], 3, ["w"]) == []                                   # no default yet: it runs here
+    unknown = [{**rows[0], "environment_id": None}]
+    assert needs_reference(unknown, 3, ["w"]) == []                              # machines unknown: nothing to say
+    assert machine_factors([row(1, 1, "suggested", 5.0)], "throughput").describe() is None
+
+
+@pytest.mark.parametrize("metric", ["throughput", "cpu-per-op", "p99-read", "p99-all", "avg-all"])
+def test_metric_keys_are_what_metric_value_reads(metric):
+    summary = {"throughput_ops_s": 900.0, "node_cpu_us_per_op": 210.0, "read_p99_ms": 3.0, "update_p99_ms": 4.5,
+               "cleanup_p99_ms": 99.0, "all_avg_ms": 1.2, "read_p50_ms": 0.7}
+    scaled = dict(summary)
+    for key in metric_keys(metric, summary):
+        scaled[key] *= 3.0
+    assert metric_value(metric, scaled) == pytest.approx(3.0 * metric_value(metric, summary))
+    untouched = set(summary) - set(metric_keys(metric, summary))
+    assert all(scaled[k] == summary[k] for k in untouched) and not math.isnan(sum(scaled.values()))
