@@ -106,6 +106,30 @@ def test_compare_and_confirm_take_another_jit_stored_apart(study, capsys):
     assert "give --confirm too" in capsys.readouterr().err
 
 
+def test_a_confirmation_counts_the_warmups_that_reached_no_plateau(study, capsys, monkeypatch):
+    """As compare does: a tiered confirmation warms each run up to the JIT's plateau, and a run whose warm-up ended at
+    its cap without one (here top1's first round, marked so as a real write-heavy run would be) is counted for its
+    candidate, stored and printed."""
+    from nosqltune.evaluation import compare as compare_module
+
+    original = compare_module.run_interleaved
+
+    def marked(*args, **kwargs):
+        runs = original(*args, **kwargs)
+        runs["top1"][0]["metrics"]["warmup"] = {"steady": False, "runtime_ms": 300000}
+        return runs
+
+    monkeypatch.setattr(compare_module, "run_interleaved", marked)
+    assert main(["best", "--study", str(study), "--confirm", "--top", "1", "--rounds", "2", "--jit", "tiered",
+                 "--format", "json"]) == 0
+    confirmed = json.loads(capsys.readouterr().out)["confirm"]
+    assert confirmed["unsettled"] == {"default": 0, "top1": 1}
+    assert main(["best", "--study", str(study)]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "plateau" in line]
+    assert said == ["  top1: 1 of 2 warm-ups reached no plateau before their time cap: those runs did more work "
+                    "before measuring than the others"]
+
+
 def test_a_warmup_by_time_is_its_own_comparison(study, capsys):
     assert main(["compare", "--study", str(study), "--repeat", "2", "--warmup-seconds", "45", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["warmup_seconds"] == 45

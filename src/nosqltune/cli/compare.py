@@ -10,6 +10,12 @@ from typing import Any
 from .options import DEFAULT_STUDY, multiples
 
 
+def unsettled_line(label: str, count: int, runs: int) -> str:
+    """A candidate whose warm-ups ended at their time cap without a plateau (evaluation.compare.unsettled)."""
+    return (f"  {label}: {count} of {runs} warm-ups reached no plateau before their time cap: those runs did more "
+            "work before measuring than the others")
+
+
 def format_confirmation(result: dict[str, Any]) -> str:
     unit = result["unit"]
 
@@ -26,6 +32,9 @@ def format_confirmation(result: dict[str, Any]) -> str:
                         if c.get("unstable") is not None else ""))
     if result.get("denoise"):
         lines.append(f"  {result['denoise']['described']}")
+    runs = result["trials"] // len(result["candidates"])    # each candidate's: a run per round and workload
+    lines.extend(unsettled_line(label, count, runs) for label, count in (result.get("unsettled") or {}).items()
+                 if count)
     s = result["vs_default"]
     if s and s["mean_speedup"] is not None:
         interval = f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}]" if s["ci_low"] is not None else "-"
@@ -142,10 +151,8 @@ def _metric_lines(w: dict[str, Any]) -> list[str]:
     for label, said in (w.get("bottlenecks") or {}).items():
         if said:
             lines.append(f"  {label} {said['line']} ({said['of']} of {said['trials']} runs)")
-    for label, count in (w.get("unsettled") or {}).items():
-        if count:
-            lines.append(f"  {label}: {count} of {len(w['values'][label])} warm-ups reached no plateau before their "
-                         "time cap: those runs did more work before measuring than the others")
+    lines.extend(unsettled_line(label, count, len(w["values"][label]))
+                 for label, count in (w.get("unsettled") or {}).items() if count)
     return lines
 
 

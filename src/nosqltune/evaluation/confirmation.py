@@ -47,7 +47,7 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
     study has no completed configuration but the default."""
     from ..tuning.results import configurations, default_entry
     from ..workloads.spec import Workload
-    from .compare import run_interleaved, warmed_up
+    from .compare import run_interleaved, unsettled, warmed_up
     from .stats import compare, mean_interval
 
     store, tune, top, rounds = study.store, study.tune, confirm.top, confirm.rounds
@@ -80,6 +80,7 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
             f"not reused, confirming anew as {group}")
     summaries: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
     trials: dict[str, list[list]] = {label: [[] for _ in range(rounds)] for label in candidates}
+    settling: dict[str, int] = {}    # per candidate: its warm-ups that ended at their cap without a plateau
     for w in tune["workloads"]:
         workload = Workload.from_dict(warmed_up(w, jit, confirm.warmup_seconds)[0])
         say(f"confirming on {workload.name}: {rounds} interleaved cold rounds of {', '.join(candidates)}")
@@ -89,6 +90,9 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
                                workload_info={**workload.to_dict(), "harness": settings.to_dict()},
                                environment_id=env_id, say=say, group=f"{group}:{workload.name}")
         for label, by_round in runs.items():
+            count = unsettled(by_round, workload.warmup_steady_window)
+            if count is not None:
+                settling[label] = settling.get(label, 0) + count
             for r, row in enumerate(by_round):
                 summaries[label][r].append(row["metrics"]["summary"] if row else None)
                 trials[label][r].append(row)
@@ -126,6 +130,7 @@ def confirm_best(study: TuningStudy, confirm: ConfirmSettings = ConfirmSettings(
               "metric": objective.metric, "unit": objective.unit,
               "candidates": out, "best": best,
               **({"denoise": {k: denoised[k] for k in ("elasticity", "described")}} if denoised else {}),
+              **({"unsettled": settling} if any(settling.values()) else {}),
               "vs_default": compare(best, out[best]["values"], out["default"]["values"],
                                     maximize=objective.maximize).to_dict() if best and best != "default" else None}
     store.update_study_settings(study.id, {"confirm": result})
