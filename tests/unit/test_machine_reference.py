@@ -12,8 +12,8 @@ from nosqltune.knobs.space import TuningSpace
 from nosqltune.objective import metric_keys, metric_value
 from nosqltune.store import open_store
 from nosqltune.tuning.loop import Outcome, TuneSpec, TuningLoop
-from nosqltune.tuning.machine_reference import FACTOR_KEY, REFERENCE_KEY, home_summary, machine_factors, \
-    needs_reference
+from nosqltune.tuning.machine_reference import FACTOR_KEY, REFERENCE_KEY, hardware_of, home_summary, \
+    machine_factors, needs_reference
 from nosqltune.tuning.results import best_configuration
 
 from . import analytic
@@ -65,7 +65,9 @@ def test_a_resume_on_another_machine_runs_the_default_there_first(space, tmp_pat
 def test_every_run_is_valued_as_on_the_first_machine(space, tmp_path):
     store, loop, _, _ = two_machines(space, tmp_path)
     rows = store.trials(store.study("t"))
-    for row in rows:   # what the optimizer was told: the configuration's value on the first machine
+    told = [r for r in rows if not r["meta"].get(REFERENCE_KEY)]   # the reference is no suggestion's
+    assert len(told) == 13
+    for row in told:   # what the optimizer was told: the configuration's value on the first machine
         assert -row["meta"]["cost"] == pytest.approx(analytic.throughput(row["config"]))
     # best and report read the same values as the loop: the best of all 13 configurations at its first-machine value
     found = best_configuration(rows, loop.objective, ["w"], loop.space)
@@ -87,7 +89,7 @@ def test_a_latency_objective_is_brought_home_too(space, tmp_path):
     store, loop, _, _ = two_machines(space, tmp_path, metric="p99-read")
     rows = store.trials(store.study("t"))
     assert rows[6]["meta"][FACTOR_KEY] == pytest.approx(SLOW)   # latencies 1/0.4 as long: multiplied by 0.4
-    for row in rows:
+    for row in (r for r in rows if not r["meta"].get(REFERENCE_KEY)):
         assert row["meta"]["cost"] == pytest.approx(1e5 / analytic.throughput(row["config"]))
 
 
@@ -109,19 +111,101 @@ def test_no_reference_when_the_budget_is_spent(space, tmp_path):
     assert len(store.trials(store.study("t"))) == 5
 
 
-def test_a_third_machine_and_the_one_without_a_reference():
-    def row(i, env, kind, value, instance="w"):
-        return {"id": i, "state": "COMPLETE", "environment_id": env, "started_at": i,
-                "meta": {"kind": kind, "instance": instance}, "metrics": {"summary": {"throughput_ops_s": value}}}
+def test_a_failed_reference_leaves_the_default_alone_and_is_not_run_again(space, tmp_path):
+    store = open_store(":memory:")
+    fast, slow = store.environment({"cpu_model": "A", "cores": 2}), store.environment({"cpu_model": "B", "cores": 2})
+    loop_on(store, fast, machine(1.0), space, tmp_path, 5).run()
 
-    rows = [row(1, 1, "default", 100.0), row(2, 1, "suggested", 150.0), row(3, 2, "default", 50.0),
-            row(4, 2, "default", 30.0), row(5, 2, "suggested", 60.0), row(6, 3, "suggested", 10.0)]
+    def refusing(config, workload):
+        if config == space.default():
+            return Outcome("FAIL", failure_kind="timeout", error="the node did not start in time")
+        return machine(SLOW)(config, workload)
+
+    second = loop_on(store, slow, refusing, space, tmp_path, 9)
+    second.run()
+    third = loop_on(store, slow, refusing, space, tmp_path, 12)
+    third.run()
+    rows = store.trials(store.study("t"))
+    references = [r for r in rows if r["meta"].get(REFERENCE_KEY)]
+    assert len(references) == 1 and references[0]["state"] == "FAIL"            # tried once, not again
+    assert not any(r["meta"].get(FACTOR_KEY) for r in rows)                      # valued as measured, as said
+    assert third.default_point.evaluation.value == pytest.approx(analytic.throughput(space.default()))
+    assert third.machine.unreferenced == (slow,)
+    assert len(rows) == 12 and [r["meta"]["suggestion"] for r in rows if not r["meta"].get(REFERENCE_KEY)] == \
+        list(range(11))
+
+
+def test_a_third_session_keeps_the_factor_and_runs_no_second_reference(space, tmp_path):
+    store, loop, fast, slow = two_machines(space, tmp_path, budget=10)
+    told = {r["id"]: r["meta"].get("cost") for r in store.trials(store.study("t"))}
+    # the same machine, a new kernel: the same hardware, no reference; a default run here that would change a
+    # recomputed mean does not move the kept factor
+    kernel = store.environment({"cpu_model": "Intel Xeon", "kernel": "6.19"})
+    third = loop_on(store, kernel, machine(SLOW * 1.1), space, tmp_path, 14)
+    third.run()
+    rows = store.trials(store.study("t"))
+    assert sum(1 for r in rows if r["meta"].get(REFERENCE_KEY)) == 1
+    assert all(r["meta"].get("cost") == told[r["id"]] for r in rows if r["id"] in told)    # nothing revalued
+    assert all(r["meta"][FACTOR_KEY] == pytest.approx(1 / SLOW) for r in rows[6:])
+
+
+def test_several_workloads_get_a_reference_and_a_factor_each(space, tmp_path):
+    store = open_store(":memory:")
+    fast, slow = store.environment({"cpu_model": "A"}), store.environment({"cpu_model": "B"})
+
+    def spec_loop(env, runner, budget):
+        spec = TuneSpec(optimizer="random", workloads=["w", "second"], budget=budget, seed=2,
+                        objective={"metric": "throughput", "constraints": []})
+        return TuningLoop(store, store.study("t"), spec, space, runner, workdir=tmp_path / "r", environment_id=env)
+
+    def second_slower(config, workload):   # the second workload loses more on the slow machine
+        return machine(SLOW if workload == "w" else SLOW / 2)(config, workload)
+
+    spec_loop(fast, lambda c, w: machine(1.05 if w == "second" else 1.0)(c, w), 6).run()
+    spec_loop(slow, second_slower, 12).run()
+    rows = store.trials(store.study("t"))
+    references = [r for r in rows if r["meta"].get(REFERENCE_KEY)]
+    assert sorted(r["meta"]["instance"] for r in references) == ["second", "w"]
+    late = [r for r in rows if r["environment_id"] == slow]
+    assert {r["meta"]["instance"]: round(r["meta"][FACTOR_KEY], 3) for r in late} == \
+        {"w": round(1 / SLOW, 3), "second": round(1.05 * 2 / SLOW, 3)}
+
+
+def test_denoise_and_a_partial_budget_run_no_reference(space, tmp_path):
+    store = open_store(":memory:")
+    fast, slow = store.environment({"cpu_model": "A"}), store.environment({"cpu_model": "B"})
+    spec = TuneSpec(optimizer="random", workloads=["w"], budget=6, seed=4, denoise=True,
+                    objective={"metric": "throughput", "constraints": []})
+    TuningLoop(store, store.study("d"), spec, space, machine(1.0), workdir=tmp_path / "d", environment_id=fast).run()
+    spec.budget = 9
+    TuningLoop(store, store.study("d"), spec, space, machine(SLOW), workdir=tmp_path / "d", environment_id=slow).run()
+    assert not any(r["meta"].get(REFERENCE_KEY) or r["meta"].get(FACTOR_KEY) for r in store.trials(store.study("d")))
+
+
+def test_a_third_machine_and_the_one_without_a_reference():
+    def row(i, env, kind, value, reference=False, instance="w"):
+        return {"id": i, "state": "COMPLETE", "environment_id": env, "started_at": i,
+                "meta": {"kind": kind, "instance": instance, **({REFERENCE_KEY: True} if reference else {})},
+                "metrics": {"summary": {"throughput_ops_s": value}}}
+
+    rows = [row(1, 1, "default", 100.0), row(2, 1, "default", 80.0), row(3, 1, "suggested", 150.0),
+            row(4, 2, "default", 45.0, reference=True), row(5, 2, "default", 30.0), row(6, 2, "suggested", 60.0),
+            row(7, 3, "suggested", 10.0)]
     factors = machine_factors(rows, "throughput")
-    assert factors.home == 1 and factors.factors == {(2, "w"): pytest.approx(2.5)}   # 100 / mean(50, 30)
-    assert factors.of(rows[4]) == pytest.approx(2.5) and factors.of(rows[1]) is None and factors.of(rows[5]) is None
+    assert factors.home == 1 and factors.factors == {(2, "w"): pytest.approx(2.0)}   # mean(100, 80) / 45
+    assert factors.of(rows[5]) == pytest.approx(2.0) and factors.of(rows[2]) is None and factors.of(rows[6]) is None
     assert factors.unreferenced == (3,)
     assert "environment 3" in factors.describe() and "as measured" in factors.describe()
-    assert needs_reference(rows[:1], 3, ["w"]) == ["w"] and needs_reference(rows[:1], 1, ["w"]) == []
+    kept = [*rows[:3], {**rows[3], "meta": {**rows[3]["meta"], FACTOR_KEY: 2.5}}]   # a kept factor stays
+    assert machine_factors(kept, "throughput").factors == {(2, "w"): 2.5}
+    # environments 1 and 4 are one machine (another kernel): no factor, no reference
+    same = hardware_of({1: {"cpu_model": "X", "cores": 2, "memory_gib": 23.5, "kernel": "a"},
+                        4: {"cpu_model": "X", "cores": 2, "memory_gib": 23.4, "kernel": "b"}})
+    assert same[1] == same[4]
+    assert needs_reference(rows[:1], 4, ["w"], same) == [] and needs_reference(rows[:1], 4, ["w"]) == ["w"]
+    assert machine_factors([*rows[:3], row(8, 4, "suggested", 70.0)], "throughput", same).of(
+        row(8, 4, "suggested", 70.0)) is None
+    assert needs_reference(rows[:4], 2, ["w"]) == []                             # tried here already
     assert needs_reference([], 3, ["w"]) == []                                   # no default yet: it runs here
     unknown = [{**rows[0], "environment_id": None}]
     assert needs_reference(unknown, 3, ["w"]) == []                              # machines unknown: nothing to say

@@ -32,8 +32,8 @@ from ..systems.base import TrialResult
 from ..objective import Evaluation, Objective
 from .cost import BuildPacer
 from .denoise import Denoiser
-from .machine_reference import FACTOR_KEY, REFERENCE_KEY, MachineFactors, home_summary, machine_factors, \
-    needs_reference
+from .machine_reference import FACTOR_KEY, REFERENCE_KEY, MachineFactors, hardware_of, home_summary, is_reference, \
+    machine_factors, needs_reference
 
 TAG = "tune"
 
@@ -147,6 +147,7 @@ class TuningLoop:
         self._phase: Callable[[str], None] = self.display.trial_phase
         self.denoiser = Denoiser(self.objective, self.points, space.key)
         self.machine = MachineFactors(self.objective.metric)
+        self.references: list[dict] = []    # the default's runs on machines other than the study's first
 
     def trial_phase(self, message: str) -> None:
         """A running trial's progress (the runner's `progress` callback): shown by the display and stored on the
@@ -166,7 +167,10 @@ class TuningLoop:
                 continue
             if row["failure_kind"] == "interrupted":
                 continue
-            groups.setdefault(int(row["meta"]["suggestion"]), []).append(row)
+            if is_reference(row):
+                self.references.append(row)
+            else:
+                groups.setdefault(int(row["meta"]["suggestion"]), []).append(row)
             self.trials_used += 1
             if row["finished_at"] and row["started_at"]:
                 self.seconds_used += row["finished_at"] - row["started_at"]
@@ -195,24 +199,30 @@ class TuningLoop:
         return row
 
     # ------------------------------------------------------------------ machines
-    def _reference(self, point: Point, default: Suggestion) -> None:
+    def _reference(self, point: Point, default: Suggestion, machines: dict) -> None:
         """On a machine the study's default has not run on, run it there first (once per workload, budget
-        permitting): the machine's reference (tuning.machine_reference)."""
-        missing = needs_reference(point.rows, self.environment_id, list(self.spec.workloads))
+        permitting): the machine's reference (tuning.machine_reference), kept apart from the default's own runs."""
+        missing = needs_reference(point.rows + self.references, self.environment_id, list(self.spec.workloads),
+                                  machines)
         if not missing or self._budget_left(len(missing)) is not None:
             return
         self.display.note(f"this machine (environment {self.environment_id}) is not the one the study's default "
-                          f"ran on: running the default here first, as its reference ({len(missing)} trial(s))")
+                          f"ran on: running the default here first, as its reference ({len(missing)} "
+                          f"trial{'s' if len(missing) > 1 else ''})")
         for name in missing:
-            point.rows.append(self._run(point, default, name, reference=True))
+            row = self._run(point, default, name, reference=True)
+            self.references.append(row)
+            if row["state"] != TrialState.COMPLETE.value:
+                self.display.note(f"the reference run on {name} failed ({row['failure_kind']}): this machine's runs "
+                                  "are valued as measured")
 
-    def _rebase(self, rows: list[dict]) -> None:
-        """Each stored run's factor to the study's first machine, kept on its row (what best and report read)."""
-        unique = list({r["id"]: r for r in rows}.values())
-        self.machine = machine_factors(unique, self.objective.metric)
-        for row in unique:
+    def _rebase(self, rows: list[dict], machines: dict) -> None:
+        """Each run's factor to the study's first machine, kept on its row (what best and report read); a factor a
+        row keeps already is not changed, so a resumed study tells its optimizer what it told before."""
+        self.machine = machine_factors(rows, self.objective.metric, machines)
+        for row in rows:
             factor = self.machine.of(row)
-            if (row.get("meta") or {}).get(FACTOR_KEY) != factor:
+            if factor is not None and (row.get("meta") or {}).get(FACTOR_KEY) is None:
                 self._keep(row, {FACTOR_KEY: factor})
         said = self.machine.describe()
         if said:
@@ -298,9 +308,10 @@ class TuningLoop:
             default = Suggestion(self.space.default())
             point = Point(0, default.config, "default", rows=list(stored.get(0, [])))
             with_default = self.spec.include_default and not optimizer.picks_instances
-            if with_default:
-                self._reference(point, default)
-            self._rebase([r for rows in stored.values() for r in rows] + point.rows)
+            if with_default and not self.spec.denoise:   # --denoise corrects by the probe instead
+                machines = hardware_of(self.store.environments())
+                self._reference(point, default, machines)
+                self._rebase([r for rows in stored.values() for r in rows] + self.references, machines)
             if with_default:
                 replayed += bool(point.rows)
                 if not self._complete(point, default, self.spec.workloads):

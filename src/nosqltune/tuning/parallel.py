@@ -24,6 +24,7 @@ from ..optimizers import make_optimizer
 from ..optimizers.base import LATER, Suggestion
 from ..store import LEASE_TTL_S, TrialState
 from .loop import TAG, Point, TuningLoop, spent
+from .machine_reference import is_reference
 from .results import counted
 from .executors import Executor
 
@@ -47,7 +48,9 @@ class ParallelLoop(TuningLoop):
 
     # ------------------------------------------------------------------ the store as seen by the coordinator
     def _tune_rows(self) -> list[dict]:
-        return [r for r in self.store.trials(self.study_id) if r["tag"] == TAG]
+        """The study's tuning trials, less the default's reference runs of serial sessions on other machines
+        (tuning.machine_reference: a parallel session runs none, and they are no suggestion's)."""
+        return [r for r in self.store.trials(self.study_id) if r["tag"] == TAG and not is_reference(r)]
 
     @staticmethod
     def _final(rows: list[dict]) -> dict[str, dict]:

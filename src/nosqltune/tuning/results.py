@@ -10,7 +10,7 @@ import orjson
 from ..knobs.space import TuningSpace
 from ..objective import Objective
 from .cost import format_split, result_hours, time_split
-from .machine_reference import home_summary
+from .machine_reference import home_summary, is_reference
 
 
 def _mean_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def configurations(rows: list[dict], objective: Objective, workloads: list[str],
     groups: dict[str, list[dict]] = {}
     canonical: dict[str, dict[str, Any]] = {}
     for row in counted(rows):
-        if (row.get("meta") or {}).get("instance") is None:
+        if (row.get("meta") or {}).get("instance") is None or is_reference(row):
             continue
         config = space.canonical(row["config"])   # once per trial
         key = _group_key(config)
