@@ -94,6 +94,20 @@ def test_irace23_has_the_23_knobs(space):
     assert irace["concurrent_compactors"].range == (2, 16)
 
 
+def test_a_set_less_a_knob_whose_choices_leave_out_a_tables_default(space):
+    """The transfer study's disk-bound knobs (v5 less the compaction strategy) on the time-series profile, whose
+    table makes TimeWindow the strategy's default: v5's choices (SizeTiered, Leveled, UnifiedCompaction) would
+    leave it out, but the knob is left out too, so the subset stands."""
+    on_timeseries = space.with_knob_defaults({"compaction_method": "TimeWindow"})
+    with pytest.raises(KnobError, match="choices of knob compaction_method leave out its default TimeWindow"):
+        on_timeseries.subset("v5")
+    subset = on_timeseries.subset({"set": "v5", "leave_out": ["compaction_method", "ucs_scaling_parameters"]})
+    assert "compaction_method" not in subset.knobs and len(subset) == 18
+    assert subset["concurrent_reads"].range == space.subset("v5")["concurrent_reads"].range
+    with pytest.raises(KnobError, match="leave_out names 'nodes', which is not in the subset"):
+        on_timeseries.subset({"set": "v5", "leave_out": ["compaction_method", "nodes"]})
+
+
 @pytest.mark.parametrize("name,size", [("irace23", 23), ("rafiki5", 5), ("vorstella5", 5), ("mlos10", 10),
                                        ("eppinger", 7), ("v5-screen", 27), ("v5", 20),
                                        ("online12", 12), ("cloud", 13)])

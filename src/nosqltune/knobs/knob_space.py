@@ -8,7 +8,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from .knob import _LEGACY_SUFFIXES, Knob, KnobError, _condition_refs, _num, _read_yaml
 
@@ -192,11 +192,15 @@ class KnobSpace:
             raise KnobError(f"unknown knob set '{text}' for {self.system}; available: {available}")
         raise KnobError(f"a knob subset is a set name, a list of knob names or a YAML file, got {spec!r}")
 
-    def _subset_from_set(self, name: str) -> "KnobSpace":
+    def _subset_from_set(self, name: str, leave_out: Iterable[str] = ()) -> "KnobSpace":
+        """A named set, less the knobs `leave_out` names (never narrowed: a set's choices for a knob left out may
+        not hold its default here, e.g. v5's compaction strategies beside the time-series table's TimeWindow)."""
         spec = self.knob_sets[name]
         ranges, choices = spec.get("ranges") or {}, spec.get("choices") or {}
         knobs = {}
         for knob_name in spec["knobs"]:
+            if knob_name in leave_out:
+                continue
             knob = self._lookup(knob_name)
             knobs[knob_name] = _narrow(knob, ranges.get(knob_name), choices.get(knob_name),
                                        f"knob set {name}", within="bounds")
@@ -213,7 +217,9 @@ class KnobSpace:
         if base is not None and (not isinstance(base, str) or base not in self.knob_sets):
             raise KnobError(f"{origin}: set {base!r} is not a knob set of {self.system} "
                             f"({', '.join(self.knob_sets) or 'none'})")
-        knobs = dict(self._subset_from_set(base).knobs) if base else {}
+        leave_out = list(data.get("leave_out") or ())
+        in_base = set(self.knob_sets[base]["knobs"]) if base else set()
+        knobs = dict(self._subset_from_set(base, leave_out).knobs) if base else {}
         entries = data.get("knobs") or ({} if base else None)
         if isinstance(entries, (list, tuple)):
             entries = {name: None for name in entries}
@@ -232,8 +238,8 @@ class KnobSpace:
             # within its range (the nodes this machine can run)
             knobs[knob.name] = _narrow(knob, narrowing.get("range"), narrowing.get("choices"), origin,
                                        within="range" if knob.applies == "design" else "bounds")
-        for name in data.get("leave_out") or ():
-            if knobs.pop(name, None) is None:
+        for name in leave_out:
+            if knobs.pop(name, None) is None and name not in in_base:
                 raise KnobError(f"{origin}: leave_out names {name!r}, which is not in the subset")
         if not knobs:
             raise KnobError(f"{origin}: no knob left")
