@@ -50,18 +50,11 @@ def _metric_names() -> list[str]:
 
 def metric_value(name: str, summary: dict[str, Any]) -> float | None:
     """The figure `name` of one trial's summary (None when the trial has no such operations)."""
-    if name == "throughput":
-        return summary.get("throughput_ops_s")
-    if name in COST_METRICS:
-        return summary.get(COST_METRICS[name])
-    stat, _, op = name.partition("-")
-    if op != "all":
-        return summary.get(f"{op}_{stat}_ms")
-    if stat == "avg":
-        return summary.get("all_avg_ms")
-    values = [v for k, v in summary.items() if k.endswith(f"_{stat}_ms") and v is not None
-              and not k.startswith("cleanup_")]
-    return max(values) if values else None
+    keys = metric_keys(name, summary)
+    if name.endswith("-all") and name != "avg-all":   # a percentile over every kind of operation: the worst
+        values = [summary[k] for k in keys if summary.get(k) is not None]
+        return max(values) if values else None
+    return summary.get(keys[0])
 
 
 def metric_keys(name: str, summary: dict[str, Any]) -> list[str]:

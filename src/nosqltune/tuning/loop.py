@@ -9,7 +9,7 @@ again. Should a replayed suggestion differ from the stored one (a changed librar
 given to the optimizer as an observation and the loop goes on (irace, which cannot take observations,
 stops with an error instead).
 
-A study resumed on another machine (another environment fingerprint) first runs the default there as the
+A study resumed on another machine (other hardware: CPU model, cores, memory) first runs the default there as the
 machine's reference, and every run is valued as on the study's first machine (tuning.machine_reference).
 
 A failed trial (refused configuration, crash, timeout, too many failed operations) never stops the study:

@@ -111,8 +111,10 @@ def _name(machine: Any) -> str:
     return f"environment {machine}"
 
 
-def _complete(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted((r for r in rows if r["state"] == "COMPLETE" and r.get("failure_kind") != "interrupted"),
+def _defaults(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The complete runs of the default (its own and the references), in the order they ran."""
+    return sorted((r for r in rows if r["state"] == "COMPLETE" and r.get("failure_kind") != "interrupted"
+                   and (r.get("meta") or {}).get("kind") == "default"),
                   key=lambda r: (r.get("started_at") or 0, r["id"]))
 
 
@@ -122,8 +124,8 @@ def machine_factors(rows: list[dict[str, Any]], metric: str,
     machine without it). Home is the machine of the default's first complete run. A machine's factor on a workload
     is the one its reference's row keeps, once set; else the default's mean on home over the reference's value."""
     machines = dict(machines or {})
-    machine = lambda env: machines.get(env, env)                       # noqa: E731
-    defaults = [r for r in _complete(rows) if (r.get("meta") or {}).get("kind") == "default"]
+    machine = MachineFactors(metric, machines).machine
+    defaults = _defaults(rows)
     own = [r for r in defaults if not is_reference(r)]
     home = next((machine(r["environment_id"]) for r in own if r.get("environment_id") is not None), None)
     if home is None:
@@ -155,9 +157,8 @@ def needs_reference(rows: list[dict[str, Any]], environment_id: int | None, work
     """The workloads on which the default must run on this machine before the study goes on: those where the
     default has run (completely) only on other machines and no reference was tried here (a failed one is not run
     again); none when the study has not run its default yet, or the machines are unknown."""
-    machines = dict(machines or {})
-    machine = lambda env: machines.get(env, env)                       # noqa: E731
-    own = [r for r in _complete(rows) if (r.get("meta") or {}).get("kind") == "default" and not is_reference(r)]
+    machine = MachineFactors("", dict(machines or {})).machine
+    own = [r for r in _defaults(rows) if not is_reference(r)]
     if environment_id is None or not own or any(r.get("environment_id") is None for r in own):
         return []
     here = machine(environment_id)
