@@ -222,3 +222,26 @@ def test_metric_keys_are_what_metric_value_reads(metric):
     assert metric_value(metric, scaled) == pytest.approx(3.0 * metric_value(metric, summary))
     untouched = set(summary) - set(metric_keys(metric, summary))
     assert all(scaled[k] == summary[k] for k in untouched) and not math.isnan(sum(scaled.values()))
+
+
+def test_the_dashboard_and_the_report_show_the_values_the_optimizer_was_told(space, tmp_path):
+    """A trial's value on the dashboard and the report's predicted-against-measured plot read the run valued as on
+    the first machine; the dashboard keeps the measured figure beside it and names the reference run."""
+    from types import SimpleNamespace
+
+    from nosqltune.dashboard.data import trial_view
+    from nosqltune.report.plots import own_predictions
+
+    store, loop, fast, slow = two_machines(space, tmp_path)
+    rows = store.trials(store.study("t"))
+    views = [trial_view(r, "throughput", []) for r in rows]
+    for row, view in zip(rows, views):
+        assert view["value"] == pytest.approx(analytic.throughput(row["config"]))
+        if row["environment_id"] == slow:
+            assert view["measured"] == pytest.approx(analytic.throughput(row["config"]) * SLOW)
+        else:
+            assert "measured" not in view
+    assert [v["kind"] for v in views[5:8]] == ["suggested", "reference", "suggested"]
+    predicted = [{**r, "meta": {**r["meta"], "predicted": 1.0}} for r in rows]
+    pairs = own_predictions(SimpleNamespace(rows=predicted, objective=loop.objective))
+    assert [m for _, m in pairs] == pytest.approx([analytic.throughput(r["config"]) for r in rows])

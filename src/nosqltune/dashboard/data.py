@@ -39,8 +39,11 @@ def _number(value: Any) -> float | None:
 
 def trial_view(row: dict[str, Any], metric: str, knob_names: list[str]) -> dict[str, Any]:
     """One trial as the page shows it: its objective figure, where it failed and why, its running phase, the
-    node's CPU and disk and what limited it (where stored), and its knob values."""
+    node's CPU and disk and what limited it (where stored), and its knob values. The figure is the value the
+    optimizer was told: a run on another machine than the study's first is valued as on the first (its figure as
+    measured is `measured`; tuning.machine_reference), and a machine's reference run is of kind `reference`."""
     from ..objective import metric_value
+    from ..tuning.machine_reference import FACTOR_KEY, home_summary, is_reference
 
     meta = row.get("meta") or {}
     summary = (row.get("metrics") or {}).get("summary") or {}
@@ -51,12 +54,16 @@ def trial_view(row: dict[str, Any], metric: str, knob_names: list[str]) -> dict[
     read_iops = _number(summary.get("node_group_read_iops"))
     view = {
         "id": row["id"], "number": row["number"], "tag": row.get("tag"), "state": row["state"],
-        "value": _number(metric_value(metric, summary)) if row["state"] == "COMPLETE" else None,
+        "value": (_number(metric_value(metric, home_summary({**row, "metrics": {"summary": summary}}, metric)))
+                  if row["state"] == "COMPLETE" else None),
+        "measured": (_number(metric_value(metric, summary))
+                     if row["state"] == "COMPLETE" and meta.get(FACTOR_KEY) not in (None, 1) else None),
         "failure_kind": row.get("failure_kind"),
         "error": (row.get("error") or "")[:ERROR_CHARS] or None,
         "phase": meta.get("phase"), "phase_at": meta.get("phase_at"),
         "workload": meta.get("instance") or (row.get("workload") or {}).get("name"),
-        "kind": meta.get("kind") or meta.get("candidate"), "round": meta.get("round"),
+        "kind": "reference" if is_reference(row) else meta.get("kind") or meta.get("candidate"),
+        "round": meta.get("round"),
         "started_at": started, "finished_at": finished,
         "seconds": (finished - started) if started and finished else None,
         "cpu_cores": _number(summary.get("node_cpu_cores")),

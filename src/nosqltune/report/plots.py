@@ -217,18 +217,27 @@ def importance(view: TuningView):
     return fig
 
 
+def own_predictions(view: TuningView) -> list[tuple[float, float]]:
+    """(what the optimizer predicted, what it was then told) for each complete run it recorded a prediction for:
+    a run on another machine than the study's first is valued as on the first, as the optimizer's model was
+    (tuning.machine_reference)."""
+    from ..objective import metric_value
+    from ..tuning.machine_reference import home_summary
+
+    metric = view.objective.metric
+    return [(float(r["meta"]["predicted"]), metric_value(metric, home_summary(r, metric))) for r in view.rows
+            if r["state"] == "COMPLETE" and (r.get("meta") or {}).get("predicted") is not None]
+
+
 def predicted_vs_measured(view: TuningView):
     """The optimizer's own predictions where it recorded them (rafiki, surrogate-sa); otherwise out-of-fold
     predictions of a random forest fitted to the study (5-fold), i.e. how well a surrogate would do here."""
     import numpy as np
 
-    own = [(r["meta"]["predicted"], r["metrics"]["summary"]) for r in view.rows
-           if r["state"] == "COMPLETE" and (r.get("meta") or {}).get("predicted") is not None]
-    from ..objective import metric_value
-
+    own = own_predictions(view)
     if len(own) >= 3:
         predicted = np.array([p for p, _ in own], dtype=float)
-        measured = np.array([metric_value(view.objective.metric, s) for _, s in own], dtype=float)
+        measured = np.array([m for _, m in own], dtype=float)
         source = f"{view.tune['spec']['optimizer']}'s model at suggestion time"
     else:
         from sklearn.model_selection import cross_val_predict

@@ -569,7 +569,12 @@ function drawTable() {
   $("page").textContent = `page ${state.page + 1} / ${pages}`;
   $("trials").tBodies[0].innerHTML = shown.map((t) => `<tr class="${esc(t.state)}" data-id="${t.id}">` + COLUMNS.map(([k, , cls]) => {
     let v = cell(t, k);
-    if (k === "value") v = fmt(v);
+    if (k === "value") {   // a run on another machine: valued as on the study's first, measured in brackets
+      v = fmt(v);
+      if (t.measured != null) {
+        return `<td class="${cls}" title="measured on its own machine; valued as on the study's first">${esc(v)} (${esc(fmt(t.measured))})</td>`;
+      }
+    }
     else if (k === "seconds" || k === "cpu_cores") v = v == null ? "" : v.toFixed(k === "seconds" ? 1 : 2);
     else if (k === "disk_busy") v = v == null ? "" : `${(v * 100).toFixed(0)}%`;
     if (k === "knobs" && v && v.length > 110) {
