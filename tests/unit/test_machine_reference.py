@@ -13,7 +13,7 @@ from nosqltune.objective import metric_keys, metric_value
 from nosqltune.store import open_store
 from nosqltune.tuning.loop import Outcome, TuneSpec, TuningLoop
 from nosqltune.tuning.machine_reference import FACTOR_KEY, REFERENCE_KEY, hardware_of, home_summary, \
-    machine_factors, needs_reference
+    machine_factors, needs_reference, reference_kind
 from nosqltune.tuning.results import best_configuration
 
 from . import analytic
@@ -48,28 +48,34 @@ def two_machines(space, tmp_path, metric="throughput", first=6, budget=14):
     return store, second, fast, slow
 
 
-def test_a_resume_on_another_machine_runs_the_default_there_first(space, tmp_path):
+def test_a_resume_on_another_machine_runs_the_default_and_the_incumbent_there_first(space, tmp_path):
     store, loop, fast, slow = two_machines(space, tmp_path)
     rows = store.trials(store.study("t"))
     assert len(rows) == 14
     assert [r["environment_id"] for r in rows[:6]] == [fast] * 6
-    reference = rows[6]
-    assert reference["environment_id"] == slow and reference["meta"][REFERENCE_KEY] is True
-    assert reference["meta"]["kind"] == "default" and reference["config"] == space.default()
-    assert not any(r["meta"].get(REFERENCE_KEY) for r in rows[7:])
-    # every run on the slow machine carries the factor the two default runs give: 1 / 0.4
+    default, incumbent = rows[6], rows[7]
+    assert default["environment_id"] == slow and default["meta"][REFERENCE_KEY] == "default"
+    assert default["meta"]["kind"] == "default" and default["config"] == space.default()
+    # the incumbent: the best of the first machine's runs, re-run here
+    best = max(rows[1:6], key=lambda r: r["metrics"]["summary"]["throughput_ops_s"])
+    assert incumbent["meta"][REFERENCE_KEY] == "incumbent" and incumbent["config"] == best["config"]
+    assert incumbent["meta"]["suggestion"] == best["meta"]["suggestion"]
+    assert not any(r["meta"].get(REFERENCE_KEY) for r in rows[8:])
+    # every run on the slow machine carries the factor both references give: 1 / 0.4
     assert all(r["meta"][FACTOR_KEY] == pytest.approx(1 / SLOW) for r in rows[6:])
     assert not any(r["meta"].get(FACTOR_KEY) for r in rows[:6])
+    assert loop.machine.ratios[(loop.machine.machine(slow), "w")] == pytest.approx({"default": 1 / SLOW, "incumbent": 1 / SLOW})
+    assert loop.machine.apart() == [] and "default x2.500, best x2.500" in loop.machine.describe()
 
 
 def test_every_run_is_valued_as_on_the_first_machine(space, tmp_path):
     store, loop, _, _ = two_machines(space, tmp_path)
     rows = store.trials(store.study("t"))
-    told = [r for r in rows if not r["meta"].get(REFERENCE_KEY)]   # the reference is no suggestion's
-    assert len(told) == 13
+    told = [r for r in rows if not r["meta"].get(REFERENCE_KEY)]   # the references are no suggestion's
+    assert len(told) == 12
     for row in told:   # what the optimizer was told: the configuration's value on the first machine
         assert -row["meta"]["cost"] == pytest.approx(analytic.throughput(row["config"]))
-    # best and report read the same values as the loop: the best of all 13 configurations at its first-machine value
+    # best and report read the same values as the loop: the best of all 12 runs at its first-machine value
     found = best_configuration(rows, loop.objective, ["w"], loop.space)
     assert found["value"] == pytest.approx(max(analytic.throughput(r["config"]) for r in rows))
     assert found["value"] == pytest.approx(loop.best.evaluation.value)
@@ -89,6 +95,7 @@ def test_a_latency_objective_is_brought_home_too(space, tmp_path):
     store, loop, _, _ = two_machines(space, tmp_path, metric="p99-read")
     rows = store.trials(store.study("t"))
     assert rows[6]["meta"][FACTOR_KEY] == pytest.approx(SLOW)   # latencies 1/0.4 as long: multiplied by 0.4
+    assert rows[7]["meta"][REFERENCE_KEY] == "incumbent"       # the lowest p99 of the first machine
     for row in (r for r in rows if not r["meta"].get(REFERENCE_KEY)):
         assert row["meta"]["cost"] == pytest.approx(1e5 / analytic.throughput(row["config"]))
 
@@ -111,13 +118,14 @@ def test_no_reference_when_the_budget_is_spent(space, tmp_path):
     assert len(store.trials(store.study("t"))) == 5
 
 
-def test_a_failed_reference_leaves_the_default_alone_and_is_not_run_again(space, tmp_path):
+def test_failed_references_leave_the_default_alone_and_are_not_run_again(space, tmp_path):
     store = open_store(":memory:")
     fast, slow = store.environment({"cpu_model": "A", "cores": 2}), store.environment({"cpu_model": "B", "cores": 2})
     loop_on(store, fast, machine(1.0), space, tmp_path, 5).run()
+    first = store.trials(store.study("t"))
 
-    def refusing(config, workload):
-        if config == space.default():
+    def refusing(config, workload):   # the default and every configuration the first machine ran
+        if any(config == r["config"] for r in first):
             return Outcome("FAIL", failure_kind="timeout", error="the node did not start in time")
         return machine(SLOW)(config, workload)
 
@@ -127,12 +135,63 @@ def test_a_failed_reference_leaves_the_default_alone_and_is_not_run_again(space,
     third.run()
     rows = store.trials(store.study("t"))
     references = [r for r in rows if r["meta"].get(REFERENCE_KEY)]
-    assert len(references) == 1 and references[0]["state"] == "FAIL"            # tried once, not again
+    assert [(r["meta"][REFERENCE_KEY], r["state"]) for r in references] == [("default", "FAIL"),
+                                                                            ("incumbent", "FAIL")]   # tried once
     assert not any(r["meta"].get(FACTOR_KEY) for r in rows)                      # valued as measured, as said
     assert third.default_point.evaluation.value == pytest.approx(analytic.throughput(space.default()))
     assert third.machine.unreferenced == (slow,)
     assert len(rows) == 12 and [r["meta"]["suggestion"] for r in rows if not r["meta"].get(REFERENCE_KEY)] == \
-        list(range(11))
+        list(range(10))
+
+
+def test_a_failed_default_reference_leaves_the_incumbent_s_to_value_the_machine(space, tmp_path):
+    store = open_store(":memory:")
+    fast, slow = store.environment({"cpu_model": "A"}), store.environment({"cpu_model": "B"})
+    loop_on(store, fast, machine(1.0), space, tmp_path, 5).run()
+
+    def refusing(config, workload):
+        if config == space.default():
+            return Outcome("FAIL", failure_kind="timeout", error="the node did not start in time")
+        return machine(SLOW)(config, workload)
+
+    second = loop_on(store, slow, refusing, space, tmp_path, 9)
+    second.run()
+    assert second.machine.ratios[(second.machine.machine(slow), "w")] == pytest.approx({"incumbent": 1 / SLOW})
+    assert all(r["meta"][FACTOR_KEY] == pytest.approx(1 / SLOW) for r in store.trials(store.study("t"))[7:])
+
+
+def test_a_machine_that_moves_the_default_and_the_incumbent_apart_is_said(space, tmp_path):
+    """The machine change helps the default more than the best (say, the best is held by a volume's cap): the
+    factor is the geometric mean of both ratios, and the line says the values across machines are approximate."""
+    store = open_store(":memory:")
+    fast, slow = store.environment({"cpu_model": "A"}), store.environment({"cpu_model": "B"})
+    loop_on(store, fast, machine(1.0), space, tmp_path, 5).run()
+
+    def uneven(config, workload):
+        return machine(SLOW if config == space.default() else SLOW * 1.5)(config, workload)
+
+    second = loop_on(store, slow, uneven, space, tmp_path, 9)
+    second.run()
+    ratios = second.machine.ratios[(second.machine.machine(slow), "w")]
+    assert ratios == pytest.approx({"default": 1 / SLOW, "incumbent": 1 / (SLOW * 1.5)})
+    assert second.machine.factors[(second.machine.machine(slow), "w")] == pytest.approx(math.sqrt(ratios["default"] * ratios["incumbent"]))
+    assert second.machine.apart() == [(second.machine.machine(slow), "w")] and "approximate" in second.machine.describe()
+
+
+def test_a_study_valued_by_the_default_alone_is_not_revalued(space, tmp_path):
+    """A reference stored before the incumbent's existed (meta True, its factor kept): no incumbent run later."""
+    store, loop, fast, slow = two_machines(space, tmp_path, budget=10)
+    rows = store.trials(store.study("t"))
+    assert needs_reference(rows, slow, ["w"], incumbent=True) == []
+    assert needs_reference([r for r in rows if r["meta"].get(REFERENCE_KEY) != "incumbent"], slow, ["w"],
+                           incumbent=True) == []                                 # the default's factor is kept
+    unkept = [{**r, "meta": {k: v for k, v in r["meta"].items() if k != FACTOR_KEY}} for r in rows
+              if r["meta"].get(REFERENCE_KEY) != "incumbent"]
+    assert needs_reference(unkept, slow, ["w"], incumbent=True) == [("w", "incumbent")]   # cut short: run it now
+    assert needs_reference(unkept, slow, ["w"]) == []
+    legacy = [{**r, "meta": {**r["meta"], REFERENCE_KEY: True}} if r["meta"].get(REFERENCE_KEY) else r for r in unkept]
+    assert reference_kind(legacy[6]) == "default" and needs_reference(legacy, slow, ["w"], incumbent=True) == \
+        [("w", "incumbent")]
 
 
 def test_a_third_session_keeps_the_factor_and_runs_no_second_reference(space, tmp_path):
@@ -144,7 +203,7 @@ def test_a_third_session_keeps_the_factor_and_runs_no_second_reference(space, tm
     third = loop_on(store, kernel, machine(SLOW * 1.1), space, tmp_path, 14)
     third.run()
     rows = store.trials(store.study("t"))
-    assert sum(1 for r in rows if r["meta"].get(REFERENCE_KEY)) == 1
+    assert sum(1 for r in rows if r["meta"].get(REFERENCE_KEY)) == 2
     assert all(r["meta"].get("cost") == told[r["id"]] for r in rows if r["id"] in told)    # nothing revalued
     assert all(r["meta"][FACTOR_KEY] == pytest.approx(1 / SLOW) for r in rows[6:])
 
@@ -165,7 +224,8 @@ def test_several_workloads_get_a_reference_and_a_factor_each(space, tmp_path):
     spec_loop(slow, second_slower, 12).run()
     rows = store.trials(store.study("t"))
     references = [r for r in rows if r["meta"].get(REFERENCE_KEY)]
-    assert sorted(r["meta"]["instance"] for r in references) == ["second", "w"]
+    assert sorted((r["meta"]["instance"], r["meta"][REFERENCE_KEY]) for r in references) == \
+        [("second", "default"), ("second", "incumbent"), ("w", "default"), ("w", "incumbent")]
     late = [r for r in rows if r["environment_id"] == slow]
     assert {r["meta"]["instance"]: round(r["meta"][FACTOR_KEY], 3) for r in late} == \
         {"w": round(1 / SLOW, 3), "second": round(1.05 * 2 / SLOW, 3)}
@@ -202,7 +262,7 @@ def test_a_third_machine_and_the_one_without_a_reference():
     same = hardware_of({1: {"cpu_model": "X", "cores": 2, "memory_gib": 23.5, "kernel": "a"},
                         4: {"cpu_model": "X", "cores": 2, "memory_gib": 23.4, "kernel": "b"}})
     assert same[1] == same[4]
-    assert needs_reference(rows[:1], 4, ["w"], same) == [] and needs_reference(rows[:1], 4, ["w"]) == ["w"]
+    assert needs_reference(rows[:1], 4, ["w"], same) == [] and needs_reference(rows[:1], 4, ["w"]) == [("w", "default")]
     assert machine_factors([*rows[:3], row(8, 4, "suggested", 70.0)], "throughput", same).of(
         row(8, 4, "suggested", 70.0)) is None
     assert needs_reference(rows[:4], 2, ["w"]) == []                             # tried here already
@@ -241,7 +301,7 @@ def test_the_dashboard_and_the_report_show_the_values_the_optimizer_was_told(spa
             assert view["measured"] == pytest.approx(analytic.throughput(row["config"]) * SLOW)
         else:
             assert "measured" not in view
-    assert [v["kind"] for v in views[5:8]] == ["suggested", "reference", "suggested"]
+    assert [v["kind"] for v in views[5:9]] == ["suggested", "reference", "reference", "suggested"]
     predicted = [{**r, "meta": {**r["meta"], "predicted": 1.0}} for r in rows]
     pairs = own_predictions(SimpleNamespace(rows=predicted, objective=loop.objective))
     assert [m for _, m in pairs] == pytest.approx([analytic.throughput(r["config"]) for r in rows])

@@ -9,8 +9,9 @@ again. Should a replayed suggestion differ from the stored one (a changed librar
 given to the optimizer as an observation and the loop goes on (irace, which cannot take observations,
 stops with an error instead).
 
-A study resumed on another machine (other hardware: CPU model, cores, memory) first runs the default there as the
-machine's reference, and every run is valued as on the study's first machine (tuning.machine_reference).
+A study resumed on another machine (other hardware: CPU model, cores, memory) first runs the default and its best
+there as the machine's references, and every run is valued as on the study's first machine
+(tuning.machine_reference).
 
 A failed trial (refused configuration, crash, timeout, too many failed operations) never stops the study:
 the optimizer is told a penalty (the worst value seen so far), and the loop goes on.
@@ -32,8 +33,8 @@ from ..systems.base import TrialResult
 from ..objective import Evaluation, Objective
 from .cost import BuildPacer
 from .denoise import Denoiser
-from .machine_reference import FACTOR_KEY, REFERENCE_KEY, MachineFactors, hardware_of, home_summary, is_reference, \
-    machine_factors, needs_reference
+from .machine_reference import FACTOR_KEY, REFERENCE_KEY, MachineFactors, hardware_of, home_runs, home_summary, \
+    is_reference, machine_factors, needs_reference
 
 TAG = "tune"
 
@@ -147,7 +148,7 @@ class TuningLoop:
         self._phase: Callable[[str], None] = self.display.trial_phase
         self.denoiser = Denoiser(self.objective, self.points, space.key)
         self.machine = MachineFactors(self.objective.metric)
-        self.references: list[dict] = []    # the default's runs on machines other than the study's first
+        self.references: list[dict] = []    # the default's and the incumbent's runs on other machines than the first
 
     def trial_phase(self, message: str) -> None:
         """A running trial's progress (the runner's `progress` callback): shown by the display and stored on the
@@ -177,10 +178,10 @@ class TuningLoop:
         return groups
 
     def _run(self, point: Point, suggestion: Suggestion, workload: str, repeat: bool = False,
-             reference: bool = False) -> dict:
+             reference: str | None = None) -> dict:
         meta = {"suggestion": point.number, "kind": point.kind, "optimizer": self.spec.optimizer,
                 "instance": workload, **({"opt": suggestion.meta} if suggestion.meta else {}),
-                **({"repeat": True} if repeat else {}), **({REFERENCE_KEY: True} if reference else {}),
+                **({"repeat": True} if repeat else {}), **({REFERENCE_KEY: reference} if reference else {}),
                 **({"replaced": point.replaced} if point.replaced else {})}
         trial_id = self.store.start_trial(self.study_id, point.config, self.workload_info(workload), tag=TAG,
                                           environment_id=self.environment_id, meta=meta)
@@ -199,22 +200,39 @@ class TuningLoop:
         return row
 
     # ------------------------------------------------------------------ machines
-    def _reference(self, point: Point, default: Suggestion, machines: dict) -> None:
-        """On a machine the study's default has not run on, run it there first (once per workload, budget
-        permitting): the machine's reference (tuning.machine_reference), kept apart from the default's own runs."""
-        missing = needs_reference(point.rows + self.references, self.environment_id, list(self.spec.workloads),
-                                  machines)
+    def _reference(self, point: Point, default: Suggestion, rows: list[dict], machines: dict) -> None:
+        """On a machine the study's default has not run on, run the default there first and the study's incumbent
+        (its best on the first machine) beside it, once per workload, budget permitting: the machine's references
+        (tuning.machine_reference), kept apart from the configurations' own runs. `rows`: the study's stored runs."""
+        incumbent = self._incumbent(rows, machines)
+        missing = needs_reference(rows + self.references, self.environment_id, list(self.spec.workloads), machines,
+                                  incumbent=incumbent is not None)
         if not missing or self._budget_left(len(missing)) is not None:
             return
+        what = "the default and the best so far" if any(k == "incumbent" for _, k in missing) else "the default"
         self.display.note(f"this machine (environment {self.environment_id}) is not the one the study's default "
-                          f"ran on: running the default here first, as its reference ({len(missing)} "
+                          f"ran on: running {what} here first, as its reference ({len(missing)} "
                           f"trial{'s' if len(missing) > 1 else ''})")
-        for name in missing:
-            row = self._run(point, default, name, reference=True)
+        for name, kind in missing:
+            which = point if kind == "default" else incumbent
+            row = self._run(which, default if kind == "default" else Suggestion(which.config), name, reference=kind)
             self.references.append(row)
             if row["state"] != TrialState.COMPLETE.value:
-                self.display.note(f"the reference run on {name} failed ({row['failure_kind']}): this machine's runs "
-                                  "are valued as measured")
+                self.display.note(f"the {kind}'s reference run on {name} failed ({row['failure_kind']}): this "
+                                  "machine's runs are valued by the other reference, or as measured without one")
+
+    def _incumbent(self, rows: list[dict], machines: dict) -> Point | None:
+        """The study's best configuration on its first machine, measured on every workload there (None when that
+        is the default, or nothing is)."""
+        from .results import best_configuration
+
+        home = home_runs(rows, machines)
+        best = best_configuration(home, self.objective, list(self.spec.workloads), self.space)
+        if best is None or best["kind"] == "default" or best["partial"]:
+            return None
+        ids = set(best["trial_ids"])
+        first = next(r for r in home if r["id"] in ids)
+        return Point(int(first["meta"]["suggestion"]), first["config"], "suggested")
 
     def _rebase(self, rows: list[dict], machines: dict) -> None:
         """Each run's factor to the study's first machine, kept on its row (what best and report read); a factor a
@@ -310,7 +328,7 @@ class TuningLoop:
             with_default = self.spec.include_default and not optimizer.picks_instances
             if with_default and not self.spec.denoise:   # --denoise corrects by the probe instead
                 machines = hardware_of(self.store.environments())
-                self._reference(point, default, machines)
+                self._reference(point, default, [r for rows in stored.values() for r in rows], machines)
                 self._rebase([r for rows in stored.values() for r in rows] + self.references, machines)
             if with_default:
                 replayed += bool(point.rows)
