@@ -64,8 +64,9 @@ def test_a_resume_on_another_machine_runs_the_default_and_the_incumbent_there_fi
     # every run on the slow machine carries the factor both references give: 1 / 0.4
     assert all(r["meta"][FACTOR_KEY] == pytest.approx(1 / SLOW) for r in rows[6:])
     assert not any(r["meta"].get(FACTOR_KEY) for r in rows[:6])
-    assert loop.machine.ratios[(loop.machine.machine(slow), "w")] == pytest.approx({"default": 1 / SLOW, "incumbent": 1 / SLOW})
-    assert loop.machine.apart() == [] and "default x2.500, best x2.500" in loop.machine.describe()
+    assert loop.machine.ratios[(loop.machine.machine(slow), "w")] == pytest.approx({"default": 1 / SLOW,
+                                                                                     "incumbent": 1 / SLOW})
+    assert loop.machine.apart() == [] and "(the best so far: x2.500)" in loop.machine.describe()
 
 
 def test_every_run_is_valued_as_on_the_first_machine(space, tmp_path):
@@ -144,7 +145,9 @@ def test_failed_references_leave_the_default_alone_and_are_not_run_again(space, 
         list(range(10))
 
 
-def test_a_failed_default_reference_leaves_the_incumbent_s_to_value_the_machine(space, tmp_path):
+def test_the_incumbent_s_reference_checks_and_does_not_value(space, tmp_path):
+    """The incumbent's value on the first machine is the best of many runs, its luck with it: its ratio is no part
+    of the factor. With the default's reference failed, the machine's runs are valued as measured."""
     store = open_store(":memory:")
     fast, slow = store.environment({"cpu_model": "A"}), store.environment({"cpu_model": "B"})
     loop_on(store, fast, machine(1.0), space, tmp_path, 5).run()
@@ -157,12 +160,13 @@ def test_a_failed_default_reference_leaves_the_incumbent_s_to_value_the_machine(
     second = loop_on(store, slow, refusing, space, tmp_path, 9)
     second.run()
     assert second.machine.ratios[(second.machine.machine(slow), "w")] == pytest.approx({"incumbent": 1 / SLOW})
-    assert all(r["meta"][FACTOR_KEY] == pytest.approx(1 / SLOW) for r in store.trials(store.study("t"))[7:])
+    assert second.machine.factors == {} and second.machine.unreferenced == (slow,)
+    assert not any(r["meta"].get(FACTOR_KEY) for r in store.trials(store.study("t")))
 
 
-def test_a_machine_that_moves_the_default_and_the_incumbent_apart_is_said(space, tmp_path):
-    """The machine change helps the default more than the best (say, the best is held by a volume's cap): the
-    factor is the geometric mean of both ratios, and the line says the values across machines are approximate."""
+def test_a_machine_that_moves_the_best_less_than_the_default_is_said(space, tmp_path):
+    """The machine change costs the default more than the best (say, the best is held by a volume's cap): the
+    factor stays the default's, and the line says configurations like the best are over-credited there."""
     store = open_store(":memory:")
     fast, slow = store.environment({"cpu_model": "A"}), store.environment({"cpu_model": "B"})
     loop_on(store, fast, machine(1.0), space, tmp_path, 5).run()
@@ -172,26 +176,64 @@ def test_a_machine_that_moves_the_default_and_the_incumbent_apart_is_said(space,
 
     second = loop_on(store, slow, uneven, space, tmp_path, 9)
     second.run()
-    ratios = second.machine.ratios[(second.machine.machine(slow), "w")]
-    assert ratios == pytest.approx({"default": 1 / SLOW, "incumbent": 1 / (SLOW * 1.5)})
-    assert second.machine.factors[(second.machine.machine(slow), "w")] == pytest.approx(math.sqrt(ratios["default"] * ratios["incumbent"]))
-    assert second.machine.apart() == [(second.machine.machine(slow), "w")] and "approximate" in second.machine.describe()
+    key = (second.machine.machine(slow), "w")
+    assert second.machine.ratios[key] == pytest.approx({"default": 1 / SLOW, "incumbent": 1 / (SLOW * 1.5)})
+    assert second.machine.factors[key] == pytest.approx(1 / SLOW)
+    assert second.machine.apart() == [(key, pytest.approx(1 / 1.5))]
+    assert "over-credited" in second.machine.describe()
 
 
-def test_a_study_valued_by_the_default_alone_is_not_revalued(space, tmp_path):
-    """A reference stored before the incumbent's existed (meta True, its factor kept): no incumbent run later."""
+@pytest.mark.parametrize("metric, here, said", [
+    ("throughput", {"default": 50.0, "best": 150.0}, None),           # both at half their speed: alike
+    ("throughput", {"default": 50.0, "best": 75.0}, "under-credited"),   # the best lost x2 of the default's loss
+    ("throughput", {"default": 50.0, "best": 250.0}, "over-credited"),   # the best lost nothing
+    ("p99-read", {"default": 2.0, "best": 0.5}, None),                # latencies twice as long
+    ("p99-read", {"default": 2.0, "best": 1.0}, "under-credited"),     # the best's four times as long
+    ("p99-read", {"default": 2.0, "best": 0.25}, "over-credited"),     # the best's as short as before
+])
+def test_the_check_reads_the_loss_in_the_objective_s_direction(metric, here, said):
+    key = "throughput_ops_s" if metric == "throughput" else "read_p99_ms"
+    home = {"default": 100.0, "best": 300.0} if metric == "throughput" else {"default": 1.0, "best": 0.25}
+
+    def row(i, env, config, value, reference=None):
+        return {"id": i, "state": "COMPLETE", "environment_id": env, "started_at": i, "config": {"c": config},
+                "meta": {"kind": "default" if config == "default" else "suggested", "instance": "w",
+                         **({REFERENCE_KEY: reference} if reference else {})},
+                "metrics": {"summary": {key: value}}}
+
+    rows = [row(1, 1, "default", home["default"]), row(2, 1, "best", home["best"]),
+            row(3, 2, "default", here["default"], "default"), row(4, 2, "best", here["best"], "incumbent")]
+    factors = machine_factors(rows, metric)
+    assert factors.factors == {(2, "w"): pytest.approx(home["default"] / here["default"])}
+    line = factors.describe()
+    assert (said in line) if said else ("credited" not in line and factors.apart() == [])
+
+
+def test_no_reference_where_the_machine_ran_the_study_before(space, tmp_path):
+    """A reference after runs told as measured would revalue them: none then. A session cut short between the two
+    references runs the second next time; a reference stored as True (before the incumbent's) is the default's."""
     store, loop, fast, slow = two_machines(space, tmp_path, budget=10)
     rows = store.trials(store.study("t"))
     assert needs_reference(rows, slow, ["w"], incumbent=True) == []
-    assert needs_reference([r for r in rows if r["meta"].get(REFERENCE_KEY) != "incumbent"], slow, ["w"],
-                           incumbent=True) == []                                 # the default's factor is kept
-    unkept = [{**r, "meta": {k: v for k, v in r["meta"].items() if k != FACTOR_KEY}} for r in rows
-              if r["meta"].get(REFERENCE_KEY) != "incumbent"]
-    assert needs_reference(unkept, slow, ["w"], incumbent=True) == [("w", "incumbent")]   # cut short: run it now
-    assert needs_reference(unkept, slow, ["w"]) == []
-    legacy = [{**r, "meta": {**r["meta"], REFERENCE_KEY: True}} if r["meta"].get(REFERENCE_KEY) else r for r in unkept]
-    assert reference_kind(legacy[6]) == "default" and needs_reference(legacy, slow, ["w"], incumbent=True) == \
-        [("w", "incumbent")]
+    assert needs_reference(rows[:7], slow, ["w"], incumbent=True) == [("w", "incumbent")]
+    assert needs_reference(rows[:7], slow, ["w"]) == []
+    legacy = [*rows[:6], {**rows[6], "meta": {**rows[6]["meta"], REFERENCE_KEY: True}}]
+    assert reference_kind(legacy[6]) == "default"
+    assert needs_reference(legacy, slow, ["w"], incumbent=True) == [("w", "incumbent")]
+    unreferenced = [*rows[:6], {**rows[8], "meta": {k: v for k, v in rows[8]["meta"].items() if k != FACTOR_KEY}}]
+    assert needs_reference(unreferenced, slow, ["w"], incumbent=True) == []   # ran here before: valued as measured
+
+
+def test_the_references_take_what_the_budget_leaves_the_default_s_first(space, tmp_path):
+    store = open_store(":memory:")
+    fast, slow = store.environment({"cpu_model": "A"}), store.environment({"cpu_model": "B"})
+    loop_on(store, fast, machine(1.0), space, tmp_path, 5).run()
+    loop_on(store, slow, machine(SLOW), space, tmp_path, 6).run()
+    rows = store.trials(store.study("t"))
+    assert len(rows) == 6 and rows[5]["meta"][REFERENCE_KEY] == "default"    # no unreferenced suggestion here
+    loop_on(store, slow, machine(SLOW), space, tmp_path, 8).run()
+    rows = store.trials(store.study("t"))
+    assert [r["meta"].get(REFERENCE_KEY) for r in rows[5:]] == ["default", "incumbent", None]
 
 
 def test_a_third_session_keeps_the_factor_and_runs_no_second_reference(space, tmp_path):
@@ -296,12 +338,17 @@ def test_the_dashboard_and_the_report_show_the_values_the_optimizer_was_told(spa
     rows = store.trials(store.study("t"))
     views = [trial_view(r, "throughput", []) for r in rows]
     for row, view in zip(rows, views):
+        if row["meta"].get(REFERENCE_KEY):   # a reference measures the machine: shown as measured
+            assert view["value"] == pytest.approx(analytic.throughput(row["config"]) * SLOW)
+            assert "measured" not in view and view["kind"] == "reference"
+            continue
         assert view["value"] == pytest.approx(analytic.throughput(row["config"]))
         if row["environment_id"] == slow:
             assert view["measured"] == pytest.approx(analytic.throughput(row["config"]) * SLOW)
         else:
             assert "measured" not in view
     assert [v["kind"] for v in views[5:9]] == ["suggested", "reference", "reference", "suggested"]
-    predicted = [{**r, "meta": {**r["meta"], "predicted": 1.0}} for r in rows]
+    told = [r for r in rows if not r["meta"].get(REFERENCE_KEY)]
+    predicted = [{**r, "meta": {**r["meta"], "opt": {"predicted": 1.0}}} for r in told]   # as rafiki's are stored
     pairs = own_predictions(SimpleNamespace(rows=predicted, objective=loop.objective))
-    assert [m for _, m in pairs] == pytest.approx([analytic.throughput(r["config"]) for r in rows])
+    assert [m for _, m in pairs] == pytest.approx([analytic.throughput(r["config"]) for r in told])

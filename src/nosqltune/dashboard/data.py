@@ -41,7 +41,8 @@ def trial_view(row: dict[str, Any], metric: str, knob_names: list[str]) -> dict[
     """One trial as the page shows it: its objective figure, where it failed and why, its running phase, the
     node's CPU and disk and what limited it (where stored), and its knob values. The figure is the value the
     optimizer was told: a run on another machine than the study's first is valued as on the first (its figure as
-    measured is `measured`; tuning.machine_reference), and a machine's reference run is of kind `reference`."""
+    measured is `measured`; tuning.machine_reference). A machine's reference runs are of kind `reference`, as
+    measured (what measures the machine; no suggestion's value, and their factor is stored only after they end)."""
     from ..objective import metric_value
     from ..tuning.machine_reference import FACTOR_KEY, home_summary, is_reference
 
@@ -54,10 +55,11 @@ def trial_view(row: dict[str, Any], metric: str, knob_names: list[str]) -> dict[
     read_iops = _number(summary.get("node_group_read_iops"))
     view = {
         "id": row["id"], "number": row["number"], "tag": row.get("tag"), "state": row["state"],
-        "value": (_number(metric_value(metric, home_summary({**row, "metrics": {"summary": summary}}, metric)))
+        "value": (_number(metric_value(metric, summary if is_reference(row) else
+                                       home_summary({**row, "metrics": {"summary": summary}}, metric)))
                   if row["state"] == "COMPLETE" else None),
-        "measured": (_number(metric_value(metric, summary))
-                     if row["state"] == "COMPLETE" and meta.get(FACTOR_KEY) not in (None, 1) else None),
+        "measured": (_number(metric_value(metric, summary)) if row["state"] == "COMPLETE" and not is_reference(row)
+                     and meta.get(FACTOR_KEY) not in (None, 1) else None),
         "failure_kind": row.get("failure_kind"),
         "error": (row.get("error") or "")[:ERROR_CHARS] or None,
         "phase": meta.get("phase"), "phase_at": meta.get("phase_at"),

@@ -218,15 +218,16 @@ def importance(view: TuningView):
 
 
 def own_predictions(view: TuningView) -> list[tuple[float, float]]:
-    """(what the optimizer predicted, what it was then told) for each complete run it recorded a prediction for:
+    """(what the optimizer predicted, what it was then told) for each complete run it recorded a prediction for (the
+    suggestion's meta, `opt.predicted`: rafiki, surrogate-sa):
     a run on another machine than the study's first is valued as on the first, as the optimizer's model was
     (tuning.machine_reference)."""
     from ..objective import metric_value
     from ..tuning.machine_reference import home_summary
 
     metric = view.objective.metric
-    return [(float(r["meta"]["predicted"]), metric_value(metric, home_summary(r, metric))) for r in view.rows
-            if r["state"] == "COMPLETE" and (r.get("meta") or {}).get("predicted") is not None]
+    return [(float(r["meta"]["opt"]["predicted"]), metric_value(metric, home_summary(r, metric))) for r in view.rows
+            if r["state"] == "COMPLETE" and ((r.get("meta") or {}).get("opt") or {}).get("predicted") is not None]
 
 
 def predicted_vs_measured(view: TuningView):

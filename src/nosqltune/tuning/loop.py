@@ -9,8 +9,8 @@ again. Should a replayed suggestion differ from the stored one (a changed librar
 given to the optimizer as an observation and the loop goes on (irace, which cannot take observations,
 stops with an error instead).
 
-A study resumed on another machine (other hardware: CPU model, cores, memory) first runs the default and its best
-there as the machine's references, and every run is valued as on the study's first machine
+A study resumed on another machine (other hardware: CPU model, cores, memory) first runs the default there as the
+machine's reference (and its best beside it, as a check), and every run is valued as on the study's first machine
 (tuning.machine_reference).
 
 A failed trial (refused configuration, crash, timeout, too many failed operations) never stops the study:
@@ -179,8 +179,10 @@ class TuningLoop:
 
     def _run(self, point: Point, suggestion: Suggestion, workload: str, repeat: bool = False,
              reference: str | None = None) -> dict:
+        factor = self.machine.of({"environment_id": self.environment_id, "meta": {"instance": workload}})
         meta = {"suggestion": point.number, "kind": point.kind, "optimizer": self.spec.optimizer,
                 "instance": workload, **({"opt": suggestion.meta} if suggestion.meta else {}),
+                **({FACTOR_KEY: factor} if factor is not None else {}),   # with the run: readers see it valued
                 **({"repeat": True} if repeat else {}), **({REFERENCE_KEY: reference} if reference else {}),
                 **({"replaced": point.replaced} if point.replaced else {})}
         trial_id = self.store.start_trial(self.study_id, point.config, self.workload_info(workload), tag=TAG,
@@ -194,32 +196,31 @@ class TuningLoop:
             self._phase = self.display.trial_phase
         self.trials_used += 1
         self.seconds_used += time.monotonic() - began
-        factor = self.machine.of(row)
-        if factor is not None:
-            self._keep(row, {FACTOR_KEY: factor})
         return row
 
     # ------------------------------------------------------------------ machines
     def _reference(self, point: Point, default: Suggestion, rows: list[dict], machines: dict) -> None:
-        """On a machine the study's default has not run on, run the default there first and the study's incumbent
-        (its best on the first machine) beside it, once per workload, budget permitting: the machine's references
-        (tuning.machine_reference), kept apart from the configurations' own runs. `rows`: the study's stored runs."""
+        """On a machine the study has not run on, run the default there first and the study's incumbent (its best
+        on the first machine) beside it as a check, once per workload, as the budget allows (the default's first):
+        the machine's references (tuning.machine_reference), kept apart from the configurations' own runs. `rows`:
+        the study's stored runs."""
         incumbent = self._incumbent(rows, machines)
         missing = needs_reference(rows + self.references, self.environment_id, list(self.spec.workloads), machines,
                                   incumbent=incumbent is not None)
+        missing = missing[:max(0, self.spec.budget - self.trials_used)]   # the default's first, as the budget allows
         if not missing or self._budget_left(len(missing)) is not None:
             return
         what = "the default and the best so far" if any(k == "incumbent" for _, k in missing) else "the default"
         self.display.note(f"this machine (environment {self.environment_id}) is not the one the study's default "
-                          f"ran on: running {what} here first, as its reference ({len(missing)} "
+                          f"ran on: running {what} here first, as its references ({len(missing)} "
                           f"trial{'s' if len(missing) > 1 else ''})")
         for name, kind in missing:
             which = point if kind == "default" else incumbent
             row = self._run(which, default if kind == "default" else Suggestion(which.config), name, reference=kind)
             self.references.append(row)
             if row["state"] != TrialState.COMPLETE.value:
-                self.display.note(f"the {kind}'s reference run on {name} failed ({row['failure_kind']}): this "
-                                  "machine's runs are valued by the other reference, or as measured without one")
+                self.display.note(f"the {kind}'s reference run on {name} failed ({row['failure_kind']})" +
+                                  (": this machine's runs are valued as measured" if kind == "default" else ""))
 
     def _incumbent(self, rows: list[dict], machines: dict) -> Point | None:
         """The study's best configuration on its first machine, measured on every workload there (None when that

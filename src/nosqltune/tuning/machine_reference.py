@@ -1,5 +1,5 @@
-"""A study that runs on more than one machine: the default and the study's best re-run on each as its
-references, and every run's value brought to the machine the study began on.
+"""A study that runs on more than one machine: the default re-run on each as its reference (and the study's best
+beside it, as a check), and every run's value brought to the machine the study began on.
 
 A long study is resumed session after session, and a session may be given another machine: the transfer study's
 disk-bound YCSB B search ran its first 31 trials on an AMD EPYC host and its next ones on an Intel Xeon host, where
@@ -10,31 +10,34 @@ between machines, not between configurations.
 
 So a serial study (TuningLoop) resumed on another machine (another CPU model, core count or memory: the hardware
 of runtime/environment.py's fingerprint; a new kernel or Java on the same hardware is the same machine) first
-runs, once per workload and before anything else, the default there and the study's incumbent (its best on the
-first machine, when that is not the default): those runs are the machine's **references** (meta
-`machine_reference`: "default" or "incumbent"), kept apart from the configurations' own runs. Every run on a
-machine is then valued as if it had run on the study's first machine (its *home*):
+runs, once per workload and before anything else there, the default and the study's incumbent (its best on the
+first machine, measured on every workload there, when that is not the default): those runs are the machine's
+**references** (meta `machine_reference`: "default" or "incumbent"; True in studies from before the incumbent's),
+kept apart from the configurations' own runs. Every run on a machine is then valued as if it had run on the
+study's first machine (its *home*):
 
-    value on home = value measured x factor,
-    factor = the geometric mean, over the references, of (the configuration's mean on home / its value here)
+    value on home = value measured x (the default's mean on home / its reference's value on this machine)
 
-for the objective's metric, per workload. The factor is fixed when the references run (kept on their rows) and
-kept on each run's row (meta `machine_factor`), so that `best`, `report` and the confirmation read the same values
-the optimizer was told, session after session; the figures measured stay as they were. A reference that fails is
-not run again; the other then values the machine alone, and with neither its runs are valued as measured (said).
+for the objective's metric, per workload. The factor is fixed when the reference runs (kept on its row) and kept
+on each run's row from its start (meta `machine_factor`), so that `best`, `report`, the dashboard and the
+confirmation read the same values the optimizer was told, session after session; the figures measured stay as
+they were. A reference that fails is not run again, and its machine's runs are then valued as measured (said). No
+reference runs on a machine that ran the study's configurations before (it would revalue runs the optimizer was
+told as measured, and a replayed study would diverge); the budget takes the default's references first.
 
 What this assumes, and where it does not hold: that a change of machine moves every configuration by the same
 ratio. A configuration limited by the node's cores follows the CPU; one limited by a volume's IOPS cap (a scenario's
 own limit, the same on every machine) does not, so across a machine change the correction over-credits it by up to
-the machines' ratio. The two references test this: when the default's ratio and the incumbent's lie more than
-SPREAD apart, the study's line says the values across machines are approximate. They also halve the noise one run
-on each side carries into every value of the machine (a study that began before the incumbent's reference existed
-keeps the factor its default's reference gave). A study that must rank configurations across machines confirms
-its best on one machine (`best --confirm`, as every study here does). Constraints stay as measured on each machine
-(a p99 bound is a bound on the machine that serves it). A study with `--denoise` runs no reference: there the
-probe's elasticity, fitted on repeats, corrects for the machine (tuning.denoise), and two corrections would count
-one speed twice. A `--parallel` session runs none either (each worker may be a machine); rows of earlier serial
-sessions keep their factor.
+the machines' ratio. The incumbent's reference checks this: it is no part of the factor (its value on home is the
+best of many runs, luck included, so on any machine it seems to lose more than it does), but when it lost less
+than the default by more than SPREAD, the study's line says configurations like it are over-credited there, and
+when it lost more by SPREAD, that they may be under-credited. One reference run carries one run's noise into every value of its
+machine. A study that must rank configurations across machines confirms its best on one machine (`best
+--confirm`, as every study here does). Constraints stay as measured on each machine (a p99 bound is a bound on the
+machine that serves it). A study with `--denoise` runs no reference: there the probe's elasticity, fitted on
+repeats, corrects for the machine (tuning.denoise), and two corrections would count one speed twice. A
+`--parallel` session runs none either (each worker may be a machine); rows of earlier serial sessions keep their
+factor.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..objective import metric_keys, metric_value
+from ..objective import Objective, metric_keys, metric_value
 
 REFERENCE_KEY = "machine_reference"    # meta: this run re-ran the default ("default") or the best ("incumbent") here
 FACTOR_KEY = "machine_factor"          # meta: what the run's objective value is multiplied by to be valued on home
@@ -105,25 +108,36 @@ class MachineFactors:
             return None
         return self.factors.get((self.machine(env), (row.get("meta") or {}).get("instance")))
 
-    def apart(self) -> list[tuple[Any, str]]:
-        """The (machine, workload)s where the default and the incumbent moved by ratios more than SPREAD apart:
-        there the machines do not move every configuration alike, and values across them are approximate."""
-        return [key for key, r in sorted(self.ratios.items(), key=str)
-                if len(r) > 1 and max(r.values()) / min(r.values()) > SPREAD]
+    def apart(self) -> list[tuple[tuple[Any, str], float]]:
+        """The (machine, workload)s where the incumbent lost more than SPREAD less, or more, than the default on
+        moving there, with the ratio of its loss to the default's (below 1: it lost less). Its loss is biased up
+        (it was picked as the best of many runs on home, its luck with it), so below 1/SPREAD says the machines do
+        not move every configuration alike; above SPREAD it may be in part that luck."""
+        sign = 1 if Objective.parse(self.metric).maximize else -1
+        out = []
+        for key, r in sorted(self.ratios.items(), key=str):
+            if "default" in r and "incumbent" in r:
+                q = (r["incumbent"] / r["default"]) ** sign
+                if q < 1 / SPREAD or q > SPREAD:
+                    out.append((key, q))
+        return out
 
     def describe(self) -> str | None:
         """One line for the terminal when the study spans machines; None when it ran on one."""
         if not self.factors and not self.unreferenced:
             return None
-        said = [f"{_name(m)} on {name}: x{f:.3f}" + _ratios(self.ratios.get((m, name), {}))
+        said = [f"{_name(m)} on {name}: x{f:.3f}" + _best(self.ratios.get((m, name), {}))
                 for (m, name), f in sorted(self.factors.items(), key=str)]
         line = (f"this study ran on more than one machine: each run valued as on its first ({_name(self.home)}) "
-                "by the runs of its default (and best) on both" + (f" ({'; '.join(said)})" if said else ""))
-        apart = self.apart()
-        if apart:
-            line += (f"; on {', '.join(name for _, name in apart)} the default and the best moved apart by more "
-                     f"than x{SPREAD}: the machines do not move every configuration alike, so values across them "
-                     "are approximate (confirm the best on one machine)")
+                "by the default's runs on both" + (f" ({'; '.join(said)})" if said else ""))
+        for (_, name), q in self.apart():
+            if q < 1:
+                line += (f"; on {name} the best so far lost x{q:.2f} of what the default lost there: the machines "
+                         "do not move every configuration alike, and values of configurations like the best are "
+                         "over-credited there (confirm the best on one machine)")
+            else:
+                line += (f"; on {name} the best so far lost x{q:.2f} of what the default lost there (part of it may "
+                         "be its luck when it was picked): values of configurations like it may be under-credited")
         if self.unreferenced:
             which = ", ".join(map(str, self.unreferenced))
             line += (f"; no reference on environment{'s' if len(self.unreferenced) > 1 else ''} {which}: "
@@ -131,11 +145,11 @@ class MachineFactors:
         return line
 
 
-SPREAD = 1.15   # default's and incumbent's ratios further apart than this: said (about 3 runs' noise at 5% each)
+SPREAD = 1.15   # the incumbent's loss against the default's beyond this is said (two runs' noise on each side)
 
 
-def _ratios(ratios: dict[str, float]) -> str:
-    return f" (default x{ratios['default']:.3f}, best x{ratios['incumbent']:.3f})" if len(ratios) > 1 else ""
+def _best(ratios: dict[str, float]) -> str:
+    return f" (the best so far: x{ratios['incumbent']:.3f})" if "incumbent" in ratios else ""
 
 
 def _name(machine: Any) -> str:
@@ -174,14 +188,15 @@ def machine_factors(rows: list[dict[str, Any]], metric: str,
                     machines: Mapping[int, Any] | None = None) -> MachineFactors:
     """The factors from a study's tuning runs (`machines`: environment id -> machine, hardware_of; each id its own
     machine without it). A machine's factor on a workload is the one its reference's row keeps, once set; else the
-    geometric mean, over its references (the default's, the incumbent's), of the configuration's mean on home over
-    its value here."""
+    default's mean on home over its reference's value here. The ratios (home over here) of both references are kept
+    in `ratios`: the incumbent's is no part of the factor (its value on home is the best of many runs, luck
+    included, so its ratio is biased), only the check that the machines move configurations alike (`apart`)."""
     machines = dict(machines or {})
     machine = MachineFactors(metric, machines).machine
     home = home_of(rows, machines)
     if home is None:
         return MachineFactors(metric, machines)
-    at_home: dict[tuple[str, bytes], list[float]] = {}   # (workload, configuration) -> its values on home
+    at_home: dict[tuple[str, str], list[float]] = {}   # (workload, configuration) -> its values on home
     for row in _counted(rows):
         value = metric_value(metric, row["metrics"]["summary"])
         if not is_reference(row) and row.get("environment_id") is not None and \
@@ -202,7 +217,7 @@ def machine_factors(rows: list[dict[str, Any]], metric: str,
         base = at_home.get((key[1], "default" if kind == "default" else _config_key(row)))
         if value and base:
             ratios.setdefault(key, {}).setdefault(kind, statistics.mean(base) / float(value))
-    factors = {**{key: round(statistics.geometric_mean(r.values()), 6) for key, r in ratios.items()}, **kept}
+    factors = {**{key: round(r["default"], 6) for key, r in ratios.items() if "default" in r}, **kept}
     seen = {r.get("environment_id") for r in rows if r.get("environment_id") is not None}
     unreferenced = tuple(sorted(env for env in seen if machine(env) != home
                                 and not any(m == machine(env) for m, _ in factors)))
@@ -216,24 +231,20 @@ def _config_key(row: dict[str, Any]) -> str:
 def needs_reference(rows: list[dict[str, Any]], environment_id: int | None, workloads: list[str],
                     machines: Mapping[int, Any] | None = None,
                     incumbent: bool = False) -> list[tuple[str, str]]:
-    """The references to run on this machine before the study goes on, as (workload, "default" | "incumbent"):
-    on each workload where the default has run (completely) only on other machines, the default once (unless tried
-    here already: a failed one is not run again) and, when the study has an `incumbent` other than the default,
-    the incumbent once (unless tried here, or the machine's factor is kept already: a study valued before the
-    incumbent's reference existed keeps its factor). None when the study has not run its default yet, or the
-    machines are unknown."""
+    """The references to run on this machine before the study goes on, as (workload, "default" | "incumbent"), the
+    default's first: on each workload where the default has run (completely) only on other machines and the study has
+    run nothing else here yet, the default once and, when the study has an `incumbent` other than the default, the
+    incumbent once; a reference tried here already (a failed one too) is not run again. Nothing where this machine
+    ran the study's configurations before (a reference then would revalue runs the optimizer was told as
+    measured), when the study has not run its default yet, or when the machines are unknown."""
     machine = MachineFactors("", dict(machines or {})).machine
     own = _own_defaults(rows)
     if environment_id is None or not own or any(r.get("environment_id") is None for r in own):
         return []
     here = machine(environment_id)
-    mine = {r["meta"]["instance"] for r in own if machine(r["environment_id"]) == here}
-    references = [r for r in rows if is_reference(r) and machine(r.get("environment_id")) == here]
-    tried = {(r["meta"]["instance"], reference_kind(r)) for r in references}
-    kept = {r["meta"]["instance"] for r in references if r["meta"].get(FACTOR_KEY)}
+    mine = [r for r in rows if r.get("environment_id") is not None and machine(r["environment_id"]) == here]
+    busy = {r["meta"]["instance"] for r in mine if not is_reference(r)}
+    tried = {(r["meta"]["instance"], reference_kind(r)) for r in mine if is_reference(r)}
     ran = {r["meta"]["instance"] for r in own}
-    out = []
-    for name in (w for w in workloads if w in ran and w not in mine):
-        out += [(name, kind) for kind in ("default", "incumbent")[:1 + incumbent] if (name, kind) not in tried
-                and (kind == "default" or name not in kept)]
-    return out
+    return [(name, kind) for kind in ("default", "incumbent")[:1 + incumbent] for name in workloads
+            if name in ran and name not in busy and (name, kind) not in tried]

@@ -48,7 +48,7 @@ class ParallelLoop(TuningLoop):
 
     # ------------------------------------------------------------------ the store as seen by the coordinator
     def _tune_rows(self) -> list[dict]:
-        """The study's tuning trials, less the default's reference runs of serial sessions on other machines
+        """The study's tuning trials, less the reference runs (default, best) of serial sessions on other machines
         (tuning.machine_reference: a parallel session runs none, and they are no suggestion's)."""
         return [r for r in self.store.trials(self.study_id) if r["tag"] == TAG and not is_reference(r)]
 

@@ -313,9 +313,14 @@ function drawTime(s) {
     `<table>${rows.join("")}</table>`;
 }
 
+// A run of the search itself: a tuning trial, not a machine's reference run (the default or best re-run on a new machine)
+function isSearchRun(t) {
+  return t.tag === "tune" && t.kind !== "reference";
+}
+
 // What the history shows: every tuning trial's value, the best so far, the failed ones (at the lowest value), the default
 function historySeries(trials, s) {
-  const tuned = trials.filter((t) => t.tag === "tune").sort((a, b) => a.number - b.number);
+  const tuned = trials.filter(isSearchRun).sort((a, b) => a.number - b.number);
   const done = tuned.filter((t) => t.value != null);
   const failed = tuned.filter((t) => t.state === "FAIL");
   const maximize = s.objective.maximize;
@@ -424,7 +429,7 @@ function parcoordsSample(done, maximize) {
 }
 
 function drawParcoords(trials, s) {
-  const measured = trials.filter((t) => t.tag === "tune" && t.value != null);
+  const measured = trials.filter((t) => isSearchRun(t) && t.value != null);
   const done = parcoordsSample(measured, s.objective.maximize);
   // the knobs that matter most (importance below) first; a few axes stay readable
   const rank = new Map(s.importance.knobs.map((k, i) => [k.knob, i]));
