@@ -140,7 +140,7 @@ def test_failed_references_leave_the_default_alone_and_are_not_run_again(space, 
                                                                             ("incumbent", "FAIL")]   # tried once
     assert not any(r["meta"].get(FACTOR_KEY) for r in rows)                      # valued as measured, as said
     assert third.default_point.evaluation.value == pytest.approx(analytic.throughput(space.default()))
-    assert third.machine.unreferenced == (slow,)
+    assert third.machine.unreferenced == ((slow, "w"),)
     assert len(rows) == 12 and [r["meta"]["suggestion"] for r in rows if not r["meta"].get(REFERENCE_KEY)] == \
         list(range(10))
 
@@ -160,7 +160,7 @@ def test_the_incumbent_s_reference_checks_and_does_not_value(space, tmp_path):
     second = loop_on(store, slow, refusing, space, tmp_path, 9)
     second.run()
     assert second.machine.ratios[(second.machine.machine(slow), "w")] == pytest.approx({"incumbent": 1 / SLOW})
-    assert second.machine.factors == {} and second.machine.unreferenced == (slow,)
+    assert second.machine.factors == {} and second.machine.unreferenced == ((slow, "w"),)
     assert not any(r["meta"].get(FACTOR_KEY) for r in store.trials(store.study("t")))
 
 
@@ -222,6 +222,53 @@ def test_no_reference_where_the_machine_ran_the_study_before(space, tmp_path):
     assert needs_reference(legacy, slow, ["w"], incumbent=True) == [("w", "incumbent")]
     unreferenced = [*rows[:6], {**rows[8], "meta": {k: v for k, v in rows[8]["meta"].items() if k != FACTOR_KEY}}]
     assert needs_reference(unreferenced, slow, ["w"], incumbent=True) == []   # ran here before: valued as measured
+
+
+def test_a_run_carries_its_factor_from_its_start(space, tmp_path):
+    """Readers of the store (the live dashboard) see a run valued as the optimizer is told, as soon as it is."""
+    store = open_store(":memory:")
+    fast, slow = store.environment({"cpu_model": "A"}), store.environment({"cpu_model": "B"})
+    loop_on(store, fast, machine(1.0), space, tmp_path, 5).run()
+    seen = []
+
+    def watched(config, workload):
+        running = [r for r in store.trials(store.study("t")) if r["state"] == "RUNNING"]
+        seen.append((running[0]["meta"].get(REFERENCE_KEY), running[0]["meta"].get(FACTOR_KEY)))
+        return machine(SLOW)(config, workload)
+
+    loop_on(store, slow, watched, space, tmp_path, 9).run()
+    assert seen[:2] == [("default", None), ("incumbent", None)]     # a reference's factor comes from its result
+    assert [f for _, f in seen[2:]] == pytest.approx([1 / SLOW] * 2)
+
+
+def test_a_run_before_its_machine_s_references_is_not_revalued():
+    def row(i, env, kind, value, reference=None):
+        return {"id": i, "state": "COMPLETE", "environment_id": env, "started_at": i, "config": {"c": kind},
+                "meta": {"kind": kind, "instance": "w", **({REFERENCE_KEY: reference} if reference else {})},
+                "metrics": {"summary": {"throughput_ops_s": value}}}
+
+    rows = [row(1, 1, "default", 100.0), row(2, 2, "suggested", 40.0), row(3, 2, "default", 50.0, "default"),
+            row(4, 2, "suggested", 60.0)]
+    factors = machine_factors(rows, "throughput")
+    assert factors.of(rows[1]) is None and factors.of(rows[3]) == pytest.approx(2.0)
+    assert factors.of(rows[2]) == pytest.approx(2.0)
+
+
+def test_two_workloads_take_the_default_s_references_first(space, tmp_path):
+    store = open_store(":memory:")
+    fast, slow = store.environment({"cpu_model": "A"}), store.environment({"cpu_model": "B"})
+
+    def spec_loop(env, budget):
+        spec = TuneSpec(optimizer="random", workloads=["w", "second"], budget=budget, seed=2,
+                        objective={"metric": "throughput", "constraints": []})
+        return TuningLoop(store, store.study("t"), spec, space, machine(1.0 if env == fast else SLOW),
+                          workdir=tmp_path / "r", environment_id=env)
+
+    spec_loop(fast, 6).run()
+    spec_loop(slow, 8).run()
+    rows = store.trials(store.study("t"))
+    assert [(r["meta"]["instance"], r["meta"].get(REFERENCE_KEY)) for r in rows[6:]] == [("w", "default"),
+                                                                                         ("second", "default")]
 
 
 def test_the_references_take_what_the_budget_leaves_the_default_s_first(space, tmp_path):
@@ -296,8 +343,8 @@ def test_a_third_machine_and_the_one_without_a_reference():
     factors = machine_factors(rows, "throughput")
     assert factors.home == 1 and factors.factors == {(2, "w"): pytest.approx(2.0)}   # mean(100, 80) / 45
     assert factors.of(rows[5]) == pytest.approx(2.0) and factors.of(rows[2]) is None and factors.of(rows[6]) is None
-    assert factors.unreferenced == (3,)
-    assert "environment 3" in factors.describe() and "as measured" in factors.describe()
+    assert factors.unreferenced == ((3, "w"),)
+    assert "environment 3 on w" in factors.describe() and "as measured" in factors.describe()
     kept = [*rows[:3], {**rows[3], "meta": {**rows[3]["meta"], FACTOR_KEY: 2.5}}]   # a kept factor stays
     assert machine_factors(kept, "throughput").factors == {(2, "w"): 2.5}
     # environments 1 and 4 are one machine (another kernel): no factor, no reference

@@ -220,7 +220,8 @@ class TuningLoop:
             self.references.append(row)
             if row["state"] != TrialState.COMPLETE.value:
                 self.display.note(f"the {kind}'s reference run on {name} failed ({row['failure_kind']})" +
-                                  (": this machine's runs are valued as measured" if kind == "default" else ""))
+                                  (f": this machine's runs on {name} are valued as measured" if kind == "default"
+                                   else ": only the check that the machines move configurations alike is lost"))
 
     def _incumbent(self, rows: list[dict], machines: dict) -> Point | None:
         """The study's best configuration on its first machine, measured on every workload there (None when that

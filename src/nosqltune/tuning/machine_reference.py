@@ -12,27 +12,29 @@ So a serial study (TuningLoop) resumed on another machine (another CPU model, co
 of runtime/environment.py's fingerprint; a new kernel or Java on the same hardware is the same machine) first
 runs, once per workload and before anything else there, the default and the study's incumbent (its best on the
 first machine, measured on every workload there, when that is not the default): those runs are the machine's
-**references** (meta `machine_reference`: "default" or "incumbent"; True in studies from before the incumbent's),
-kept apart from the configurations' own runs. Every run on a machine is then valued as if it had run on the
-study's first machine (its *home*):
+**references** (meta `machine_reference`: "default" or "incumbent"; True from before the incumbent's), kept apart
+from the configurations' own runs. Every run on a machine is then valued as if it had run on the study's first
+machine (its *home*):
 
     value on home = value measured x (the default's mean on home / its reference's value on this machine)
 
 for the objective's metric, per workload. The factor is fixed when the reference runs (kept on its row) and kept
 on each run's row from its start (meta `machine_factor`), so that `best`, `report`, the dashboard and the
 confirmation read the same values the optimizer was told, session after session; the figures measured stay as
-they were. A reference that fails is not run again, and its machine's runs are then valued as measured (said). No
-reference runs on a machine that ran the study's configurations before (it would revalue runs the optimizer was
-told as measured, and a replayed study would diverge); the budget takes the default's references first.
+they were. A reference that fails is not run again; where the default's failed, that machine's runs on the
+workload are valued as measured (said), and a failed incumbent's only loses the check below. No reference runs on
+a machine that ran the study's configurations before, and no run that began before its machine's references is
+revalued (it was told as measured; revalued, a replayed study would diverge). The budget takes the default's
+references first.
 
 What this assumes, and where it does not hold: that a change of machine moves every configuration by the same
 ratio. A configuration limited by the node's cores follows the CPU; one limited by a volume's IOPS cap (a scenario's
 own limit, the same on every machine) does not, so across a machine change the correction over-credits it by up to
 the machines' ratio. The incumbent's reference checks this: it is no part of the factor (its value on home is the
-best of many runs, luck included, so on any machine it seems to lose more than it does), but when it lost less
-than the default by more than SPREAD, the study's line says configurations like it are over-credited there, and
-when it lost more by SPREAD, that they may be under-credited. One reference run carries one run's noise into every value of its
-machine. A study that must rank configurations across machines confirms its best on one machine (`best
+best of many runs, luck included, so on any machine it seems to lose more than it does), but when it lost less than
+the default by more than SPREAD, the study's line says configurations like it are over-credited there, and when it
+lost more by SPREAD, that they may be under-credited. One reference run carries one run's noise into every value of
+its machine. A study that must rank configurations across machines confirms its best on one machine (`best
 --confirm`, as every study here does). Constraints stay as measured on each machine (a p99 bound is a bound on the
 machine that serves it). A study with `--denoise` runs no reference: there the probe's elasticity, fitted on
 repeats, corrects for the machine (tuning.denoise), and two corrections would count one speed twice. A
@@ -87,24 +89,29 @@ def reference_kind(row: dict[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class MachineFactors:
-    """The study's home machine and, per (machine, workload), the factor of its runs and the ratios it comes from
-    (home over here, per reference kind). A machine whose references failed or never ran has no factor (its runs
-    are valued as measured, and `unreferenced` names it)."""
+    """The study's home machine and, per (machine, workload), the factor of its runs and the ratios of its references
+    (home over here, per kind). Where the default's reference failed or never ran there is no factor (those runs
+    are valued as measured, and `unreferenced` names them)."""
 
     metric: str
     machines: dict[int, Any] = field(default_factory=dict)     # environment id -> machine (hardware_of)
     home: Any = None
     factors: dict[tuple[Any, str], float] = field(default_factory=dict)
-    unreferenced: tuple[int, ...] = ()                          # environment ids
+    unreferenced: tuple[tuple[int, str], ...] = ()              # (environment id, workload) valued as measured
     ratios: dict[tuple[Any, str], dict[str, float]] = field(default_factory=dict)
+    since: dict[Any, float] = field(default_factory=dict)      # machine -> when its first reference began
 
     def machine(self, env: int | None) -> Any:
         return self.machines.get(env, env)
 
     def of(self, row: dict[str, Any]) -> float | None:
-        """The factor of a run (None on home, or where its machine has no reference)."""
+        """The factor of a run (None on home, where its machine has no reference, or for a run that began before
+        its machine's references: it was told as measured, and stays so)."""
         env = row.get("environment_id")
         if env is None or self.home is None or self.machine(env) == self.home:
+            return None
+        began = row.get("started_at")
+        if began is not None and not is_reference(row) and began < self.since.get(self.machine(env), began):
             return None
         return self.factors.get((self.machine(env), (row.get("meta") or {}).get("instance")))
 
@@ -139,9 +146,8 @@ class MachineFactors:
                 line += (f"; on {name} the best so far lost x{q:.2f} of what the default lost there (part of it may "
                          "be its luck when it was picked): values of configurations like it may be under-credited")
         if self.unreferenced:
-            which = ", ".join(map(str, self.unreferenced))
-            line += (f"; no reference on environment{'s' if len(self.unreferenced) > 1 else ''} {which}: "
-                     "its runs are valued as measured")
+            which = ", ".join(f"environment {env} on {name}" for env, name in self.unreferenced)
+            line += f"; no default's reference for {which}: those runs are valued as measured"
         return line
 
 
@@ -218,10 +224,15 @@ def machine_factors(rows: list[dict[str, Any]], metric: str,
         if value and base:
             ratios.setdefault(key, {}).setdefault(kind, statistics.mean(base) / float(value))
     factors = {**{key: round(r["default"], 6) for key, r in ratios.items() if "default" in r}, **kept}
-    seen = {r.get("environment_id") for r in rows if r.get("environment_id") is not None}
-    unreferenced = tuple(sorted(env for env in seen if machine(env) != home
-                                and not any(m == machine(env) for m, _ in factors)))
-    return MachineFactors(metric, machines, home, factors, unreferenced, ratios)
+    seen = {(r["environment_id"], (r.get("meta") or {}).get("instance")) for r in rows
+            if r.get("environment_id") is not None and machine(r["environment_id"]) != home}
+    unreferenced = tuple(sorted((env, name) for env, name in seen if (machine(env), name) not in factors
+                                and name is not None))
+    since: dict[Any, float] = {}
+    for row in (r for r in rows if is_reference(r) and r.get("started_at") is not None):
+        key = machine(row.get("environment_id"))
+        since[key] = min(since.get(key, row["started_at"]), row["started_at"])
+    return MachineFactors(metric, machines, home, factors, unreferenced, ratios, since)
 
 
 def _config_key(row: dict[str, Any]) -> str:
