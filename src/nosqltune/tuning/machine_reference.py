@@ -164,6 +164,12 @@ def _name(machine: Any) -> str:
     return f"environment {machine}"
 
 
+def _lookup(machines: Mapping[int, Any] | None):
+    """environment id -> its machine (hardware_of); each id its own machine where `machines` does not say."""
+    known = dict(machines or {})
+    return lambda env: known.get(env, env)
+
+
 def _counted(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The complete runs (not cut short), in the order they ran."""
     return sorted((r for r in rows if r["state"] == "COMPLETE" and r.get("failure_kind") != "interrupted"),
@@ -177,14 +183,14 @@ def _own_defaults(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def home_of(rows: list[dict[str, Any]], machines: Mapping[int, Any] | None = None) -> Any:
     """The study's home: the machine of the default's first complete run (None before it ran, or unknown)."""
-    machine = MachineFactors("", dict(machines or {})).machine
+    machine = _lookup(machines)
     return next((machine(r["environment_id"]) for r in _own_defaults(rows) if r.get("environment_id") is not None),
                 None)
 
 
 def home_runs(rows: list[dict[str, Any]], machines: Mapping[int, Any] | None = None) -> list[dict[str, Any]]:
     """The runs (not references) on the study's home machine: where the incumbent a reference re-runs is picked."""
-    machine = MachineFactors("", dict(machines or {})).machine
+    machine = _lookup(machines)
     home = home_of(rows, machines)
     return [r for r in rows if home is not None and r.get("environment_id") is not None
             and machine(r["environment_id"]) == home and not is_reference(r)]
@@ -198,7 +204,7 @@ def machine_factors(rows: list[dict[str, Any]], metric: str,
     in `ratios`: the incumbent's is no part of the factor (its value on home is the best of many runs, luck
     included, so its ratio is biased), only the check that the machines move configurations alike (`apart`)."""
     machines = dict(machines or {})
-    machine = MachineFactors(metric, machines).machine
+    machine = _lookup(machines)
     home = home_of(rows, machines)
     if home is None:
         return MachineFactors(metric, machines)
@@ -248,7 +254,7 @@ def needs_reference(rows: list[dict[str, Any]], environment_id: int | None, work
     incumbent once; a reference tried here already (a failed one too) is not run again. Nothing where this machine
     ran the study's configurations before (a reference then would revalue runs the optimizer was told as
     measured), when the study has not run its default yet, or when the machines are unknown."""
-    machine = MachineFactors("", dict(machines or {})).machine
+    machine = _lookup(machines)
     own = _own_defaults(rows)
     if environment_id is None or not own or any(r.get("environment_id") is None for r in own):
         return []
